@@ -1,0 +1,140 @@
+// Package beacon holds the h3rum browser beacon: its JavaScript source and
+// built assets, and the Go side of its wire format (see PROTOCOL.md).
+package beacon
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// Version is the wire-format version this package decodes.
+const Version = 1
+
+// Limits of the protocol; a report outside them is rejected.
+const (
+	MaxParallel = 20 // requests per parallel batch
+	MaxWarmup   = 10 // sequential warm-up requests to the H3 origin
+	// MaxSamples is the most samples a report can carry: the warm-up
+	// requests to the H3 origin, one warm-up request to the H2 origin, and
+	// two parallel batches.
+	MaxSamples = MaxWarmup + 1 + 2*MaxParallel
+)
+
+// Proto is an HTTP protocol as the beacon records it.
+type Proto string
+
+// Protocols after normalisation of nextHopProtocol.
+const (
+	ProtoUnknown Proto = "unknown"
+	ProtoH1      Proto = "h1"
+	ProtoH2      Proto = "h2"
+	ProtoH3      Proto = "h3"
+)
+
+// Phase says which part of a run a sample belongs to.
+type Phase string
+
+// Phases of a run.
+const (
+	PhaseWarmup   Phase = "warmup"
+	PhaseParallel Phase = "parallel"
+)
+
+// Report is one run of the test in one browser, as sent to POST /beacon.
+type Report struct {
+	Version       int      // wire-format version, always Version
+	RunID         [16]byte // random per run, sent as 32 hex digits
+	Site          string   // data-site of the embedding page
+	PageOrigin    string   // scheme://host[:port] of the page, never the full URL
+	BeaconVersion string   // version of h3rum.js
+	Partial       bool     // the page was hidden or closed before the run finished
+	MainThreadMS  float64  // main-thread time the script itself used during the run, ms
+	Params        Params
+	Client        Client
+	Samples       []Sample
+}
+
+// Params are the test parameters the run used.
+type Params struct {
+	Parallel int    // requests per parallel batch
+	Warmup   int    // sequential warm-up requests to the H3 origin
+	Bytes    int    // probe response body size
+	Order    string // "h2first" or "h3first": which parallel batch started first
+	Trigger  string // "load" or "manual"
+}
+
+// Client is what the browser says about itself, where it says it.
+type Client struct {
+	Brands        []Brand // UA-CH brands (navigator.userAgentData), empty where unavailable
+	Platform      string
+	Mobile        bool
+	EffectiveType string  // navigator.connection.effectiveType: "4g", "3g", …
+	RTT           float64 // navigator.connection.rtt, ms (-1 unknown)
+	Downlink      float64 // navigator.connection.downlink, Mbit/s (-1 unknown)
+	Webdriver     bool    // navigator.webdriver
+}
+
+// Brand is one UA-CH brand and its major version.
+type Brand struct {
+	Brand   string
+	Version string
+}
+
+// Sample is one probe request and what Resource Timing and the collector's
+// Server-Timing said about it. Durations are milliseconds; a phase that did
+// not happen (e.g. DNS on a reused connection) is 0; -1 means unknown.
+type Sample struct {
+	Seq          int   // order in the run, 0-based, unique within the run
+	Phase        Phase // warm-up or parallel
+	Want         Proto // origin the request was sent to: h2 or h3
+	Got          Proto // normalised nextHopProtocol
+	Start        float64
+	Duration     float64
+	DNS          float64
+	Connect      float64 // TCP or QUIC connect, including TLS
+	TLS          float64
+	TTFB         float64 // requestStart → responseStart
+	Download     float64 // responseStart → responseEnd
+	Reused       bool    // connection was already open (connectStart == connectEnd)
+	TransferSize int
+	Server       ServerTiming
+	Error        string // "" when the request succeeded; else a short code such as "timeout"
+}
+
+// ServerTiming is what the collector told the browser about the connection
+// the request arrived on (the Server-Timing header of /probe).
+type ServerTiming struct {
+	Present   bool    // the header was visible to the page
+	Proto     Proto   // protocol as the server saw it
+	Handle    float64 // server handling time, ms
+	RTT       float64 // smoothed RTT of the connection, ms
+	MinRTT    float64 // minimum RTT of the connection, ms
+	RTTVar    float64 // RTT variation, ms
+	Lost      int     // packets lost (QUIC) or retransmitted segments (TCP)
+	ConnID    string  // server-side connection id
+	ConnReqs  int     // requests served on this connection, this one included
+	Resumed   bool    // TLS session resumption
+	EarlyData bool    // the request arrived as 0-RTT early data
+}
+
+// Envelope is a decoded report with what the collector knows about its
+// arrival. The client address is used for enrichment only and never stored.
+type Envelope struct {
+	Report     *Report
+	Received   time.Time
+	ClientIP   netip.Addr
+	UserAgent  string
+	GeoCountry string // country from a trusted CDN header, "" when not configured
+}
+
+// ErrBusy is returned by a Sink that cannot take more reports now; the
+// caller answers 503 with Retry-After.
+var ErrBusy = errors.New("ingest queue and spool are full")
+
+// A Sink takes decoded reports. Accept returns nil only once the report is
+// durable (stored, or spooled to disk), so the caller may acknowledge it.
+type Sink interface {
+	Accept(ctx context.Context, e Envelope) error
+}

@@ -1,0 +1,61 @@
+-- One row per probe request (a sample). Runs 18.16 and 24.x alike: no TTL,
+-- codecs, LowCardinality or DateTime64. Replays from the spool are
+-- idempotent: (run_id, seq) identifies a sample and ReplacingMergeTree folds
+-- a replayed copy into the original at merge time.
+CREATE TABLE IF NOT EXISTS samples
+(
+    time            DateTime('UTC'),
+    site            String,
+    run_id          UUID,
+    seq             UInt8,
+    phase           Enum8('warmup' = 1, 'parallel' = 2),
+    want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
+    got             Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
+    start_ms        Float32,
+    duration_ms     Float32,
+    dns_ms          Float32,
+    connect_ms      Float32,
+    tls_ms          Float32,
+    ttfb_ms         Float32,
+    download_ms     Float32,
+    reused          UInt8,
+    transfer_size   UInt32,
+    error           String,
+    srv_present     UInt8,
+    srv_proto       Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
+    srv_handle_ms   Float32,
+    srv_rtt_ms      Float32,
+    srv_min_rtt_ms  Float32,
+    srv_rttvar_ms   Float32,
+    srv_lost        UInt32,
+    srv_conn_id     String,
+    srv_conn_reqs   UInt32,
+    srv_resumed     UInt8,
+    srv_early       UInt8,
+    partial         UInt8,
+    page_origin     String,
+    beacon_version  String,
+    param_parallel  UInt8,
+    param_warmup    UInt8,
+    param_bytes     UInt32,
+    param_order     Enum8('h2first' = 1, 'h3first' = 2),
+    param_trigger   Enum8('load' = 1, 'manual' = 2),
+    continent       String,
+    country         String,
+    subdivision     String,
+    city_id         UInt32,
+    asn             UInt32,
+    as_org          String,
+    browser         String,
+    browser_major   UInt16,
+    platform        String,
+    mobile          UInt8,
+    ect             String,
+    net_rtt_ms      Float32,
+    net_downlink    Float32,
+    bot             UInt8
+)
+ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(time)
+ORDER BY (site, toDate(time), run_id, seq)
+SETTINGS index_granularity = 8192, old_parts_lifetime = 10
