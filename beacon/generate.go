@@ -1,0 +1,3 @@
+package beacon
+
+//go:generate go run ./internal/build

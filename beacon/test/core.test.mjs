@@ -1,0 +1,128 @@
+// Unit tests of the beacon's pure parts: node --test beacon/test/
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { config, proto, serverTiming, sample, client, hex, report, VERSION } from '../src/core.js';
+
+test('proto normalises nextHopProtocol', () => {
+  const cases = {
+    h3: 'h3', 'h3-29': 'h3', 'h3-Q050': 'h3', hq: 'h3', 'http/2+quic/43': 'h3', H3: 'h3',
+    h2: 'h2', h2c: 'h2', 'http/1.1': 'h1', 'http/1.0': 'h1',
+    '': 'unknown', undefined: 'unknown', null: 'unknown', 'spdy/3': 'unknown', '0': 'unknown',
+  };
+  for (const [in_, want] of Object.entries(cases)) {
+    const v = in_ === 'undefined' ? undefined : in_ === 'null' ? null : in_;
+    assert.equal(proto(v), want, `proto(${JSON.stringify(v)})`);
+  }
+});
+
+test('config defaults and limits', () => {
+  const src = 'https://rum.example.com/h3rum.js';
+  assert.equal(config({ h3: 'https://h3.example.com' }, src, 'shop.example'), undefined, 'no h2 origin');
+  assert.equal(config({ h2: 'https://h2.example.com', h3: 'not a url' }, src, 'x'), undefined, 'bad h3 origin');
+  const c = config({ h3: 'https://H3.example.com/x/', h2: 'https://h2.example.com:8443' }, src, 'shop.example');
+  assert.deepEqual(c, {
+    h3: 'https://h3.example.com', h2: 'https://h2.example.com:8443', site: 'shop.example', sample: 1,
+    n: 5, w: 2, b: 0, trg: 'load', ep: 'https://rum.example.com', h2first: false,
+  });
+  const d = config(
+    { h3: 'https://a', h2: 'https://b', site: 'shop', sample: '0.05', parallel: '7', warmup: '0', bytes: '1000',
+      trigger: 'manual', endpoint: 'https://collect.example.com/', order: 'h2first' }, src, 'h');
+  assert.deepEqual([d.site, d.sample, d.n, d.w, d.b, d.trg, d.ep, d.h2first],
+    ['shop', 0.05, 7, 0, 1000, 'manual', 'https://collect.example.com', true]);
+  const bad = config({ h3: 'https://a', h2: 'https://b', sample: '2', parallel: '99', warmup: '-1', bytes: 'x' }, src, 'h');
+  assert.deepEqual([bad.sample, bad.n, bad.w, bad.b], [1, 5, 2, 0]);
+  const zero = config({ h3: 'https://a', h2: 'https://b', sample: '0', parallel: '0' }, src, 'h');
+  assert.deepEqual([zero.sample, zero.n], [0, 5]);
+});
+
+test('serverTiming maps the collector metrics', () => {
+  const list = [
+    { name: 'proto', duration: 0, description: 'h3' },
+    { name: 'app', duration: 0.0421234, description: '' },
+    { name: 'rtt', duration: 12.5, description: '' },
+    { name: 'minrtt', duration: 10, description: '' },
+    { name: 'rttvar', duration: 1.25, description: '' },
+    { name: 'lost', duration: 0, description: '2' },
+    { name: 'cid', duration: 0, description: 'q-7f3a' },
+    { name: 'creq', duration: 0, description: '3' },
+    { name: 'resumed', duration: 0, description: '1' },
+    { name: 'early', duration: 0, description: '0' },
+    { name: 'cdn-cache', duration: 0, description: 'MISS' },
+    { name: 'creq', duration: 0, description: 'x' },
+  ];
+  assert.deepEqual(serverTiming(list), {
+    proto: 'h3', app: 0.042, rtt: 12.5, minrtt: 10, rttvar: 1.25, lost: 2, cid: 'q-7f3a', creq: 3, resumed: 1, early: 0,
+  });
+  assert.equal(serverTiming([]), undefined);
+  assert.equal(serverTiming(undefined), undefined);
+  assert.equal(serverTiming([{ name: 'other', duration: 1, description: '' }]), undefined);
+});
+
+const entry = (o) => ({
+  name: 'https://h3.example.com/probe?r=1', startTime: 1100.12, duration: 30.3000001, nextHopProtocol: 'h3',
+  domainLookupStart: 1100.2, domainLookupEnd: 1101.2, connectStart: 1101.2, connectEnd: 1110.2,
+  secureConnectionStart: 1102.2, requestStart: 1110.3, responseStart: 1129.4, responseEnd: 1130.4,
+  transferSize: 300, serverTiming: [{ name: 'proto', duration: 0, description: 'h3' }], ...o,
+});
+
+test('sample breaks a Resource Timing entry down', () => {
+  assert.deepEqual(sample(3, 'p', 'h3', entry(), 1000, 1099, ''), {
+    q: 3, ph: 'p', w: 'h3', g: 'h3', st: 100.12, d: 30.3, dns: 1, con: 9, tls: 8, tf: 19.1, dl: 1, r: false, ts: 300,
+    sv: { proto: 'h3' },
+  });
+  const reused = sample(4, 'p', 'h2', entry({ nextHopProtocol: 'h2', connectStart: 1100.2, connectEnd: 1100.2,
+    domainLookupStart: 1100.2, domainLookupEnd: 1100.2, secureConnectionStart: 0, serverTiming: [] }), 1000, 1099, '');
+  assert.deepEqual([reused.g, reused.dns, reused.con, reused.tls, reused.r, reused.sv], ['h2', 0, 0, 0, true, undefined]);
+});
+
+test('sample without Timing-Allow-Origin or without entry', () => {
+  const opaque = sample(0, 'w', 'h3', entry({ requestStart: 0, responseStart: 0, domainLookupStart: 0,
+    domainLookupEnd: 0, connectStart: 0, connectEnd: 0, secureConnectionStart: 0, nextHopProtocol: '',
+    transferSize: 0, serverTiming: [] }), 1000, 1099, '');
+  assert.deepEqual([opaque.g, opaque.d, opaque.dns, opaque.con, opaque.tls, opaque.tf, opaque.dl, opaque.r],
+    ['unknown', 30.3, -1, -1, -1, -1, -1, false]);
+  const none = sample(1, 'w', 'h2', undefined, 1000, 1250.5, 'timeout');
+  assert.deepEqual(none, { q: 1, ph: 'w', w: 'h2', g: 'unknown', st: 250.5, d: -1, dns: -1, con: -1, tls: -1, tf: -1,
+    dl: -1, r: false, ts: 0, sv: undefined, e: 'timeout' });
+});
+
+test('client reads UA-CH and network information where present', () => {
+  assert.deepEqual(JSON.parse(JSON.stringify(client({}))), { wd: false });
+  assert.deepEqual(client({
+    webdriver: true, userAgentData: { brands: [{ brand: 'Chromium', version: '156' }], platform: 'Linux', mobile: false },
+    connection: { effectiveType: '4g', rtt: 50, downlink: 10 },
+  }), { br: [['Chromium', '156']], pf: 'Linux', mb: false, et: '4g', rtt: 50, dl: 10, wd: true });
+});
+
+test('hex', () => {
+  assert.equal(hex(new Uint8Array([0, 1, 0xab, 0xff])), '0001abff');
+  assert.match(hex(crypto.getRandomValues(new Uint8Array(16))), /^[0-9a-f]{32}$/);
+});
+
+test('a full run of 2+1 warm-up and 5+5 parallel samples stays under 4 KiB', () => {
+  const cfg = config({ h3: 'https://h3.rumtest.example.com', h2: 'https://h2.rumtest.example.com', site: 'shop' },
+    'https://rumtest.example.com/h3rum.js', 'x');
+  const sv = (p, i) => [
+    { name: 'proto', description: p }, { name: 'app', duration: 0.0512 }, { name: 'rtt', duration: 23.456 },
+    { name: 'minrtt', duration: 21.012 }, { name: 'rttvar', duration: 3.5 }, { name: 'lost', description: '0' },
+    { name: 'cid', description: 'c' + 'f'.repeat(15) }, { name: 'creq', description: String(i) },
+    { name: 'resumed', description: '0' }, { name: 'early', description: '0' },
+  ];
+  const samples = [];
+  let q = 0;
+  for (const [ph, w, n] of [['w', 'h3', 2], ['w', 'h2', 1], ['p', 'h2', 5], ['p', 'h3', 5]])
+    for (let i = 0; i < n; i++)
+      samples.push(sample(q++, ph, w, entry({ nextHopProtocol: w, startTime: 1234.5678 + q * 37.1234,
+        duration: 123.4567, serverTiming: sv(w, i + 1) }), 1000.0001, 0, q == 4 ? 'http_503' : ''));
+  const r = report(hex(new Uint8Array(16)), cfg, 'https://www.shop.example', true, false, 0.4567,
+    client({ userAgentData: { brands: [{ brand: 'Not)A;Brand', version: '8' }, { brand: 'Chromium', version: '156' },
+      { brand: 'Google Chrome', version: '156' }], platform: 'Windows', mobile: false },
+    connection: { effectiveType: '4g', rtt: 50, downlink: 10 } }), samples);
+  const body = JSON.stringify(r);
+  assert.ok(body.length < 4096, `payload ${body.length} bytes`);
+  assert.equal(r.v, 1);
+  assert.equal(r.bv, VERSION);
+  assert.deepEqual(r.par, { n: 5, w: 2, b: 0, ord: 'h2first', trg: 'load' });
+  assert.equal(r.s.length, 13);
+  console.log(`# payload for 2+1+5+5 samples: ${body.length} bytes`);
+});
