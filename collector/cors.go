@@ -1,0 +1,103 @@
+package collector
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// headerValues are the header values the server sets, built once so that
+// handlers assign them to the header map without allocating. They are
+// never modified after Start; every slice has len == cap, so an append by
+// a later handler copies rather than writes into them.
+type headerValues struct {
+	noStore, textPlain, octetStream []string
+	probeAllow, getHead             []string
+	any, varyOrigin                 []string
+	exposeServerTiming              []string
+	preflightMethods, maxAge        []string
+}
+
+func newHeaderValues() headerValues {
+	one := func(v string) []string { return []string{v} }
+	return headerValues{
+		noStore:            one("no-store"),
+		textPlain:          one("text/plain; charset=utf-8"),
+		octetStream:        one("application/octet-stream"),
+		probeAllow:         one("GET, HEAD, POST, OPTIONS"),
+		getHead:            one("GET, HEAD"),
+		any:                one("*"),
+		varyOrigin:         one("Origin"),
+		exposeServerTiming: one("Server-Timing"),
+		preflightMethods:   one("GET, HEAD, POST, OPTIONS"),
+		maxAge:             one("86400"),
+	}
+}
+
+// corsPolicy decides which page origins may read /probe responses and
+// their timings (CORS and Timing-Allow-Origin).
+type corsPolicy struct {
+	any     bool
+	origins map[string]struct{} // exact "scheme://host[:port]", lower-case
+}
+
+// newCORSPolicy checks and compiles an allowlist; nil or empty means "*".
+func newCORSPolicy(allow []string) (corsPolicy, error) {
+	if len(allow) == 0 {
+		return corsPolicy{any: true}, nil
+	}
+	p := corsPolicy{origins: make(map[string]struct{}, len(allow))}
+	for _, a := range allow {
+		if a == "*" {
+			if len(allow) > 1 {
+				return p, fmt.Errorf("allowed origins: \"*\" must be the only entry, got %q", allow)
+			}
+			return corsPolicy{any: true}, nil
+		}
+		u, err := url.Parse(a)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return p, fmt.Errorf("allowed origin %q: want scheme://host[:port], e.g. https://www.example.com", a)
+		}
+		p.origins[strings.ToLower(u.Scheme+"://"+u.Host)] = struct{}{}
+	}
+	return p, nil
+}
+
+// apply sets Access-Control-Allow-Origin and Timing-Allow-Origin for an
+// allowed Origin. With an allowlist the matching origin is echoed and the
+// response varies by Origin; a request from another origin gets neither, so
+// the browser hides the response and its timings from that page.
+func (p *corsPolicy) apply(h http.Header, r *http.Request, hv *headerValues) {
+	if p.any {
+		h["Access-Control-Allow-Origin"] = hv.any
+		h["Timing-Allow-Origin"] = hv.any
+		h["Access-Control-Expose-Headers"] = hv.exposeServerTiming
+		return
+	}
+	h["Vary"] = hv.varyOrigin
+	o := r.Header["Origin"]
+	if len(o) != 1 {
+		return
+	}
+	if _, ok := p.origins[strings.ToLower(o[0])]; !ok {
+		return
+	}
+	h["Access-Control-Allow-Origin"] = o
+	h["Timing-Allow-Origin"] = o
+	h["Access-Control-Expose-Headers"] = hv.exposeServerTiming
+}
+
+// preflight answers a CORS preflight: any method /probe serves and any
+// request headers the page asks for, cached by the browser for a day.
+func (p *corsPolicy) preflight(h http.Header, r *http.Request, hv *headerValues) {
+	if r.Header.Get("Access-Control-Request-Method") == "" {
+		return
+	}
+	h["Access-Control-Allow-Methods"] = hv.preflightMethods
+	if rh := r.Header["Access-Control-Request-Headers"]; len(rh) > 0 {
+		h["Access-Control-Allow-Headers"] = rh
+	}
+	h["Access-Control-Max-Age"] = hv.maxAge
+}

@@ -1,0 +1,161 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Label values. Origins are the two test origins; protocols are what the
+// request arrived over; transports are what the connection runs on.
+const (
+	originH3 = "h3"
+	originH2 = "h2"
+
+	protoH1 = "h1"
+	protoH2 = "h2"
+	protoH3 = "h3"
+
+	transportTCP  = "tcp"
+	transportQUIC = "quic"
+)
+
+// protoIndex maps an HTTP major version to an index into the pre-resolved
+// counter arrays and to its label value.
+func protoIndex(major int) int {
+	switch major {
+	case 3:
+		return 2
+	case 2:
+		return 1
+	default:
+		return 0
+	}
+}
+
+var protoLabels = [3]string{protoH1, protoH2, protoH3}
+
+// metrics are the collector's Prometheus metrics. The counters the probe
+// touches on every request are resolved once so that the hot path does no
+// label hashing.
+type metrics struct {
+	requests   *prometheus.CounterVec   // origin, proto, code
+	conns      *prometheus.CounterVec   // origin, transport
+	open       *prometheus.GaugeVec     // origin, transport
+	handshakes *prometheus.CounterVec   // origin, proto, resumed
+	early      *prometheus.CounterVec   // origin, proto
+	probe      *prometheus.HistogramVec // proto
+
+	// ok[origin][proto][0] counts 204, [1] counts 200.
+	ok       [2][3][2]prometheus.Counter
+	probeObs [3]prometheus.Observer
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "h3rum", Subsystem: "collector", Name: "requests_total",
+			Help: "HTTP requests answered, by origin (h3 or h2 test origin), protocol the request arrived over and status code (101 for hijacked connections).",
+		}, []string{"origin", "proto", "code"}),
+		conns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "h3rum", Subsystem: "collector", Name: "connections_total",
+			Help: "Connections accepted, by origin and transport (tcp or quic).",
+		}, []string{"origin", "transport"}),
+		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "h3rum", Subsystem: "collector", Name: "open_connections",
+			Help: "Connections currently open, by origin and transport (tcp or quic).",
+		}, []string{"origin", "transport"}),
+		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "h3rum", Subsystem: "collector", Name: "tls_handshakes_total",
+			Help: "Completed TLS handshakes, by origin, negotiated protocol (h1, h2, h3) and whether the session was resumed.",
+		}, []string{"origin", "proto", "resumed"}),
+		early: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "h3rum", Subsystem: "collector", Name: "early_data_requests_total",
+			Help: "Requests that arrived as 0-RTT early data, before the TLS handshake completed.",
+		}, []string{"origin", "proto"}),
+		probe: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "h3rum", Subsystem: "collector", Name: "probe_handling_seconds",
+			Help:    "Server handling time of /probe (the app entry of its Server-Timing), by protocol.",
+			Buckets: []float64{5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 10e-3, 100e-3, 1},
+		}, []string{"proto"}),
+	}
+	return m
+}
+
+// register registers the metrics, the Go runtime and the process collector
+// with reg. Collectors another component already registered (typically the
+// Go and process collectors) are reused, so that one registry can be shared.
+func (m *metrics) register(reg prometheus.Registerer) error {
+	if reg != nil {
+		var err error
+		if m.requests, err = registerOrReuse(reg, m.requests); err != nil {
+			return err
+		}
+		if m.conns, err = registerOrReuse(reg, m.conns); err != nil {
+			return err
+		}
+		if m.open, err = registerOrReuse(reg, m.open); err != nil {
+			return err
+		}
+		if m.handshakes, err = registerOrReuse(reg, m.handshakes); err != nil {
+			return err
+		}
+		if m.early, err = registerOrReuse(reg, m.early); err != nil {
+			return err
+		}
+		if m.probe, err = registerOrReuse(reg, m.probe); err != nil {
+			return err
+		}
+		if _, err = registerOrReuse(reg, collectors.NewGoCollector()); err != nil {
+			return err
+		}
+		if _, err = registerOrReuse(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+			return err
+		}
+	}
+	for o, origin := range [2]string{originH3, originH2} {
+		for p, proto := range protoLabels {
+			m.ok[o][p][0] = m.requests.WithLabelValues(origin, proto, "204")
+			m.ok[o][p][1] = m.requests.WithLabelValues(origin, proto, "200")
+		}
+	}
+	for p, proto := range protoLabels {
+		m.probeObs[p] = m.probe.WithLabelValues(proto)
+	}
+	return nil
+}
+
+func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("registering metrics: %w", err)
+}
+
+// countRequest counts one answered request.
+func (m *metrics) countRequest(origin, proto int, code int) {
+	switch code {
+	case 204:
+		m.ok[origin][proto][0].Inc()
+	case 200:
+		m.ok[origin][proto][1].Inc()
+	default:
+		m.requests.WithLabelValues(originLabel(origin), protoLabels[proto], strconv.Itoa(code)).Inc()
+	}
+}
+
+func originLabel(o int) string {
+	if o == 0 {
+		return originH3
+	}
+	return originH2
+}

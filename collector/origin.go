@@ -1,0 +1,209 @@
+package collector
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// origin is one of the two test origins: the H3 origin (TCP with Alt-Svc,
+// plus QUIC) or the H2 origin (TCP only, Alt-Svc: clear). It is the
+// http.Handler of every server of that origin, whatever the protocol.
+type origin struct {
+	srv       *Server
+	idx       int    // 0 for the H3 origin, 1 for the H2 origin: index into metrics arrays
+	label     string // originH3 or originH2
+	otherHost string // requests for this host get 421; "" when hosts are not configured
+	altSvc    []string
+
+	openTCP, openQUIC prometheus.Gauge
+	metrics           http.Handler // nil when there is no Gatherer
+}
+
+// Paths the server answers itself; every other path goes to Server.Handler.
+const (
+	pathProbe   = "/probe"
+	pathHealthz = "/healthz"
+	pathMetrics = "/metrics"
+	pathEcho    = "/echo"
+)
+
+func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	pi := protoIndex(r.ProtoMajor)
+	ci := connInfoFrom(r.Context())
+	var creq uint64
+	if ci != nil {
+		creq = ci.reqs.Add(1)
+	}
+	if r.ProtoMajor < 3 {
+		// Alt-Svc is a property of the origin, so every TCP response carries
+		// it (the H2 origin's "clear" included), whatever the path.
+		w.Header()["Alt-Svc"] = o.altSvc
+	}
+	if EarlyData(r) {
+		o.srv.metrics.early.WithLabelValues(o.label, protoLabels[pi]).Inc()
+	}
+	if o.otherHost != "" && strings.EqualFold(hostOnly(r.Host), o.otherHost) {
+		o.reject(w, pi, http.StatusMisdirectedRequest,
+			"misdirected request: "+o.otherHost+" is served by the other origin")
+		return
+	}
+	if headerBytes(r) > o.srv.maxHeaderBytes {
+		o.reject(w, pi, http.StatusRequestHeaderFieldsTooLarge,
+			"request header fields too large: over "+strconv.Itoa(o.srv.maxHeaderBytes)+" bytes")
+		return
+	}
+	switch r.URL.Path {
+	case pathProbe:
+		o.probe(w, r, pi, ci, creq, start)
+	case pathHealthz:
+		o.healthz(w, r, pi)
+	case pathMetrics:
+		if o.metrics == nil {
+			o.delegate(w, r, pi)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header()["Allow"] = o.srv.hdr.getHead
+			o.reject(w, pi, http.StatusMethodNotAllowed, "method not allowed: /metrics answers GET and HEAD")
+			return
+		}
+		o.serveCounted(o.metrics, w, r, pi)
+	case pathEcho:
+		if !o.srv.Echo {
+			o.delegate(w, r, pi)
+			return
+		}
+		o.serveCounted(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			o.echo(w, r, ci, creq)
+		}), w, r, pi)
+	default:
+		o.delegate(w, r, pi)
+	}
+}
+
+// reject answers with a one-line plain-text reason and counts the answer.
+func (o *origin) reject(w http.ResponseWriter, pi, code int, reason string) {
+	http.Error(w, reason, code)
+	o.srv.metrics.countRequest(o.idx, pi, code)
+}
+
+func (o *origin) healthz(w http.ResponseWriter, r *http.Request, pi int) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header()["Allow"] = o.srv.hdr.getHead
+		o.reject(w, pi, http.StatusMethodNotAllowed, "method not allowed: /healthz answers GET and HEAD")
+		return
+	}
+	h := w.Header()
+	h["Cache-Control"] = o.srv.hdr.noStore
+	h["Content-Type"] = o.srv.hdr.textPlain
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		io.WriteString(w, "ok\n")
+	}
+	o.srv.metrics.countRequest(o.idx, pi, http.StatusOK)
+}
+
+// delegate passes the request to Server.Handler (404 when there is none)
+// and counts its answer.
+func (o *origin) delegate(w http.ResponseWriter, r *http.Request, pi int) {
+	h := o.srv.Handler
+	if h == nil {
+		o.reject(w, pi, http.StatusNotFound, "404 page not found")
+		return
+	}
+	o.serveCounted(h, w, r, pi)
+}
+
+func (o *origin) serveCounted(h http.Handler, w http.ResponseWriter, r *http.Request, pi int) {
+	rec := &statusRecorder{ResponseWriter: w}
+	h.ServeHTTP(rec, r)
+	code := rec.code
+	if code == 0 {
+		code = http.StatusOK // what net/http and quic-go send for a handler that wrote nothing
+	}
+	o.srv.metrics.countRequest(o.idx, pi, code)
+}
+
+// statusRecorder notes the status a delegated handler answered with. It
+// keeps http.Flusher and http.Hijacker (WebSockets over HTTP/1.1) working
+// and unwraps for http.ResponseController.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 && code >= 200 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// ReadFrom keeps sendfile and friends available to io.Copy.
+func (r *statusRecorder) ReadFrom(src io.Reader) (int64, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return io.Copy(r.ResponseWriter, src)
+}
+
+func (r *statusRecorder) Flush() {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection over (WebSocket upgrades); a hijacked
+// connection is counted as 101 Switching Protocols.
+func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil && r.code == 0 {
+		r.code = http.StatusSwitchingProtocols
+	}
+	return c, rw, err
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// hostOnly strips the port from a Host header value without allocating.
+func hostOnly(h string) string {
+	if strings.HasPrefix(h, "[") {
+		if i := strings.IndexByte(h, ']'); i > 0 {
+			return h[1:i]
+		}
+		return h
+	}
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h, ':') == i {
+		return h[:i]
+	}
+	return h
+}
+
+// headerBytes is the size of the request's header section, counted as
+// HTTP/2 and HTTP/3 count it (name + value + 32 per field), plus the
+// request target and host.
+func headerBytes(r *http.Request) int {
+	n := len(r.RequestURI) + len(r.Host)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 32
+		}
+	}
+	return n
+}

@@ -1,0 +1,188 @@
+package collector
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// probe answers /probe: 204 (or 200 with ?bytes=N bytes of incompressible
+// body), never cached, readable cross-origin, with a Server-Timing header
+// describing the connection. It is the endpoint every measurement hits, so
+// it uses precomputed header values and builds Server-Timing in one
+// allocation.
+func (o *origin) probe(w http.ResponseWriter, r *http.Request, pi int, ci *connInfo, creq uint64, start time.Time) {
+	s := o.srv
+	h := w.Header()
+	h["Cache-Control"] = s.hdr.noStore
+	s.cors.apply(h, r, &s.hdr)
+
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodOptions:
+	default:
+		h["Allow"] = s.hdr.probeAllow
+		o.reject(w, pi, http.StatusMethodNotAllowed, "method not allowed: /probe answers GET, HEAD, POST and OPTIONS")
+		return
+	}
+	n, reason := probeBytes(r.URL.RawQuery, s.maxProbeBytes)
+	if reason != "" {
+		o.reject(w, pi, http.StatusBadRequest, reason)
+		return
+	}
+	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+		// Read the upload so the connection stays usable and the timing
+		// includes it; refuse more than MaxProbeBytes.
+		got, err := io.CopyN(io.Discard, r.Body, int64(s.maxProbeBytes)+1)
+		if got > int64(s.maxProbeBytes) {
+			o.reject(w, pi, http.StatusRequestEntityTooLarge,
+				"request body over "+strconv.Itoa(s.maxProbeBytes)+" bytes")
+			return
+		}
+		if err != nil && err != io.EOF {
+			o.reject(w, pi, http.StatusBadRequest, "reading request body: "+err.Error())
+			return
+		}
+	}
+
+	code := http.StatusNoContent
+	if r.Method == http.MethodOptions {
+		n = 0
+		h["Allow"] = s.hdr.probeAllow
+		s.cors.preflight(h, r, &s.hdr)
+	}
+	if n > 0 {
+		code = http.StatusOK
+		h["Content-Type"] = s.hdr.octetStream
+		h["Content-Length"] = []string{strconv.Itoa(n)}
+	}
+	var st connStats
+	if ci != nil {
+		st = ci.stats()
+	}
+	dur := time.Since(start)
+	h["Server-Timing"] = serverTiming(protoLabels[pi], dur, st, ci, creq, r)
+	w.WriteHeader(code)
+	if n > 0 && r.Method != http.MethodHead {
+		w.Write(s.payload[:n])
+	}
+	s.metrics.probeObs[pi].Observe(dur.Seconds())
+	s.metrics.countRequest(o.idx, pi, code)
+}
+
+// probeBytes finds bytes=N in a raw query string without allocating. A
+// missing parameter is 0; anything that is not a non-negative integer up to
+// max is a reason for 400.
+func probeBytes(q string, max int) (int, string) {
+	for q != "" {
+		var kv string
+		kv, q, _ = strings.Cut(q, "&")
+		v, ok := strings.CutPrefix(kv, "bytes=")
+		if !ok {
+			if kv == "bytes" {
+				return 0, "bytes must be a non-negative integer, got an empty value"
+			}
+			continue
+		}
+		if v == "" || len(v) > 12 {
+			return 0, "bytes must be a non-negative integer of at most 12 digits"
+		}
+		n := 0
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			if c < '0' || c > '9' {
+				return 0, "bytes must be a non-negative integer, got " + strconv.Quote(v)
+			}
+			n = n*10 + int(c-'0')
+		}
+		if n > max {
+			return 0, "bytes " + v + " exceeds the maximum of " + strconv.Itoa(max)
+		}
+		return n, ""
+	}
+	return 0, ""
+}
+
+// stBuf holds a Server-Timing value and the one-element slice the header
+// map needs, so that both come from a single allocation.
+type stBuf struct {
+	v [1]string
+	b [320]byte
+}
+
+// serverTiming formats the Server-Timing value of a probe response:
+//
+//	proto;desc=h3, app;dur=0.012, rtt;dur=0.105, minrtt;dur=0.05, rttvar;dur=0.02,
+//	lost;desc=0, cid;desc=1a2b3c4d-1f, creq;desc=3, resumed;desc=0, early;desc=0
+//
+// Durations are milliseconds with up to three decimals; unknown values are
+// omitted.
+func serverTiming(proto string, app time.Duration, st connStats, ci *connInfo, creq uint64, r *http.Request) []string {
+	buf := new(stBuf)
+	b := buf.b[:0]
+	b = append(b, "proto;desc="...)
+	b = append(b, proto...)
+	b = append(b, ", app;dur="...)
+	b = appendMS(b, app)
+	if st.rtt > 0 {
+		b = append(b, ", rtt;dur="...)
+		b = appendMS(b, st.rtt)
+	}
+	if st.minRTT > 0 {
+		b = append(b, ", minrtt;dur="...)
+		b = appendMS(b, st.minRTT)
+	}
+	if st.rtt > 0 {
+		b = append(b, ", rttvar;dur="...)
+		b = appendMS(b, st.rttVar)
+	}
+	if st.lostKnown {
+		b = append(b, ", lost;desc="...)
+		b = strconv.AppendUint(b, st.lost, 10)
+	}
+	if ci != nil {
+		b = append(b, ", cid;desc="...)
+		b = append(b, ci.id...)
+		b = append(b, ", creq;desc="...)
+		b = strconv.AppendUint(b, creq, 10)
+	}
+	if r.TLS != nil {
+		b = append(b, ", resumed;desc="...)
+		b = appendBool(b, r.TLS.DidResume)
+		b = append(b, ", early;desc="...)
+		b = appendBool(b, EarlyData(r))
+	}
+	// b is not modified after this point, and lives in buf (or, if it ever
+	// outgrew buf, in its own heap array), so the string may alias it.
+	buf.v[0] = unsafe.String(unsafe.SliceData(b), len(b))
+	return buf.v[:]
+}
+
+// appendMS appends d in milliseconds with up to three decimals.
+func appendMS(b []byte, d time.Duration) []byte {
+	us := (d + 500*time.Nanosecond) / time.Microsecond
+	if us < 0 {
+		us = 0
+	}
+	b = strconv.AppendInt(b, int64(us/1000), 10)
+	frac := int(us % 1000)
+	if frac == 0 {
+		return b
+	}
+	digits := [3]byte{byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
+	n := 3
+	for digits[n-1] == '0' {
+		n--
+	}
+	b = append(b, '.')
+	return append(b, digits[:n]...)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, '1')
+	}
+	return append(b, '0')
+}

@@ -1,0 +1,303 @@
+package collector
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DevCert describes the self-signed development certificate the server
+// uses when neither certificate files nor ACME are configured.
+type DevCert struct {
+	CertFile string // PEM certificate, in DataDir
+	KeyFile  string // PEM private key, in DataDir; kept across restarts so SPKI stays the same
+	// SPKI is the base64 SHA-256 of the certificate's SubjectPublicKeyInfo,
+	// the value Chromium's --ignore-certificate-errors-spki-list takes.
+	SPKI string
+}
+
+// ChromiumFlags returns the command-line flags that make Chromium trust the
+// development certificate for HTTP/2 and HTTP/3. The dummy
+// --origin-to-force-quic-on entry is what makes Chromium accept the
+// certificate over QUIC at all, while HTTP/3 is still discovered through
+// Alt-Svc; it applies to URLs whose host is localhost.
+func (d DevCert) ChromiumFlags() string {
+	return "--ignore-certificate-errors-spki-list=" + d.SPKI + " --origin-to-force-quic-on=localhost:1"
+}
+
+// SPKIHash returns the base64 SHA-256 of a certificate's
+// SubjectPublicKeyInfo, as used by Chromium's
+// --ignore-certificate-errors-spki-list and by HPKP-style pins.
+func SPKIHash(cert *x509.Certificate) string {
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// Names of the development certificate files in DataDir.
+const (
+	devCertName = "dev-cert.pem"
+	devKeyName  = "dev-key.pem"
+)
+
+// devCertHosts are the names the development certificate covers.
+var devCertHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// loadOrCreateDevCert returns the development certificate kept in dir,
+// creating dir, the key and the certificate as needed. The key is never
+// replaced, so the SPKI a developer passed to Chromium stays valid; the
+// certificate is re-issued with the same key when it is close to expiry.
+func loadOrCreateDevCert(dir string, now time.Time) (*tls.Certificate, DevCert, error) {
+	d := DevCert{CertFile: filepath.Join(dir, devCertName), KeyFile: filepath.Join(dir, devKeyName)}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, d, fmt.Errorf("creating data directory for the development certificate: %w", err)
+	}
+	key, err := loadOrCreateDevKey(d.KeyFile)
+	if err != nil {
+		return nil, d, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, d, fmt.Errorf("encoding development key: %w", err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+
+	if certPEM, err := os.ReadFile(d.CertFile); err == nil {
+		if c, err := tls.X509KeyPair(certPEM, keyPEM); err == nil && devCertUsable(c.Leaf, now) {
+			d.SPKI = SPKIHash(c.Leaf)
+			return &c, d, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, d, fmt.Errorf("reading development certificate: %w", err)
+	}
+
+	der, err := newDevCertDER(key, now)
+	if err != nil {
+		return nil, d, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := writeFileAtomic(d.CertFile, certPEM, 0o644); err != nil {
+		return nil, d, fmt.Errorf("writing development certificate: %w", err)
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, d, fmt.Errorf("loading new development certificate: %w", err)
+	}
+	d.SPKI = SPKIHash(c.Leaf)
+	return &c, d, nil
+}
+
+func loadOrCreateDevKey(path string) (*ecdsa.PrivateKey, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		block, _ := pem.Decode(b)
+		if block == nil {
+			return nil, fmt.Errorf("reading development key %q: no PEM block (delete it to create a new one)", path)
+		}
+		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("parsing development key %q: %w (delete it to create a new one)", path, err)
+		}
+		ek, ok := k.(*ecdsa.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("development key %q is %T, want ECDSA (delete it to create a new one)", path, k)
+		}
+		return ek, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading development key: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating development key: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding development key: %w", err)
+	}
+	if err := writeFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return nil, fmt.Errorf("writing development key: %w", err)
+	}
+	return key, nil
+}
+
+// devCertUsable reports whether a stored development certificate still
+// covers the development hosts for at least a week.
+func devCertUsable(c *x509.Certificate, now time.Time) bool {
+	if c == nil || now.Before(c.NotBefore) || now.Add(7*24*time.Hour).After(c.NotAfter) {
+		return false
+	}
+	for _, h := range devCertHosts {
+		if c.VerifyHostname(h) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func newDevCertDER(key *ecdsa.PrivateKey, now time.Time) ([]byte, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("generating certificate serial: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{Organization: []string{"h3rum development"}, CommonName: "localhost"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true, // lets tests and tools use the file directly as a root
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("creating development certificate: %w", err)
+	}
+	return der, nil
+}
+
+func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(b)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp, perm)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// fileCert serves a certificate from PEM files and reloads it when either
+// file changes. The files are checked with stat(2) on every handshake: two
+// stats cost a few microseconds against hundreds for a handshake, and this
+// needs no watcher goroutine. A pair that fails to load (say, the
+// certificate was replaced before the key) keeps the previous certificate
+// in service and is logged once per change.
+type fileCert struct {
+	certFile, keyFile string
+	logger            *slog.Logger
+
+	mu    sync.Mutex
+	cert  *tls.Certificate
+	stamp [2]fileStamp // of the pair in service, or of the last failed attempt
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stampOf(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{mod: fi.ModTime(), size: fi.Size()}, nil
+}
+
+// newFileCert loads the pair once; an error here is a configuration error.
+func newFileCert(certFile, keyFile string, logger *slog.Logger) (*fileCert, error) {
+	fc := &fileCert{certFile: certFile, keyFile: keyFile, logger: logger}
+	st, err := fc.stamps()
+	if err != nil {
+		return nil, err
+	}
+	c, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading certificate %q with key %q: %w", certFile, keyFile, err)
+	}
+	fc.cert, fc.stamp = &c, st
+	return fc, nil
+}
+
+func (fc *fileCert) stamps() ([2]fileStamp, error) {
+	var st [2]fileStamp
+	var err error
+	if st[0], err = stampOf(fc.certFile); err != nil {
+		return st, fmt.Errorf("reading certificate file: %w", err)
+	}
+	if st[1], err = stampOf(fc.keyFile); err != nil {
+		return st, fmt.Errorf("reading key file: %w", err)
+	}
+	return st, nil
+}
+
+// GetCertificate is a tls.Config.GetCertificate.
+func (fc *fileCert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	st, err := fc.stamps()
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if err != nil || st == fc.stamp {
+		return fc.cert, nil
+	}
+	fc.stamp = st
+	c, err := tls.LoadX509KeyPair(fc.certFile, fc.keyFile)
+	if err != nil {
+		fc.logger.Warn("certificate files changed but do not load; keeping the previous certificate",
+			"cert", fc.certFile, "key", fc.keyFile, "error", err)
+		return fc.cert, nil
+	}
+	fc.logger.Info("reloaded certificate", "cert", fc.certFile, "not_after", c.Leaf.NotAfter)
+	fc.cert = &c
+	return fc.cert, nil
+}
+
+// tlsVersionName is for logs and the echo endpoint.
+func tlsVersionName(v uint16) string {
+	if n := tls.VersionName(v); n != "" {
+		return n
+	}
+	return fmt.Sprintf("0x%04x", v)
+}
+
+// alpnProto maps a negotiated ALPN protocol to a protocol label; ok is false
+// for protocols that do not carry HTTP (the ACME TLS-ALPN challenge).
+func alpnProto(p string) (string, bool) {
+	switch p {
+	case "h3":
+		return protoH3, true
+	case "h2":
+		return protoH2, true
+	case "", "http/1.1":
+		return protoH1, true
+	}
+	return "", false
+}
+
+// withNextProtos returns protos with extra appended unless present.
+func withNextProtos(protos []string, extra ...string) []string {
+	out := slices.Clone(protos)
+	for _, p := range extra {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
