@@ -1,0 +1,318 @@
+package beacon
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// validReport returns a complete v1 report (w=2, n=3, h2first) as a
+// generic JSON value that tests mutate.
+func validReport() map[string]any {
+	sv := func(p string, creq int) map[string]any {
+		return map[string]any{"proto": p, "app": 0.052, "rtt": 23.456, "minrtt": 21.5, "rttvar": 3.25,
+			"lost": 0, "cid": "c1f3", "creq": creq, "resumed": 0, "early": 1}
+	}
+	s := func(q int, ph, w, g string) map[string]any {
+		return map[string]any{"q": q, "ph": ph, "w": w, "g": g, "st": 10.5 * float64(q), "d": 30.2, "dns": 0,
+			"con": 9.1, "tls": 5, "tf": 19.1, "dl": 0.3, "r": q > 1, "ts": 300, "sv": sv(g, q+1)}
+	}
+	samples := []any{
+		s(0, "w", "h3", "h2"), s(1, "w", "h3", "h3"), s(2, "w", "h2", "h2"),
+		s(3, "p", "h2", "h2"), s(4, "p", "h2", "h2"), s(5, "p", "h2", "h2"),
+		s(6, "p", "h3", "h3"), s(7, "p", "h3", "h3"), s(8, "p", "h3", "h3"),
+	}
+	return map[string]any{
+		"v": 1, "id": "00112233445566778899aabbccddeeff", "site": "shop", "o": "https://www.shop.example:8443",
+		"bv": "1.0.0", "p": false, "mt": 0.45,
+		"par": map[string]any{"n": 3, "w": 2, "b": 0, "ord": "h2first", "trg": "load"},
+		"c": map[string]any{"br": []any{[]any{"Not)A;Brand", "8"}, []any{"Chromium", "156"}}, "pf": "Linux",
+			"mb": false, "et": "4g", "rtt": 50, "dl": 10, "wd": true},
+		"s": samples,
+	}
+}
+
+func marshal(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func sampleAt(r map[string]any, i int) map[string]any { return r["s"].([]any)[i].(map[string]any) }
+
+func TestDecodeValid(t *testing.T) {
+	r, err := Decode(marshal(t, validReport()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != 1 || r.Site != "shop" || r.PageOrigin != "https://www.shop.example:8443" || r.BeaconVersion != "1.0.0" ||
+		r.Partial || r.MainThreadMS != 0.45 {
+		t.Errorf("header: %+v", r)
+	}
+	if r.RunID != [16]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff} {
+		t.Errorf("run id %x", r.RunID)
+	}
+	if want := (Params{Parallel: 3, Warmup: 2, Bytes: 0, Order: "h2first", Trigger: "load"}); r.Params != want {
+		t.Errorf("params %+v, want %+v", r.Params, want)
+	}
+	c := r.Client
+	if len(c.Brands) != 2 || c.Brands[1] != (Brand{"Chromium", "156"}) || c.Platform != "Linux" || c.Mobile ||
+		c.EffectiveType != "4g" || c.RTT != 50 || c.Downlink != 10 || !c.Webdriver {
+		t.Errorf("client %+v", c)
+	}
+	if len(r.Samples) != 9 {
+		t.Fatalf("%d samples", len(r.Samples))
+	}
+	s := r.Samples[6]
+	want := Sample{Seq: 6, Phase: PhaseParallel, Want: ProtoH3, Got: ProtoH3, Start: 63, Duration: 30.2, DNS: 0,
+		Connect: 9.1, TLS: 5, TTFB: 19.1, Download: 0.3, Reused: true, TransferSize: 300,
+		Server: ServerTiming{Present: true, Proto: ProtoH3, Handle: 0.052, RTT: 23.456, MinRTT: 21.5, RTTVar: 3.25,
+			Lost: 0, ConnID: "c1f3", ConnReqs: 7, Resumed: false, EarlyData: true}}
+	if s != want {
+		t.Errorf("sample 6:\n got %+v\nwant %+v", s, want)
+	}
+	if r.Samples[0].Phase != PhaseWarmup || r.Samples[2].Want != ProtoH2 || r.Samples[0].Got != ProtoH2 {
+		t.Errorf("warm-up samples %+v", r.Samples[:3])
+	}
+}
+
+func TestDecodeDefaults(t *testing.T) {
+	// Optional parts left out: client info, server timing, error.
+	v := validReport()
+	delete(v, "c")
+	s := sampleAt(v, 4)
+	delete(s, "sv")
+	s["e"] = "timeout"
+	s["d"], s["dns"], s["g"] = -1, -1, "unknown"
+	r, err := Decode(marshal(t, v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Client.RTT != -1 || r.Client.Downlink != -1 || r.Client.Brands != nil || r.Client.Webdriver {
+		t.Errorf("client defaults %+v", r.Client)
+	}
+	got := r.Samples[4]
+	if got.Error != "timeout" || got.Duration != -1 || got.DNS != -1 || got.Got != ProtoUnknown {
+		t.Errorf("sample %+v", got)
+	}
+	if want := (ServerTiming{Proto: ProtoUnknown, Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1}); got.Server != want {
+		t.Errorf("server timing %+v, want %+v", got.Server, want)
+	}
+	// A server-timing object with only some metrics.
+	v = validReport()
+	sampleAt(v, 0)["sv"] = map[string]any{"cid": "x"}
+	if r, err = Decode(marshal(t, v)); err != nil {
+		t.Fatal(err)
+	}
+	if want := (ServerTiming{Present: true, Proto: ProtoUnknown, Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, ConnID: "x"}); r.Samples[0].Server != want {
+		t.Errorf("server timing %+v, want %+v", r.Samples[0].Server, want)
+	}
+}
+
+func TestDecodePartial(t *testing.T) {
+	v := validReport()
+	v["p"] = true
+	v["s"] = []any{sampleAt(v, 2), sampleAt(v, 0), sampleAt(v, 7)} // any subset, any order
+	r, err := Decode(marshal(t, v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Partial || len(r.Samples) != 3 || r.Samples[1].Seq != 0 {
+		t.Errorf("partial report %+v", r)
+	}
+}
+
+func TestDecodeInvalid(t *testing.T) {
+	type mutate func(v map[string]any)
+	set := func(k string, x any) mutate { return func(v map[string]any) { v[k] = x } }
+	del := func(k string) mutate { return func(v map[string]any) { delete(v, k) } }
+	par := func(k string, x any) mutate { return func(v map[string]any) { v["par"].(map[string]any)[k] = x } }
+	cl := func(k string, x any) mutate { return func(v map[string]any) { v["c"].(map[string]any)[k] = x } }
+	smp := func(i int, k string, x any) mutate { return func(v map[string]any) { sampleAt(v, i)[k] = x } }
+	sdel := func(i int, k string) mutate { return func(v map[string]any) { delete(sampleAt(v, i), k) } }
+	srv := func(i int, k string, x any) mutate {
+		return func(v map[string]any) { sampleAt(v, i)["sv"].(map[string]any)[k] = x }
+	}
+	tests := []struct {
+		name   string
+		m      mutate
+		reason string
+	}{
+		{"version 2", set("v", 2), ReasonVersion},
+		{"version string", set("v", "1"), ReasonVersion},
+		{"version float", set("v", 1.0001), ReasonVersion},
+		{"no version", del("v"), ReasonVersion},
+		{"unknown field", set("extra", 1), ReasonField},
+		{"unknown sample field", smp(3, "zz", 1), ReasonField},
+		{"unknown server timing", srv(3, "cdn", 1), ReasonField},
+		{"run id short", set("id", "0011"), ReasonValue},
+		{"run id upper", set("id", "00112233445566778899AABBCCDDEEFF"), ReasonValue},
+		{"run id not hex", set("id", "00112233445566778899aabbccddeefg"), ReasonValue},
+		{"run id number", set("id", 7), ReasonField},
+		{"no run id", del("id"), ReasonField},
+		{"site empty", set("site", ""), ReasonValue},
+		{"site long", set("site", strings.Repeat("a", 65)), ReasonLimit},
+		{"site chars", set("site", "shop<script>"), ReasonValue},
+		{"no site", del("site"), ReasonField},
+		{"origin with path", set("o", "https://a.example/page"), ReasonValue},
+		{"origin with query", set("o", "https://a.example?x"), ReasonValue},
+		{"origin ftp", set("o", "ftp://a.example"), ReasonValue},
+		{"origin long", set("o", "https://"+strings.Repeat("a", 300)), ReasonLimit},
+		{"beacon version empty", set("bv", ""), ReasonValue},
+		{"partial not bool", set("p", 1), ReasonField},
+		{"partial null", set("p", nil), ReasonField},
+		{"main thread negative", set("mt", -0.1), ReasonValue},
+		{"main thread huge", set("mt", 1e9), ReasonValue},
+		{"no params", del("par"), ReasonField},
+		{"parallel 0", par("n", 0), ReasonValue},
+		{"parallel 21", par("n", 21), ReasonLimit},
+		{"parallel float", par("n", 2.5), ReasonField},
+		{"warmup 11", par("w", 11), ReasonLimit},
+		{"bytes negative", par("b", -1), ReasonValue},
+		{"order", par("ord", "random"), ReasonValue},
+		{"trigger", par("trg", "click"), ReasonValue},
+		{"no order", func(v map[string]any) { delete(v["par"].(map[string]any), "ord") }, ReasonField},
+		{"too many brands", cl("br", []any{[]any{"a", "1"}, []any{"a", "1"}, []any{"a", "1"}, []any{"a", "1"},
+			[]any{"a", "1"}, []any{"a", "1"}, []any{"a", "1"}, []any{"a", "1"}, []any{"a", "1"}}), ReasonLimit},
+		{"brand pair", cl("br", []any{[]any{"a"}}), ReasonValue},
+		{"brand control char", cl("br", []any{[]any{"a\n", "1"}}), ReasonValue},
+		{"brand long", cl("br", []any{[]any{strings.Repeat("b", 65), "1"}}), ReasonLimit},
+		{"client rtt negative", cl("rtt", -5), ReasonValue},
+		{"client mobile string", cl("mb", "no"), ReasonField},
+		{"no samples field", del("s"), ReasonField},
+		{"samples null", set("s", nil), ReasonField},
+		{"no samples", set("s", []any{}), ReasonValue},
+		{"complete run missing a sample", func(v map[string]any) { v["s"] = v["s"].([]any)[1:] }, ReasonValue},
+		{"more samples than parameters", func(v map[string]any) {
+			v["p"] = true
+			v["s"] = append(v["s"].([]any), sampleAt(validReport(), 0))
+		}, ReasonLimit},
+		{"duplicate seq", smp(1, "q", 0), ReasonValue},
+		{"seq out of range", smp(1, "q", 9), ReasonValue},
+		{"seq negative", smp(1, "q", -1), ReasonValue},
+		{"phase wrong for seq", smp(3, "ph", "w"), ReasonValue},
+		{"phase unknown", smp(3, "ph", "x"), ReasonValue},
+		{"want wrong for order", smp(3, "w", "h3"), ReasonValue},
+		{"want h3 for h2 warm-up", smp(2, "w", "h3"), ReasonValue},
+		{"got invalid", smp(3, "g", "h2c"), ReasonValue},
+		{"negative duration", smp(3, "d", -5), ReasonValue},
+		{"negative dns", smp(3, "dns", -0.5), ReasonValue},
+		{"duration huge", smp(3, "tf", 4e6), ReasonValue},
+		{"start unknown", smp(3, "st", -1), ReasonValue},
+		{"duration string", smp(3, "d", "5"), ReasonField},
+		{"missing duration", sdel(3, "con"), ReasonField},
+		{"missing reused", sdel(3, "r"), ReasonField},
+		{"transfer size negative", smp(3, "ts", -1), ReasonValue},
+		{"error code", smp(3, "e", "Timeout!"), ReasonValue},
+		{"error empty", smp(3, "e", ""), ReasonValue},
+		{"server proto", srv(3, "proto", "quic"), ReasonValue},
+		{"server rtt negative", srv(3, "rtt", -1), ReasonValue},
+		{"server creq 0", srv(3, "creq", 0), ReasonValue},
+		{"server lost negative", srv(3, "lost", -1), ReasonValue},
+		{"server resumed 2", srv(3, "resumed", 2), ReasonValue},
+		{"server cid space", srv(3, "cid", "a b"), ReasonValue},
+		{"server cid long", srv(3, "cid", strings.Repeat("c", 65)), ReasonLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := validReport()
+			tt.m(v)
+			checkReason(t, marshal(t, v), tt.reason)
+		})
+	}
+}
+
+func TestDecodeInvalidJSON(t *testing.T) {
+	valid := string(marshal(t, validReport()))
+	tests := []struct {
+		name, body, reason string
+	}{
+		{"empty", "", ReasonJSON},
+		{"syntax", `{"v":1,`, ReasonJSON},
+		{"array", `[1]`, ReasonJSON},
+		{"string", `"v"`, ReasonJSON},
+		{"trailing object", valid + `{}`, ReasonJSON},
+		{"trailing garbage", valid + `x`, ReasonJSON},
+		{"upper-case key", strings.Replace(valid, `"site"`, `"Site"`, 1), ReasonField},
+		{"folded key", strings.Replace(valid, `"site"`, `"ſite"`, 1), ReasonField},
+		{"duplicate key", strings.Replace(valid, `"site":"shop"`, `"site":"shop","site":"evil"`, 1), ReasonField},
+		{"deep nesting", `{"v":1,"c":{"br":[[[["x"]]]]}}`, ReasonLimit},
+		{"too large", `{"v":1,"x":"` + strings.Repeat("a", MaxReportBytes) + `"}`, ReasonSize},
+		{"number overflow", strings.Replace(valid, `"mt":0.45`, `"mt":1e400`, 1), ReasonField},
+		{"invalid utf-8 is replaced, then fails the charset", strings.Replace(valid, `"shop"`, "\"sh\xffop\"", 1), ReasonValue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkReason(t, []byte(tt.body), tt.reason) })
+	}
+}
+
+func checkReason(t *testing.T, body []byte, reason string) {
+	t.Helper()
+	r, err := Decode(body)
+	if err == nil {
+		t.Fatalf("decoded %+v, want a %q error", r, reason)
+	}
+	var de *DecodeError
+	if !errors.As(err, &de) {
+		t.Fatalf("error %v (%T) is not a *DecodeError", err, err)
+	}
+	if de.Reason != reason {
+		t.Errorf("reason %q (%v), want %q", de.Reason, err, reason)
+	}
+	if r != nil {
+		t.Errorf("report %+v alongside error", r)
+	}
+	if strings.Contains(de.Msg, "\n") || de.Msg == "" {
+		t.Errorf("message %q is not one line", de.Msg)
+	}
+}
+
+// TestDecodeMaxReport checks that the largest report the protocol allows
+// fits MaxReportBytes, and prints its size for the ingest body cap.
+func TestDecodeMaxReport(t *testing.T) {
+	v := validReport()
+	v["par"] = map[string]any{"n": MaxParallel, "w": MaxWarmup, "b": MaxBytes, "ord": "h3first", "trg": "manual"}
+	long := strings.Repeat("x", maxTextLen)
+	var brs []any
+	for range maxBrands {
+		brs = append(brs, []any{long, strings.Repeat("9", 32)})
+	}
+	v["c"].(map[string]any)["br"] = brs
+	var s []any
+	for q := range MaxSamples {
+		ph, w := "p", "h2"
+		switch {
+		case q < MaxWarmup:
+			ph, w = "w", "h3"
+		case q == MaxWarmup:
+			ph = "w"
+		case q <= MaxWarmup+MaxParallel:
+			w = "h3"
+		}
+		s = append(s, map[string]any{"q": q, "ph": ph, "w": w, "g": "unknown", "st": 3599999.999, "d": 3599999.999,
+			"dns": 3599999.999, "con": 3599999.999, "tls": 3599999.999, "tf": 3599999.999, "dl": 3599999.999,
+			"r": false, "ts": 1 << 30, "e": strings.Repeat("e", 32),
+			"sv": map[string]any{"proto": "unknown", "app": 3599999.999, "rtt": 3599999.999, "minrtt": 3599999.999,
+				"rttvar": 3599999.999, "lost": maxCount, "cid": long, "creq": maxCount, "resumed": 1, "early": 1}})
+	}
+	v["s"] = s
+	b := marshal(t, v)
+	t.Logf("largest valid report: %d bytes (limit %d)", len(b), MaxReportBytes)
+	if _, err := Decode(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	body := marshal(b, validReport())
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := Decode(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
