@@ -5,7 +5,7 @@
 export const VERSION = '1.0.0';
 
 // r rounds to 1 µs: it removes float noise, keeps Server-Timing's 3 decimals.
-const r = (x) => Math.round(x * 1e3) / 1e3;
+const r = (x) => +x.toFixed(3);
 
 // num reads an attribute as an integer in [lo, hi], else the default.
 // The limits are the Go decoder's (beacon/report.go).
@@ -18,12 +18,14 @@ const origin = (u) => {
 };
 
 // config turns the data-* attributes of the script element into the run's
-// parameters, or undefined when the embedding is unusable (no origins).
+// parameters, or a falsy value when the embedding is unusable (an origin
+// missing or invalid).
 export function config(ds, src, host) {
-  const h3 = origin(ds.h3), h2 = origin(ds.h2), s = ds.sample;
+  const h3 = origin(ds.h3), h2 = origin(ds.h2), ep = origin(ds.endpoint || src), s = ds.sample;
   return (
     h3 &&
-    h2 && {
+    h2 &&
+    ep && {
       h3,
       h2,
       site: ds.site || host,
@@ -32,7 +34,7 @@ export function config(ds, src, host) {
       w: num(ds.warmup, 2, 10),
       b: num(ds.bytes, 0, 1 << 24),
       trg: ds.trigger == 'manual' ? 'manual' : 'load',
-      ep: origin(ds.endpoint || src), // reports go to <origin>/beacon
+      ep, // reports go to <ep>/beacon
       h2first: ds.order == 'h2first',
     }
   );
@@ -80,7 +82,9 @@ export function sample(q, ph, w, e, t0, at, err) {
     ts: e?.transferSize | 0,
     sv: serverTiming(e?.serverTiming),
   };
-  if (err) s.e = err;
+  // A request that succeeded but left no entry within the wait is a
+  // measurement failure too: "noentry".
+  if (err || !e) s.e = err || 'noentry';
   return s;
 }
 

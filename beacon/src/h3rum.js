@@ -31,7 +31,7 @@ if (!W.h3rum) {
 
     let started;
     const start = m(() => {
-      if (D.visibilityState != 'visible' || N.connection?.saveData || Math.random() >= cfg.sample) return;
+      if (D.hidden || N.connection?.saveData || Math.random() >= cfg.sample) return;
       const id = hex(crypto.getRandomValues(new Uint8Array(16)));
       const h2first = cfg.h2first || Math.random() < 0.5;
       const t0 = P.now(), samples = [], waiting = {};
@@ -73,7 +73,7 @@ if (!W.h3rum) {
           .then(
             m(() => {
               // Failed fetches leave no entry: don't wait for one.
-              return err[0] == 'h' || !err
+              return !err || err[0] == 'h'
                 ? new Promise((res) => {
                     waiting[url] = res;
                     setTimeout(res, 2e3);

@@ -17,8 +17,9 @@ test('proto normalises nextHopProtocol', () => {
 
 test('config defaults and limits', () => {
   const src = 'https://rum.example.com/h3rum.js';
-  assert.equal(config({ h3: 'https://h3.example.com' }, src, 'shop.example'), undefined, 'no h2 origin');
-  assert.equal(config({ h2: 'https://h2.example.com', h3: 'not a url' }, src, 'x'), undefined, 'bad h3 origin');
+  assert.ok(!config({ h3: 'https://h3.example.com' }, src, 'shop.example'), 'no h2 origin');
+  assert.ok(!config({ h2: 'https://h2.example.com', h3: 'not a url' }, src, 'x'), 'bad h3 origin');
+  assert.ok(!config({ h2: 'https://h2.example.com', h3: 'https://h3.example.com' }, '', 'x'), 'no endpoint');
   const c = config({ h3: 'https://H3.example.com/x/', h2: 'https://h2.example.com:8443' }, src, 'shop.example');
   assert.deepEqual(c, {
     h3: 'https://h3.example.com', h2: 'https://h2.example.com:8443', site: 'shop.example', sample: 1,
@@ -84,6 +85,7 @@ test('sample without Timing-Allow-Origin or without entry', () => {
   const none = sample(1, 'w', 'h2', undefined, 1000, 1250.5, 'timeout');
   assert.deepEqual(none, { q: 1, ph: 'w', w: 'h2', g: 'unknown', st: 250.5, d: -1, dns: -1, con: -1, tls: -1, tf: -1,
     dl: -1, r: false, ts: 0, sv: undefined, e: 'timeout' });
+  assert.equal(sample(1, 'p', 'h2', null, 1000, 1250.5, '').e, 'noentry');
 });
 
 test('client reads UA-CH and network information where present', () => {
