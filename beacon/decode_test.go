@@ -3,6 +3,7 @@ package beacon
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -314,5 +315,26 @@ func BenchmarkDecode(b *testing.B) {
 		if _, err := Decode(body); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestProtocolExample decodes the example in PROTOCOL.md, so the document
+// cannot drift from the decoder.
+func TestProtocolExample(t *testing.T) {
+	doc, err := os.ReadFile("PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```json\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("PROTOCOL.md has no ```json example")
+	}
+	r, err := Decode([]byte(example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Samples) != 3 || r.Samples[2].Error != "http_503" || r.Samples[1].Server.MinRTT != -1 {
+		t.Errorf("example decoded to %+v", r)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/big"
@@ -101,7 +102,7 @@ func newFixture(t testing.TB, slowH2 bool) *fixture {
 	// Page origin: the page, the script from the asset handler, /beacon.
 	tcp, _, port = listenBoth(t, false)
 	mux := http.NewServeMux()
-	(&beacon.Handler{}).Register(mux)
+	(&beacon.Handler{H3Origin: f.h3, H2Origin: f.h2, Site: "e2e"}).Register(mux)
 	mux.HandleFunc("GET /{$}", f.servePage)
 	mux.HandleFunc("POST /beacon", f.serveBeacon)
 	f.serveTCP(tcp, mux)
@@ -317,6 +318,44 @@ func TestE2EPartial(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestE2EDemo opens the collector's /demo page (strict CSP, no inline
+// script) and checks that it measured, reported and rendered the run.
+func TestE2EDemo(t *testing.T) {
+	f := newFixture(t, false)
+	f.page += "demo"
+	b := startBrowser(t, f, true)
+	r := f.awaitReport(b, 30*time.Second)
+	if r.Partial || r.Site != "e2e" || len(r.Samples) != 2+1+2*5 {
+		t.Fatalf("demo report: partial %v, site %q, %d samples", r.Partial, r.Site, len(r.Samples))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pages, err := b.Pages(ctx)
+	if err != nil || len(pages) != 1 {
+		t.Fatalf("pages %+v: %v", pages, err)
+	}
+	const probe = `[document.getElementById("status").dataset.state, ` +
+		`document.querySelectorAll("#samples tbody tr").length, document.querySelectorAll("#summary tbody tr").length].join()`
+	var state string
+	for ctx.Err() == nil {
+		res, err := b.Call(ctx, pages[0].WSURL, "Runtime.evaluate", map[string]any{"expression": probe, "returnByValue": true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Result struct{ Value string } `json:"result"`
+		}
+		if err := json.Unmarshal(res, &v); err != nil {
+			t.Fatal(err)
+		}
+		if state = v.Result.Value; state == "done,13,2" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("demo page state %q, want \"done,13,2\" (status, sample rows, summary rows)", state)
 }
 
 // selfSigned makes a certificate for localhost, 127.0.0.1 and ::1, and
