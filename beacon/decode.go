@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 )
@@ -123,22 +122,27 @@ func Decode(data []byte) (*Report, error) {
 	if err := checkKeys(data); err != nil {
 		return nil, err
 	}
-	var peek struct {
-		V json.RawMessage `json:"v"`
-	}
-	if err := json.Unmarshal(data, &peek); err != nil {
-		return nil, errorf(ReasonJSON, "%v", err)
-	}
-	if peek.V == nil {
-		return nil, errorf(ReasonVersion, `missing "v"`)
-	}
-	if string(peek.V) != "1" {
-		return nil, errorf(ReasonVersion, "unsupported version %.16s, want %d", peek.V, Version)
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var w wireReport
-	if err := dec.Decode(&w); err != nil {
+	err := dec.Decode(&w)
+	if err != nil || w.V == nil || *w.V != Version {
+		// Classify: a report of another version fails for that reason
+		// first, whatever else is wrong with it by v1's rules.
+		var peek struct {
+			V json.RawMessage `json:"v"`
+		}
+		if perr := json.Unmarshal(data, &peek); perr != nil {
+			return nil, errorf(ReasonJSON, "%v", perr)
+		}
+		if peek.V == nil || string(peek.V) == "null" {
+			return nil, errorf(ReasonVersion, `missing "v"`)
+		}
+		if string(peek.V) != "1" {
+			return nil, errorf(ReasonVersion, "unsupported version %.16s, want %d", peek.V, Version)
+		}
+	}
+	if err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return nil, errorf(ReasonField, "%s: JSON %s where %s belongs", te.Field, te.Value, te.Type)
@@ -151,66 +155,82 @@ func Decode(data []byte) (*Report, error) {
 	return w.report()
 }
 
-// checkKeys walks the JSON once: it rejects syntax errors, trailing data,
-// nesting deeper than the format has, and object keys that encoding/json
-// would accept loosely (duplicates, other letter case, non-ASCII folding).
+// checkKeys rejects what encoding/json would accept loosely: invalid
+// JSON or trailing data, a top level other than an object, nesting deeper
+// than the format has, and object keys that are duplicated, escaped or not
+// lower-case ASCII (encoding/json matches keys case-insensitively, with
+// Unicode folding, and keeps the last duplicate). It scans the bytes once
+// without allocating for typical reports.
 func checkKeys(data []byte) *DecodeError {
-	type frame struct {
-		obj, wantKey bool
-		keys         []string
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var stack []frame
-	for n := 0; ; n++ {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			if n == 0 {
-				return errorf(ReasonJSON, "empty body")
-			}
-			return nil
-		}
-		if err != nil {
+	if !json.Valid(data) {
+		var v json.RawMessage
+		if err := json.Unmarshal(data, &v); err != nil {
 			return errorf(ReasonJSON, "%v", err)
 		}
-		if n == 0 && tok != json.Delim('{') {
-			return errorf(ReasonJSON, "report is not a JSON object")
-		}
-		if n > 0 && len(stack) == 0 {
-			return errorf(ReasonJSON, "data after the report object")
-		}
-		if top := len(stack) - 1; top >= 0 && stack[top].obj {
-			f := &stack[top]
-			if f.wantKey && tok != json.Delim('}') {
-				k, _ := tok.(string)
-				if !isKey(k) {
-					return errorf(ReasonField, "field name %q is not lower-case ASCII", k)
+		return errorf(ReasonJSON, "invalid JSON")
+	}
+	i := 0
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	if i == len(data) || data[i] != '{' {
+		return errorf(ReasonJSON, "report is not a JSON object")
+	}
+	type frame struct {
+		obj  bool
+		keys [16][]byte
+		n    int
+	}
+	var stack [maxDepth + 1]frame
+	depth, wantKey := 0, false
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			j, escaped := i+1, false
+			for ; data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					j++
+					escaped = true
 				}
-				for _, seen := range f.keys {
-					if seen == k {
+			}
+			if wantKey {
+				k := data[i+1 : j]
+				if escaped || !isKey(k) {
+					return errorf(ReasonField, "field name %.20q is not lower-case ASCII", k)
+				}
+				f := &stack[depth]
+				for _, seen := range f.keys[:f.n] {
+					if string(seen) == string(k) {
 						return errorf(ReasonField, "duplicate field %q", k)
 					}
 				}
-				f.keys = append(f.keys, k)
-				f.wantKey = false
-				continue
+				if f.n == len(f.keys) {
+					return errorf(ReasonField, "more than %d fields in an object", len(f.keys))
+				}
+				f.keys[f.n] = k
+				f.n++
+				wantKey = false
 			}
-			f.wantKey = true
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if len(stack) == maxDepth {
+			i = j
+		case '{', '[':
+			if depth == maxDepth {
 				return errorf(ReasonLimit, "nested deeper than %d levels", maxDepth)
 			}
-			stack = append(stack, frame{obj: tok == json.Delim('{'), wantKey: true})
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
+			depth++
+			stack[depth].obj, stack[depth].n = data[i] == '{', 0
+			wantKey = stack[depth].obj
+		case '}', ']':
+			depth--
+			wantKey = false
+		case ',':
+			wantKey = stack[depth].obj
 		}
 	}
+	return nil
 }
 
-func isKey(k string) bool {
-	if k == "" || len(k) > 16 {
+func isKey(k []byte) bool {
+	if len(k) == 0 || len(k) > 16 {
 		return false
 	}
 	for i := 0; i < len(k); i++ {
