@@ -1,0 +1,342 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/template"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// LocalDatabase is the database the managed local server keeps h3rum's tables in.
+const LocalDatabase = "h3rum"
+
+// Local is a ClickHouse server that h3rum runs as a child process, with a
+// project-local configuration and data directory, listening on loopback only.
+// It is the default store for `serve` and what the tests run against.
+type Local struct {
+	// Dir holds the server's config, data and logs, e.g. "<data-dir>/clickhouse".
+	Dir string
+	// Binary is the server executable; empty means clickhouse-server, or
+	// "clickhouse server", found on PATH.
+	Binary string
+	// Port is the native-protocol TCP port; 0 picks a free one at Start and
+	// keeps it for later restarts.
+	Port int
+	// StartTimeout bounds the wait for the server to answer. Default 60 s.
+	StartTimeout time.Duration
+	// Logger receives start and stop events; nil discards them.
+	Logger *slog.Logger
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *os.File
+}
+
+// AddressFile is the file under Dir that records the running server's DSN,
+// so that `h3rum report --clickhouse local` finds what `serve` started.
+const AddressFile = "address"
+
+// ReadLocalDSN returns the DSN recorded by a Local server kept in dir.
+func ReadLocalDSN(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, AddressFile))
+	if err != nil {
+		return "", fmt.Errorf("reading the local ClickHouse address (is `h3rum serve` running with this --data-dir?): %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// DSN is the address of the server in clickhouse-go's DSN form.
+func (l *Local) DSN() string {
+	return fmt.Sprintf("clickhouse://default@127.0.0.1:%d/%s", l.Port, LocalDatabase)
+}
+
+func (l *Local) logger() *slog.Logger {
+	if l.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.Logger
+}
+
+// findBinary resolves the server command line prefix.
+func (l *Local) findBinary() ([]string, error) {
+	if l.Binary != "" {
+		return []string{l.Binary}, nil
+	}
+	if p, err := exec.LookPath("clickhouse-server"); err == nil {
+		return []string{p}, nil
+	}
+	if p, err := exec.LookPath("clickhouse"); err == nil {
+		return []string{p, "server"}, nil
+	}
+	return nil, errors.New("no clickhouse-server or clickhouse on PATH: install it (Debian: apt-get install clickhouse-server; elsewhere: https://clickhouse.com/docs/install) or pass --clickhouse with a DSN")
+}
+
+// Start writes the configuration, starts the server and waits until it
+// answers queries, then creates LocalDatabase.
+func (l *Local) Start(ctx context.Context) error {
+	if l.cmd != nil {
+		return errors.New("starting local ClickHouse: already running")
+	}
+	bin, err := l.findBinary()
+	if err != nil {
+		return err
+	}
+	if l.Dir == "" {
+		return errors.New("starting local ClickHouse: no directory given")
+	}
+	dir, err := filepath.Abs(l.Dir)
+	if err != nil {
+		return fmt.Errorf("starting local ClickHouse: %w", err)
+	}
+	l.Dir = dir
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o750); err != nil {
+		return fmt.Errorf("creating local ClickHouse directory: %w", err)
+	}
+	stopStale(filepath.Join(dir, "data", "status"), l.logger())
+	if l.Port == 0 {
+		if l.Port, err = freePort(); err != nil {
+			return fmt.Errorf("choosing a port for local ClickHouse: %w", err)
+		}
+	}
+	cfg := filepath.Join(dir, "config.xml")
+	if err := writeConfig(cfg, dir, l.Port); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("opening local ClickHouse log: %w", err)
+	}
+	args := append(bin[1:], "--config-file="+cfg)
+	cmd := exec.Command(bin[0], args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Own process group, and SIGTERM if h3rum dies without stopping it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting %s: %w", bin[0], err)
+	}
+	l.cmd, l.log, l.exited = cmd, logf, make(chan struct{})
+	go func() { cmd.Wait(); close(l.exited) }()
+
+	if err := l.waitReady(ctx); err != nil {
+		l.Stop(context.Background())
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, AddressFile), []byte(l.DSN()+"\n"), 0o640); err != nil {
+		l.Stop(context.Background())
+		return fmt.Errorf("recording local ClickHouse address: %w", err)
+	}
+	l.logger().Info("local ClickHouse started", "port", l.Port, "dir", dir, "pid", cmd.Process.Pid)
+	return nil
+}
+
+func (l *Local) waitReady(ctx context.Context) error {
+	timeout := l.StartTimeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	opts := &clickhouse.Options{Addr: []string{fmt.Sprintf("127.0.0.1:%d", l.Port)}, DialTimeout: time.Second}
+	var lastErr error
+	for {
+		conn, err := clickhouse.Open(opts)
+		if err == nil {
+			err = conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+LocalDatabase)
+			conn.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		lastErr = err
+		select {
+		case <-l.exited:
+			return fmt.Errorf("local ClickHouse exited during start-up (%v); last log lines:\n%s", l.cmd.ProcessState, tail(filepath.Join(l.Dir, "server.log"), 15))
+		case <-ctx.Done():
+			return fmt.Errorf("local ClickHouse did not answer within %v: %w", timeout, lastErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop terminates the server and waits for it to exit; if ctx ends first,
+// the server is killed.
+func (l *Local) Stop(ctx context.Context) error {
+	if l.cmd == nil {
+		return nil
+	}
+	defer func() {
+		l.log.Close()
+		os.Remove(filepath.Join(l.Dir, AddressFile))
+		l.cmd = nil
+	}()
+	l.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-l.exited:
+		l.logger().Info("local ClickHouse stopped")
+		return nil
+	case <-ctx.Done():
+		syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
+		<-l.exited
+		return fmt.Errorf("local ClickHouse did not stop in time and was killed: %w", ctx.Err())
+	}
+}
+
+// Kill stops the server abruptly, as a crash would.
+func (l *Local) Kill() {
+	if l.cmd == nil {
+		return
+	}
+	syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
+	<-l.exited
+	l.log.Close()
+	l.cmd = nil
+}
+
+// stopStale terminates a server left running on this directory by an
+// earlier h3rum that died without stopping it: two servers cannot share
+// one data directory.
+func stopStale(statusFile string, log *slog.Logger) {
+	b, err := os.ReadFile(statusFile)
+	if err != nil {
+		return
+	}
+	var pid int
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "PID: "); ok {
+			pid, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if pid <= 0 {
+		return
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Contains(cmdline, []byte("clickhouse")) || !bytes.Contains(cmdline, []byte(filepath.Dir(filepath.Dir(statusFile)))) {
+		return
+	}
+	log.Warn("stopping a local ClickHouse left running by an earlier h3rum", "pid", pid)
+	syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 100; i++ {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// The config works on 18.16 (users, profiles and quotas inline; mark cache
+// size required) and on current servers. old_parts_lifetime is short so
+// that partitions dropped for retention cannot come back after a restart.
+var configTemplate = template.Must(template.New("config").Parse(`<?xml version="1.0"?>
+<yandex>
+    <logger><level>warning</level><console>1</console></logger>
+    <listen_host>127.0.0.1</listen_host>
+    <tcp_port>{{.Port}}</tcp_port>
+    <path>{{.Dir}}/data/</path>
+    <tmp_path>{{.Dir}}/data/tmp/</tmp_path>
+    <user_files_path>{{.Dir}}/data/user_files/</user_files_path>
+    <format_schema_path>{{.Dir}}/data/format_schemas/</format_schema_path>
+    <mark_cache_size>268435456</mark_cache_size>
+    <uncompressed_cache_size>268435456</uncompressed_cache_size>
+    <max_concurrent_queries>100</max_concurrent_queries>
+    <merge_tree><old_parts_lifetime>10</old_parts_lifetime></merge_tree>
+    <users>
+        <default>
+            <password></password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </default>
+    </users>
+    <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+    <quotas><default></default></quotas>
+</yandex>
+`))
+
+func writeConfig(path, dir string, port int) error {
+	var b bytes.Buffer
+	if err := configTemplate.Execute(&b, struct {
+		Dir  string
+		Port int
+	}{dir, port}); err != nil {
+		return fmt.Errorf("rendering local ClickHouse config: %w", err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o640); err != nil {
+		return fmt.Errorf("writing local ClickHouse config: %w", err)
+	}
+	return nil
+}
+
+// Open connects to the ClickHouse server named by dsn
+// (clickhouse://user:pass@host:9000/db) over the native protocol, creating
+// the database if it does not exist.
+func Open(ctx context.Context, dsn string) (driver.Conn, error) {
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing ClickHouse DSN: %w", err)
+	}
+	if opts.Protocol != clickhouse.Native {
+		return nil, errors.New("parsing ClickHouse DSN: only the native protocol (clickhouse://host:9000) is supported")
+	}
+	db := opts.Auth.Database
+	if db != "" && db != "default" {
+		admin := *opts
+		admin.Auth.Database = "default"
+		conn, err := clickhouse.Open(&admin)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to ClickHouse: %w", err)
+		}
+		err = conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(db))
+		conn.Close()
+		if err != nil {
+			return nil, fmt.Errorf("creating database %s: %w", db, err)
+		}
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to ClickHouse: %w", err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("connecting to ClickHouse: %w", err)
+	}
+	return conn, nil
+}
+
+func quoteIdent(s string) string {
+	return "`" + strings.ReplaceAll(s, "`", "\\`") + "`"
+}
+

@@ -1,0 +1,142 @@
+package ingest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// startLocal runs a private ClickHouse for one test and migrates it.
+func startLocal(t *testing.T) *Local {
+	t.Helper()
+	l := &Local{Dir: filepath.Join(t.TempDir(), "clickhouse")}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := l.Start(ctx); err != nil {
+		t.Fatalf("starting local ClickHouse: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := l.Stop(ctx); err != nil {
+			t.Errorf("stopping local ClickHouse: %v", err)
+		}
+	})
+	return l
+}
+
+func TestMigrateAppliesOnceThenNoop(t *testing.T) {
+	l := startLocal(t)
+	ctx := context.Background()
+	conn, err := Open(ctx, l.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	all, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := Migrate(ctx, conn)
+	if err != nil {
+		t.Fatalf("first migrate: %v", err)
+	}
+	if len(applied) != len(all) || len(all) == 0 {
+		t.Fatalf("first migrate applied %v, want all %d migrations", applied, len(all))
+	}
+	again, err := Migrate(ctx, conn)
+	if err != nil {
+		t.Fatalf("second migrate: %v", err)
+	}
+	if len(again) != 0 {
+		t.Fatalf("second migrate applied %v, want none", again)
+	}
+	var tables []string
+	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	for _, want := range []string{"samples", "samples_hourly", "samples_hourly_mv", "schema_migrations"} {
+		if !slices.Contains(tables, want) {
+			t.Errorf("table %s missing after migrate; have %v", want, tables)
+		}
+	}
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM schema_migrations").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if int(n) != len(all) {
+		t.Errorf("schema_migrations has %d rows, want %d", n, len(all))
+	}
+}
+
+func TestLocalRestartKeepsPortAndData(t *testing.T) {
+	l := startLocal(t)
+	ctx := context.Background()
+	conn, err := Open(ctx, l.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Exec(ctx, "CREATE TABLE t (x UInt32) ENGINE = MergeTree ORDER BY x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Exec(ctx, "INSERT INTO t (x) SELECT 7"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	dsn := l.DSN()
+	recorded, err := ReadLocalDSN(l.Dir)
+	if err != nil || recorded != dsn {
+		t.Fatalf("ReadLocalDSN = %q, %v; want %q", recorded, err, dsn)
+	}
+	if err := l.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(l.Dir, AddressFile)); !os.IsNotExist(err) {
+		t.Errorf("address file still present after Stop: %v", err)
+	}
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l.DSN() != dsn {
+		t.Errorf("DSN changed across restart: %s → %s", dsn, l.DSN())
+	}
+	conn, err = Open(ctx, l.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var x uint32
+	if err := conn.QueryRow(ctx, "SELECT x FROM t").Scan(&x); err != nil || x != 7 {
+		t.Fatalf("after restart: x = %d, %v; want 7", x, err)
+	}
+}
+
+func TestLocalMissingBinary(t *testing.T) {
+	l := &Local{Dir: t.TempDir(), Binary: filepath.Join(t.TempDir(), "no-such-clickhouse")}
+	if err := l.Start(context.Background()); err == nil {
+		l.Stop(context.Background())
+		t.Fatal("Start with a missing binary succeeded")
+	}
+}
+
+func TestOpenRejectsBadDSN(t *testing.T) {
+	for _, dsn := range []string{"http://127.0.0.1:8123/db", "::not a dsn"} {
+		if c, err := Open(context.Background(), dsn); err == nil {
+			c.Close()
+			t.Errorf("Open(%q) succeeded", dsn)
+		}
+	}
+}
