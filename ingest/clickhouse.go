@@ -339,4 +339,3 @@ func Open(ctx context.Context, dsn string) (driver.Conn, error) {
 func quoteIdent(s string) string {
 	return "`" + strings.ReplaceAll(s, "`", "\\`") + "`"
 }
-
