@@ -31,8 +31,8 @@ func EarlyData(r *http.Request) bool {
 type connInfo struct {
 	id   string
 	reqs atomic.Uint64
-	quic *quic.Conn      // QUIC connections
-	raw  syscall.RawConn // TCP connections; nil if the socket is not reachable
+	quic *quic.Conn // QUIC connections
+	tcp  *tcpInfo   // TCP connections; nil if the socket is not reachable
 }
 
 type connInfoKey struct{}
@@ -49,19 +49,28 @@ type connStats struct {
 	lostKnown           bool
 }
 
-func (ci *connInfo) stats() connStats {
+// stats returns the connection's figures as of now.
+func (ci *connInfo) stats(now time.Time) connStats {
 	switch {
 	case ci.quic != nil:
-		s := ci.quic.ConnectionStats()
-		st := connStats{rtt: s.SmoothedRTT, minRTT: s.MinRTT, lost: s.PacketsLost, lostKnown: true}
-		if s.SmoothedRTT > 0 {
-			st.rttVar = s.MeanDeviation
-		}
-		return st
-	case ci.raw != nil:
-		return tcpStats(ci.raw)
+		return quicStats(ci.quic)
+	case ci.tcp != nil:
+		return ci.tcp.stats(now)
 	}
 	return connStats{}
+}
+
+// quicStats is kept out of line: ConnectionStats returns a large struct,
+// and the probe path keeps its stack frames small (see origin.ServeHTTP).
+//
+//go:noinline
+func quicStats(c *quic.Conn) connStats {
+	s := c.ConnectionStats()
+	st := connStats{rtt: s.SmoothedRTT, minRTT: s.MinRTT, lost: s.PacketsLost, lostKnown: true}
+	if s.SmoothedRTT > 0 {
+		st.rttVar = s.MeanDeviation
+	}
+	return st
 }
 
 // newConnID returns the id of the next connection: a per-process random
@@ -85,7 +94,7 @@ func (o *origin) tcpConnContext(ctx context.Context, c net.Conn) context.Context
 	}
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			ci.raw = raw
+			ci.tcp = newTCPInfo(raw)
 		}
 	}
 	o.srv.metrics.conns.WithLabelValues(o.label, transportTCP).Inc()

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // echo answers /echo (when Server.Echo is set) with what the server saw of
@@ -19,7 +20,7 @@ func (o *origin) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, creq
 			tlsVersionName(r.TLS.Version), r.TLS.NegotiatedProtocol, r.TLS.ServerName, r.TLS.DidResume, EarlyData(r))
 	}
 	if ci != nil {
-		st := ci.stats()
+		st := ci.stats(time.Now())
 		fmt.Fprintf(&b, "connection: id=%s request=%d rtt=%s minrtt=%s rttvar=%s lost=%d\n", ci.id, creq, st.rtt, st.minRTT, st.rttVar, st.lost)
 	}
 	keys := make([]string, 0, len(r.Header))

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -35,10 +34,32 @@ const (
 )
 
 func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	pi := protoIndex(r.ProtoMajor)
-	ci := connInfoFrom(r.Context())
-	var creq uint64
+	if r.URL.Path != pathProbe {
+		o.serveOther(w, r)
+		return
+	}
+	// The probe's answer is written from this frame, which is kept small
+	// on purpose: quic-go and net/http format the Date header deep inside
+	// WriteHeader, and every byte of stack above that point can make each
+	// request's fresh goroutine copy its stack.
+	p := o.probe(w, r)
+	if p.code == 0 {
+		return // already answered with an error
+	}
+	w.WriteHeader(p.code)
+	if p.n > 0 && r.Method != http.MethodHead {
+		w.Write(o.srv.payload[:p.n])
+	}
+	o.srv.metrics.probeObs[p.pi].Observe(p.dur.Seconds())
+	o.srv.metrics.countRequest(o.idx, p.pi, p.code)
+}
+
+// admit does what every request goes through, whatever its path: it counts
+// the request on its connection, sets the origin's Alt-Svc on TCP, counts
+// early data, and refuses requests for the other origin's host (421) and
+// oversized headers (431). ok is false when it answered.
+func (o *origin) admit(w http.ResponseWriter, r *http.Request, pi int) (ci *connInfo, creq uint64, ok bool) {
+	ci = connInfoFrom(r.Context())
 	if ci != nil {
 		creq = ci.reqs.Add(1)
 	}
@@ -51,18 +72,35 @@ func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.srv.metrics.early.WithLabelValues(o.label, protoLabels[pi]).Inc()
 	}
 	if o.otherHost != "" && strings.EqualFold(hostOnly(r.Host), o.otherHost) {
-		o.reject(w, pi, http.StatusMisdirectedRequest,
-			"misdirected request: "+o.otherHost+" is served by the other origin")
-		return
+		o.misdirected(w, pi)
+		return ci, creq, false
 	}
 	if headerBytes(r) > o.srv.maxHeaderBytes {
-		o.reject(w, pi, http.StatusRequestHeaderFieldsTooLarge,
-			"request header fields too large: over "+strconv.Itoa(o.srv.maxHeaderBytes)+" bytes")
+		o.headersTooLarge(w, pi)
+		return ci, creq, false
+	}
+	return ci, creq, true
+}
+
+//go:noinline
+func (o *origin) misdirected(w http.ResponseWriter, pi int) {
+	o.reject(w, pi, http.StatusMisdirectedRequest, "misdirected request: "+o.otherHost+" is served by the other origin")
+}
+
+//go:noinline
+func (o *origin) headersTooLarge(w http.ResponseWriter, pi int) {
+	o.reject(w, pi, http.StatusRequestHeaderFieldsTooLarge,
+		"request header fields too large: over "+strconv.Itoa(o.srv.maxHeaderBytes)+" bytes")
+}
+
+// serveOther serves every path but /probe.
+func (o *origin) serveOther(w http.ResponseWriter, r *http.Request) {
+	pi := protoIndex(r.ProtoMajor)
+	ci, creq, ok := o.admit(w, r, pi)
+	if !ok {
 		return
 	}
 	switch r.URL.Path {
-	case pathProbe:
-		o.probe(w, r, pi, ci, creq, start)
 	case pathHealthz:
 		o.healthz(w, r, pi)
 	case pathMetrics:

@@ -9,67 +9,105 @@ import (
 	"unsafe"
 )
 
-// probe answers /probe: 204 (or 200 with ?bytes=N bytes of incompressible
-// body), never cached, readable cross-origin, with a Server-Timing header
-// describing the connection. It is the endpoint every measurement hits, so
-// it uses precomputed header values and builds Server-Timing in one
-// allocation.
-func (o *origin) probe(w http.ResponseWriter, r *http.Request, pi int, ci *connInfo, creq uint64, start time.Time) {
+// probeAnswer is what ServeHTTP writes for a probe; code 0 means probe
+// already answered (an error).
+type probeAnswer struct {
+	code, n, pi int
+	dur         time.Duration
+}
+
+// probe prepares the answer to /probe: 204 (or 200 with ?bytes=N bytes of
+// incompressible body), never cached, readable cross-origin, with a
+// Server-Timing header describing the connection. It is the endpoint every
+// measurement hits, so it uses precomputed header values and builds
+// Server-Timing in one allocation.
+func (o *origin) probe(w http.ResponseWriter, r *http.Request) probeAnswer {
+	start := time.Now()
+	pi := protoIndex(r.ProtoMajor)
+	ci, creq, ok := o.admit(w, r, pi)
+	if !ok {
+		return probeAnswer{}
+	}
+	code, n := o.probeHeaders(w, r, pi)
+	if code == 0 {
+		return probeAnswer{}
+	}
+	var st connStats
+	if ci != nil {
+		st = ci.stats(start)
+	}
+	dur := time.Since(start)
+	w.Header()["Server-Timing"] = serverTiming(protoLabels[pi], dur, st, ci, creq, r)
+	return probeAnswer{code: code, n: n, pi: pi, dur: dur}
+}
+
+// probeHeaders checks the request and sets every probe header but
+// Server-Timing. It returns the status and body size, or code 0 when it
+// answered with an error.
+//
+//go:noinline
+func (o *origin) probeHeaders(w http.ResponseWriter, r *http.Request, pi int) (code, n int) {
 	s := o.srv
 	h := w.Header()
 	h["Cache-Control"] = s.hdr.noStore
 	s.cors.apply(h, r, &s.hdr)
 
 	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodOptions:
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	case http.MethodPost:
+		if !o.readProbeBody(w, r, pi) {
+			return 0, 0
+		}
 	default:
-		h["Allow"] = s.hdr.probeAllow
-		o.reject(w, pi, http.StatusMethodNotAllowed, "method not allowed: /probe answers GET, HEAD, POST and OPTIONS")
-		return
+		o.probeMethodNotAllowed(w, pi)
+		return 0, 0
 	}
 	n, reason := probeBytes(r.URL.RawQuery, s.maxProbeBytes)
 	if reason != "" {
 		o.reject(w, pi, http.StatusBadRequest, reason)
-		return
+		return 0, 0
 	}
-	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
-		// Read the upload so the connection stays usable and the timing
-		// includes it; refuse more than MaxProbeBytes.
-		got, err := io.CopyN(io.Discard, r.Body, int64(s.maxProbeBytes)+1)
-		if got > int64(s.maxProbeBytes) {
-			o.reject(w, pi, http.StatusRequestEntityTooLarge,
-				"request body over "+strconv.Itoa(s.maxProbeBytes)+" bytes")
-			return
-		}
-		if err != nil && err != io.EOF {
-			o.reject(w, pi, http.StatusBadRequest, "reading request body: "+err.Error())
-			return
-		}
-	}
-
-	code := http.StatusNoContent
 	if r.Method == http.MethodOptions {
-		n = 0
 		h["Allow"] = s.hdr.probeAllow
 		s.cors.preflight(h, r, &s.hdr)
+		return http.StatusNoContent, 0
 	}
-	if n > 0 {
-		code = http.StatusOK
-		h["Content-Type"] = s.hdr.octetStream
-		h["Content-Length"] = []string{strconv.Itoa(n)}
+	if n == 0 {
+		return http.StatusNoContent, 0
 	}
-	var st connStats
-	if ci != nil {
-		st = ci.stats()
+	h["Content-Type"] = s.hdr.octetStream
+	h["Content-Length"] = []string{strconv.Itoa(n)}
+	return http.StatusOK, n
+}
+
+// The error paths of probe live in their own functions so that probe's
+// stack frame stays small (see ServeHTTP).
+
+//go:noinline
+func (o *origin) probeMethodNotAllowed(w http.ResponseWriter, pi int) {
+	w.Header()["Allow"] = o.srv.hdr.probeAllow
+	o.reject(w, pi, http.StatusMethodNotAllowed, "method not allowed: /probe answers GET, HEAD, POST and OPTIONS")
+}
+
+// readProbeBody reads a POST's upload so that the connection stays usable
+// and the timing includes it, refusing more than MaxProbeBytes.
+//
+//go:noinline
+func (o *origin) readProbeBody(w http.ResponseWriter, r *http.Request, pi int) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
 	}
-	dur := time.Since(start)
-	h["Server-Timing"] = serverTiming(protoLabels[pi], dur, st, ci, creq, r)
-	w.WriteHeader(code)
-	if n > 0 && r.Method != http.MethodHead {
-		w.Write(s.payload[:n])
+	max := o.srv.maxProbeBytes
+	got, err := io.CopyN(io.Discard, r.Body, int64(max)+1)
+	if got > int64(max) {
+		o.reject(w, pi, http.StatusRequestEntityTooLarge, "request body over "+strconv.Itoa(max)+" bytes")
+		return false
 	}
-	s.metrics.probeObs[pi].Observe(dur.Seconds())
-	s.metrics.countRequest(o.idx, pi, code)
+	if err != nil && err != io.EOF {
+		o.reject(w, pi, http.StatusBadRequest, "reading request body: "+err.Error())
+		return false
+	}
+	return true
 }
 
 // probeBytes finds bytes=N in a raw query string without allocating. A
@@ -114,44 +152,44 @@ type stBuf struct {
 
 // serverTiming formats the Server-Timing value of a probe response:
 //
-//	proto;desc=h3, app;dur=0.012, rtt;dur=0.105, minrtt;dur=0.05, rttvar;dur=0.02,
-//	lost;desc=0, cid;desc=1a2b3c4d-1f, creq;desc=3, resumed;desc=0, early;desc=0
+//	proto;desc=h3,app;dur=0.012,rtt;dur=0.105,minrtt;dur=0.05,rttvar;dur=0.02,lost;desc=0,cid;desc=1a2b3c4d-1f,creq;desc=3,resumed;desc=0,early;desc=0
 //
 // Durations are milliseconds with up to three decimals; unknown values are
-// omitted.
+// omitted. The list has no spaces: the value is unique per response, so
+// HTTP/2 and HTTP/3 encode (and HPACK hashes) all of it every time.
 func serverTiming(proto string, app time.Duration, st connStats, ci *connInfo, creq uint64, r *http.Request) []string {
 	buf := new(stBuf)
 	b := buf.b[:0]
 	b = append(b, "proto;desc="...)
 	b = append(b, proto...)
-	b = append(b, ", app;dur="...)
+	b = append(b, ",app;dur="...)
 	b = appendMS(b, app)
 	if st.rtt > 0 {
-		b = append(b, ", rtt;dur="...)
+		b = append(b, ",rtt;dur="...)
 		b = appendMS(b, st.rtt)
 	}
 	if st.minRTT > 0 {
-		b = append(b, ", minrtt;dur="...)
+		b = append(b, ",minrtt;dur="...)
 		b = appendMS(b, st.minRTT)
 	}
 	if st.rtt > 0 {
-		b = append(b, ", rttvar;dur="...)
+		b = append(b, ",rttvar;dur="...)
 		b = appendMS(b, st.rttVar)
 	}
 	if st.lostKnown {
-		b = append(b, ", lost;desc="...)
+		b = append(b, ",lost;desc="...)
 		b = strconv.AppendUint(b, st.lost, 10)
 	}
 	if ci != nil {
-		b = append(b, ", cid;desc="...)
+		b = append(b, ",cid;desc="...)
 		b = append(b, ci.id...)
-		b = append(b, ", creq;desc="...)
+		b = append(b, ",creq;desc="...)
 		b = strconv.AppendUint(b, creq, 10)
 	}
 	if r.TLS != nil {
-		b = append(b, ", resumed;desc="...)
+		b = append(b, ",resumed;desc="...)
 		b = appendBool(b, r.TLS.DidResume)
-		b = append(b, ", early;desc="...)
+		b = append(b, ",early;desc="...)
 		b = appendBool(b, EarlyData(r))
 	}
 	// b is not modified after this point, and lives in buf (or, if it ever
