@@ -1,0 +1,92 @@
+package ingest
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// pipelineMetrics are the Pipeline's Prometheus metrics.
+type pipelineMetrics struct {
+	acceptedRuns    prometheus.Counter
+	acceptedSamples prometheus.Counter
+	busy            prometheus.Counter
+	spills          prometheus.Counter
+	fsyncs          prometheus.Counter
+	corrupt         prometheus.Counter
+	spoolBytes      prometheus.Gauge
+	spoolSegments   prometheus.Gauge
+	insertBatches   prometheus.Counter
+	insertRows      prometheus.Counter
+	insertErrors    prometheus.Counter
+	insertSeconds   prometheus.Histogram
+	liveDropped     prometheus.Counter
+	droppedParts    prometheus.Counter
+}
+
+func newPipelineMetrics(reg prometheus.Registerer, queueDepth func() float64) (*pipelineMetrics, error) {
+	m := &pipelineMetrics{
+		acceptedRuns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_accepted_runs_total", Help: "Reports made durable (in the spool) and acknowledged."}),
+		acceptedSamples: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_accepted_samples_total", Help: "Samples in acknowledged reports."}),
+		busy: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_busy_total", Help: "Reports refused because the spool budget (--spool-max-bytes) was used up."}),
+		spills: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_queue_spills_total", Help: "Times the in-memory queue filled and the batcher switched to reading the spool."}),
+		fsyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_spool_fsyncs_total", Help: "Spool group commits (one fsync each)."}),
+		corrupt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_spool_corrupt_segments_total", Help: "Spool segments quarantined as corrupt."}),
+		spoolBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "h3rum_ingest_spool_bytes", Help: "Bytes in spool segments not yet fully inserted."}),
+		spoolSegments: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "h3rum_ingest_spool_segments", Help: "Spool segment files on disk."}),
+		insertBatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_insert_batches_total", Help: "Successful batch inserts into ClickHouse."}),
+		insertRows: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_insert_rows_total", Help: "Sample rows inserted into ClickHouse (replays included)."}),
+		insertErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_insert_errors_total", Help: "Failed insert attempts (retried from the spool)."}),
+		insertSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "h3rum_ingest_insert_seconds", Help: "Latency of successful batch inserts.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
+		liveDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_live_dropped_total", Help: "Accepted runs not passed to OnAccept because it was behind."}),
+		droppedParts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_retention_dropped_partitions_total", Help: "Month partitions dropped by retention."}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	cs := []prometheus.Collector{
+		m.acceptedRuns, m.acceptedSamples, m.busy, m.spills, m.fsyncs, m.corrupt, m.spoolBytes, m.spoolSegments,
+		m.insertBatches, m.insertRows, m.insertErrors, m.insertSeconds, m.liveDropped, m.droppedParts,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "h3rum_ingest_queue_runs", Help: "Reports in the in-memory queue waiting for an insert."}, queueDepth),
+	}
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, reg.Register(c))
+	}
+	return m, errors.Join(errs...)
+}
+
+// handlerMetrics are the Handler's Prometheus metrics.
+type handlerMetrics struct {
+	rejected *prometheus.CounterVec
+	requests *prometheus.CounterVec
+}
+
+func newHandlerMetrics(reg prometheus.Registerer) (*handlerMetrics, error) {
+	m := &handlerMetrics{
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "h3rum_ingest_rejected_total", Help: "Reports rejected, by reason."}, []string{"reason"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "h3rum_ingest_reports_total", Help: "Reports received, by transport (post, ws)."}, []string{"transport"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	return m, errors.Join(reg.Register(m.rejected), reg.Register(m.requests))
+}

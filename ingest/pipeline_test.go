@@ -1,0 +1,373 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/h3rum/h3rum/beacon"
+)
+
+func TestRecordRoundTrip(t *testing.T) {
+	run := testRun(t, "rt")
+	run.Bot = true
+	run.Report.Samples[3].Error = "timeout"
+	run.Report.Client.Webdriver = true
+	got, err := decodeRecord(appendRecord(nil, &run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The record keeps what the table stores, floats as Float32.
+	want := *run.Report
+	want.Client.Brands = nil
+	want.MainThreadMS = f32(want.MainThreadMS)
+	want.Client.RTT, want.Client.Downlink = f32(want.Client.RTT), f32(want.Client.Downlink)
+	want.Samples = slices.Clone(want.Samples)
+	for i := range want.Samples {
+		s := &want.Samples[i]
+		for _, p := range []*float64{&s.Start, &s.Duration, &s.DNS, &s.Connect, &s.TLS, &s.TTFB, &s.Download,
+			&s.Server.Handle, &s.Server.RTT, &s.Server.MinRTT, &s.Server.RTTVar} {
+			*p = f32(*p)
+		}
+	}
+	if !reflect.DeepEqual(*got.Report, want) {
+		t.Errorf("round trip changed the report:\n got %+v\nwant %+v", *got.Report, want)
+	}
+	if got.Geo != run.Geo || got.Browser != run.Browser || got.BrowserMajor != run.BrowserMajor || got.Bot != run.Bot ||
+		!got.Received.Equal(run.Received) {
+		t.Errorf("round trip changed the enrichment: got %+v %s %d %v %v", got.Geo, got.Browser, got.BrowserMajor, got.Bot, got.Received)
+	}
+	// Every truncation fails cleanly.
+	rec := appendRecord(nil, &run)
+	for n := range len(rec) {
+		if _, err := decodeRecord(rec[:n]); err == nil {
+			t.Fatalf("decoding %d of %d bytes succeeded", n, len(rec))
+		}
+	}
+	if _, err := decodeRecord(append(rec, 0)); err == nil {
+		t.Error("trailing byte accepted")
+	}
+}
+
+func f32(v float64) float64 { return float64(float32(v)) }
+
+func TestInsertColumnList(t *testing.T) {
+	sql := insertSamplesSQL[strings.Index(insertSamplesSQL, "(")+1 : strings.LastIndex(insertSamplesSQL, ")")]
+	var names []string
+	for f := range strings.FieldsFuncSeq(sql, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		names = append(names, f)
+	}
+	var cols []string
+	for _, c := range (&sampleColumns{}).columns() {
+		cols = append(cols, c.name)
+	}
+	if !reflect.DeepEqual(names, cols) {
+		t.Errorf("insert_samples.sql columns\n%v\ndiffer from the Go buffers\n%v", names, cols)
+	}
+}
+
+func TestPipelineInsertsRows(t *testing.T) {
+	conn := testDB(t)
+	var live []Run
+	var liveMu sync.Mutex
+	p := startPipeline(t, &Pipeline{Conn: conn, Dir: t.TempDir(), FlushInterval: 50 * time.Millisecond,
+		OnAccept: func(r Run) { liveMu.Lock(); live = append(live, r); liveMu.Unlock() }})
+	run := testRun(t, "rows")
+	run.Bot = true
+	run.Report.Samples[2].Error = "timeout"
+	if err := p.Accept(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the row to arrive", func() bool { return countRows(t, conn, "SELECT count() FROM samples") == 12 })
+
+	var (
+		site, phase, want, got, errCode, country, sub, browser, order, srvProto, connID, ect string
+		id                                                                                   uuid.UUID
+		seq, reused, bot, srvPresent                                                         uint8
+		dur, ttfb, srvRTT                                                                    float32
+		cityID, asn, ts                                                                      uint32
+		major                                                                                uint16
+		tm                                                                                   time.Time
+	)
+	err := conn.QueryRow(context.Background(), `SELECT site, run_id, seq, phase, want, got, duration_ms, ttfb_ms, reused, transfer_size,
+		error, srv_present, srv_proto, srv_rtt_ms, srv_conn_id, country, subdivision, city_id, asn, browser, browser_major, bot,
+		param_order, ect, time FROM samples WHERE seq = 2`).Scan(
+		&site, &id, &seq, &phase, &want, &got, &dur, &ttfb, &reused, &ts, &errCode, &srvPresent, &srvProto, &srvRTT, &connID,
+		&country, &sub, &cityID, &asn, &browser, &major, &bot, &order, &ect, &tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"site", site, "rows"}, {"run_id", [16]byte(id), run.Report.RunID}, {"seq", seq, uint8(2)},
+		{"phase", phase, "parallel"}, {"want", want, "h3"}, {"got", got, "h3"}, {"duration_ms", dur, float32(32.5)},
+		{"ttfb_ms", ttfb, float32(20.125)}, {"reused", reused, uint8(1)}, {"transfer_size", ts, uint32(300)},
+		{"error", errCode, "timeout"}, {"srv_present", srvPresent, uint8(1)}, {"srv_proto", srvProto, "h3"},
+		{"srv_rtt_ms", srvRTT, float32(21.5)}, {"srv_conn_id", connID, "c0"}, {"country", country, "DE"},
+		{"subdivision", sub, "DE-BE"}, {"city_id", cityID, uint32(2950159)}, {"asn", asn, uint32(64500)},
+		{"browser", browser, "Chrome"}, {"browser_major", major, uint16(121)}, {"bot", bot, uint8(1)},
+		{"param_order", order, "h3first"}, {"ect", ect, "4g"}, {"time", tm.Unix(), run.Received.Unix()},
+	} {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if n := countRows(t, conn, "SELECT count() FROM samples WHERE phase = 'warmup'"); n != 2 {
+		t.Errorf("%d warm-up rows, want 2", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	liveMu.Lock()
+	defer liveMu.Unlock()
+	if len(live) != 1 || live[0].Report.RunID != run.Report.RunID {
+		t.Errorf("OnAccept saw %d runs, want the one accepted", len(live))
+	}
+	if segs, _ := listSegments(p.Dir); len(segs) != 0 {
+		t.Errorf("spool still holds segments %v after everything was inserted", segs)
+	}
+}
+
+func TestInsertIdempotent(t *testing.T) {
+	conn := testDB(t)
+	var cols sampleColumns
+	for range 10 {
+		run := testRun(t, "idem")
+		cols.add(&run)
+	}
+	for i := range 2 {
+		if err := insertColumns(context.Background(), conn, &cols); err != nil {
+			t.Fatalf("insert %d: %v", i, err)
+		}
+	}
+	if n := countRows(t, conn, "SELECT count() FROM samples"); n != 240 {
+		t.Fatalf("%d rows stored, want two copies of 120", n)
+	}
+	if n := countRows(t, conn, "SELECT count() FROM samples FINAL"); n != 120 {
+		t.Errorf("SELECT count() FROM samples FINAL = %d, want 120 (one copy)", n)
+	}
+}
+
+// TestPipelineClickHouseDown: with ClickHouse unreachable every Accept
+// still succeeds (the spool holds the runs); a new pipeline on the same
+// spool with ClickHouse back inserts them all exactly once.
+func TestPipelineClickHouseDown(t *testing.T) {
+	dir := t.TempDir()
+	down := &Pipeline{Conn: deadConn(t), Dir: dir, QueueRuns: 8, SegmentBytes: 16 << 10, FlushInterval: 20 * time.Millisecond}
+	if err := down.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const runs = 100
+	var ids []string
+	for range runs {
+		run := testRun(t, "down")
+		ids = append(ids, uuid.UUID(run.Report.RunID).String())
+		if err := down.Accept(context.Background(), run); err != nil {
+			t.Fatalf("Accept with ClickHouse down: %v", err)
+		}
+	}
+	st := down.Stats()
+	if st.SpoolSegments < 2 || !st.Replaying {
+		t.Errorf("stats %+v: want several segments and the batcher reading the spool", st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	err := down.Shutdown(ctx)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "kept for the next start") {
+		t.Errorf("Shutdown with ClickHouse down = %v, want a note that the spool keeps the rows", err)
+	}
+	if err := down.Accept(context.Background(), testRun(t, "down")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Accept after Shutdown = %v, want ErrClosed", err)
+	}
+
+	conn := testDB(t)
+	up := startPipeline(t, &Pipeline{Conn: conn, Dir: dir, FlushInterval: 20 * time.Millisecond})
+	waitFor(t, "the spool to drain", func() bool { return up.Stats().SpoolSegments <= 1 })
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := up.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, conn, "SELECT count() FROM samples FINAL"); n != runs*12 {
+		t.Errorf("%d rows after replay, want %d", n, runs*12)
+	}
+	if n := countRows(t, conn, "SELECT uniqExact(run_id) FROM samples WHERE has(?, toString(run_id))", ids); n != runs {
+		t.Errorf("%d distinct runs arrived, want %d", n, runs)
+	}
+	if segs, _ := listSegments(dir); len(segs) != 0 {
+		t.Errorf("segments %v left after replay", segs)
+	}
+}
+
+// spoolWithRuns leaves n runs in a spool directory, in several segments,
+// as a process that could not reach ClickHouse would.
+func spoolWithRuns(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	p := &Pipeline{Conn: deadConn(t), Dir: dir, QueueRuns: 1, SegmentBytes: 8 << 10}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := p.Accept(context.Background(), testRun(t, "spool")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	p.Shutdown(ctx)
+	return dir
+}
+
+func TestSpoolCorruptSegmentQuarantined(t *testing.T) {
+	dir := spoolWithRuns(t, 60)
+	segs, err := listSegments(dir)
+	if err != nil || len(segs) < 3 {
+		t.Fatalf("want at least 3 segments, have %v (%v)", segs, err)
+	}
+	// Flip a byte in the middle of the second segment; tear the last one.
+	bad := filepath.Join(dir, segmentName(segs[1]))
+	data, _ := os.ReadFile(bad)
+	data[len(data)/2] ^= 0xff
+	os.WriteFile(bad, data, 0o640)
+	badFrames := countFrames(t, data)
+	last := filepath.Join(dir, segmentName(segs[len(segs)-1]))
+	f, _ := os.OpenFile(last, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(appendFrame(nil, []byte("a record cut short by a crash"))[:20])
+	f.Close()
+
+	var logs strings.Builder
+	conn := testDB(t)
+	p := startPipeline(t, &Pipeline{Conn: conn, Dir: dir, FlushInterval: 20 * time.Millisecond, Logger: testLogger(&logs)})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(strings.TrimSuffix(bad, segmentExt) + corruptExt); err != nil {
+		t.Errorf("corrupt segment not quarantined: %v", err)
+	}
+	if !strings.Contains(logs.String(), "quarantined") || !strings.Contains(logs.String(), filepath.Base(bad)) {
+		t.Errorf("no clear log line naming the quarantined segment:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "partly written record") {
+		t.Errorf("torn tail not reported:\n%s", logs.String())
+	}
+	want := uint64((60 - badFrames) * 12)
+	if n := countRows(t, conn, "SELECT count() FROM samples FINAL"); n != want {
+		t.Errorf("%d rows replayed, want %d (all but the quarantined segment's)", n, want)
+	}
+	if segs, _ := listSegments(dir); len(segs) != 0 {
+		t.Errorf("segments %v left after replay", segs)
+	}
+}
+
+// countFrames counts the frames of a segment without checking checksums.
+func countFrames(t *testing.T, data []byte) int {
+	t.Helper()
+	n := 0
+	for off := len(segmentMagic); off+frameHeaderLen <= len(data); n++ {
+		off += frameHeaderLen + int(uint32(data[off])|uint32(data[off+1])<<8|uint32(data[off+2])<<16|uint32(data[off+3])<<24)
+	}
+	return n
+}
+
+func TestBusyWhenSpoolFull(t *testing.T) {
+	dir := t.TempDir()
+	p := &Pipeline{Conn: deadConn(t), Dir: dir, QueueRuns: 4, SpoolMaxBytes: 64 << 10, SegmentBytes: 8 << 10}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	var busy error
+	for range 1000 {
+		if err := p.Accept(context.Background(), testRun(t, "busy")); err != nil {
+			busy = err
+			break
+		}
+		accepted++
+	}
+	if !errors.Is(busy, beacon.ErrBusy) {
+		t.Fatalf("after %d runs Accept = %v, want beacon.ErrBusy", accepted, busy)
+	}
+	if st := p.Stats(); st.SpoolBytes > 64<<10 {
+		t.Errorf("spool holds %d bytes, over its 64 KiB budget", st.SpoolBytes)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	p.Shutdown(ctx)
+	cancel()
+
+	// Nothing acknowledged is lost: all of it arrives once ClickHouse does.
+	conn := testDB(t)
+	up := startPipeline(t, &Pipeline{Conn: conn, Dir: dir})
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := up.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, conn, "SELECT count() FROM samples FINAL"); n != uint64(accepted*12) {
+		t.Errorf("%d rows, want the %d acknowledged runs × 12", n, accepted)
+	}
+}
+
+func TestGroupCommit(t *testing.T) {
+	p := startPipeline(t, &Pipeline{Conn: deadConn(t), Dir: t.TempDir(), QueueRuns: 1 << 12})
+	var wg sync.WaitGroup
+	const n = 200
+	for range n {
+		wg.Go(func() {
+			if err := p.Accept(context.Background(), testRun(t, "group")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	fsyncs := counterValue(t, p.m.fsyncs)
+	if fsyncs >= n {
+		t.Errorf("%v fsyncs for %d concurrent Accepts: no group commit", fsyncs, n)
+	}
+	t.Logf("%d concurrent Accepts, %v fsyncs", n, fsyncs)
+}
+
+func TestRetentionDropsOldPartitions(t *testing.T) {
+	conn := testDB(t)
+	now := time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
+	var cols sampleColumns
+	for _, at := range []time.Time{now, now.AddDate(0, -1, -10), now.AddDate(0, -3, 0), now.AddDate(-1, 0, 0)} {
+		run := testRun(t, "ret")
+		run.Received = at
+		cols.add(&run)
+	}
+	if err := insertColumns(context.Background(), conn, &cols); err != nil {
+		t.Fatal(err)
+	}
+	p := &Pipeline{Conn: conn, Retention: 60 * 24 * time.Hour}
+	dropped, err := p.DropExpired(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cutoff 2025-04-16: March 2025 and June 2024 are wholly older; April is not.
+	want := []string{"samples/202406", "samples/202503", "samples_hourly/202406", "samples_hourly/202503"}
+	if !reflect.DeepEqual(dropped, want) {
+		t.Errorf("dropped %v, want %v", dropped, want)
+	}
+	if n := countRows(t, conn, "SELECT count() FROM samples"); n != 24 {
+		t.Errorf("%d rows left, want the 24 of May and June", n)
+	}
+	if dropped, err := p.DropExpired(context.Background(), now); err != nil || len(dropped) != 0 {
+		t.Errorf("second run dropped %v, %v; want nothing", dropped, err)
+	}
+}
