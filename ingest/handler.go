@@ -1,0 +1,345 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/h3rum/h3rum/beacon"
+)
+
+// Sink is where the Handler hands enriched runs; *Pipeline is one. Accept
+// returns nil only once the run is durable.
+type Sink interface {
+	Accept(ctx context.Context, run Run) error
+}
+
+// Handler receives reports: POST /beacon from browsers (with its CORS
+// preflight, OPTIONS /beacon) and GET /ingest/ws, a WebSocket for
+// long-lived agents. It decodes, checks, rate-limits and enriches each
+// report and answers once the Sink has made it durable; it never talks to
+// ClickHouse. Every rejection is a status with a one-line "reason: detail"
+// body, counted by reason in h3rum_ingest_rejected_total.
+//
+// Set the fields, call Init once (or let the first request do it), and
+// mount the Handler at "/beacon" and "/ingest/ws".
+type Handler struct {
+	// Sink makes accepted runs durable. Required.
+	Sink Sink
+	// Enricher adds region and browser; nil enriches without GeoIP.
+	Enricher *Enricher
+	// Sites lists the accepted data-site values; empty accepts any site.
+	Sites []string
+	// AllowOrigins lists page origins ("https://example.com") that may post
+	// reports; a request whose Origin is not listed is refused (403).
+	// Empty, or "*", allows any origin.
+	AllowOrigins []string
+	// TrustedProxies are the peers whose X-Forwarded-For/Forwarded headers
+	// are believed; empty trusts none.
+	TrustedProxies []netip.Prefix
+	// GeoHeader names a request header carrying the client's country as set
+	// by a trusted CDN (e.g. "CF-IPCountry"); empty ignores such headers.
+	GeoHeader string
+	// RateLimit is the sustained reports per second allowed per client
+	// address (per /64 for IPv6); 0 means unlimited.
+	RateLimit float64
+	// RateBurst is how many reports a client may send at once. Default
+	// RateLimit rounded up, at least 1.
+	RateBurst int
+	// RateClients bounds the rate limiter's table. Default 100 000.
+	RateClients int
+	// MaxBodyBytes caps a report body. Default beacon.MaxReportBytes (32 KiB;
+	// a full 10+1+2×20 run is about 15 KiB).
+	MaxBodyBytes int64
+	// AgentToken is the bearer token agents present on GET /ingest/ws;
+	// empty disables the WebSocket transport (404).
+	AgentToken string
+	// WSPingInterval is how often the server pings an idle WebSocket; a
+	// connection silent for two intervals is closed. Default 30 s.
+	WSPingInterval time.Duration
+	// Logger receives connection-level events; per-request errors are only
+	// counted. Nil discards.
+	Logger *slog.Logger
+	// Registerer receives the handler's metrics; nil registers none.
+	Registerer prometheus.Registerer
+
+	once    sync.Once
+	initErr error
+	mux     *http.ServeMux
+	m       *handlerMetrics
+	limiter *rateLimiter
+	log     *slog.Logger
+	bodies  sync.Pool // *[]byte body buffers, reused across requests
+}
+
+// Rejection reasons, the values of the reason label.
+const (
+	ReasonTooLarge         = "too_large"
+	ReasonReadError        = "read_error"
+	ReasonSiteNotAllowed   = "site_not_allowed"
+	ReasonOriginNotAllowed = "origin_not_allowed"
+	ReasonTooEarly         = "too_early"
+	ReasonRateLimited      = "rate_limited"
+	ReasonBusy             = "busy"
+	ReasonShuttingDown     = "shutting_down"
+	ReasonSpoolError       = "spool_error"
+	ReasonCanceled         = "canceled"
+	ReasonUnauthorized     = "unauthorized"
+	ReasonBadMessage       = "bad_message"
+	// Decode failures are "decode_" + beacon.DecodeError.Reason.
+	reasonDecodePrefix = "decode_"
+)
+
+// Init validates the configuration and registers the metrics. Calling it is
+// optional (the first request does it) but reports errors at start-up.
+func (h *Handler) Init() error {
+	h.once.Do(h.init)
+	return h.initErr
+}
+
+func (h *Handler) init() {
+	h.log = h.Logger
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	var errs []error
+	if h.Sink == nil {
+		errs = append(errs, errors.New("ingest handler: no Sink"))
+	}
+	if h.RateLimit < 0 || math.IsNaN(h.RateLimit) || math.IsInf(h.RateLimit, 0) {
+		errs = append(errs, fmt.Errorf("ingest handler: rate limit %v must be a positive number or 0", h.RateLimit))
+	}
+	m, err := newHandlerMetrics(h.Registerer)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("registering ingest handler metrics: %w", err))
+	}
+	h.m = m
+	// Create every label value so dashboards see zeros, not gaps.
+	for _, r := range []string{ReasonTooLarge, ReasonReadError, ReasonSiteNotAllowed, ReasonOriginNotAllowed,
+		ReasonTooEarly, ReasonRateLimited, ReasonBusy, ReasonShuttingDown, ReasonSpoolError, ReasonCanceled,
+		ReasonUnauthorized, ReasonBadMessage} {
+		h.m.rejected.WithLabelValues(r)
+	}
+	for _, r := range beacon.DecodeReasons() {
+		h.m.rejected.WithLabelValues(reasonDecodePrefix + r)
+	}
+	if h.RateLimit > 0 {
+		h.limiter = newRateLimiter(h.RateLimit, h.RateBurst, h.RateClients)
+	}
+	h.mux = http.NewServeMux()
+	h.routes(h.mux)
+	h.initErr = errors.Join(errs...)
+}
+
+func (h *Handler) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /beacon", h.beacon)
+	mux.HandleFunc("OPTIONS /beacon", h.preflight)
+	mux.HandleFunc("GET /ingest/ws", h.websocket)
+}
+
+// ServeHTTP routes to the report endpoints.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.once.Do(h.init)
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *Handler) maxBody() int64 {
+	if h.MaxBodyBytes > 0 {
+		return h.MaxBodyBytes
+	}
+	return beacon.MaxReportBytes
+}
+
+// reject answers with status and a one-line reason, and counts it.
+func (h *Handler) reject(w http.ResponseWriter, status int, reason, detail string) {
+	h.m.rejected.WithLabelValues(reason).Inc()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	io.WriteString(w, reason+": "+oneLine(detail)+"\n")
+}
+
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func retryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
+}
+
+func (h *Handler) originAllowed(origin string) bool {
+	if len(h.AllowOrigins) == 0 || origin == "" {
+		return true
+	}
+	return slices.Contains(h.AllowOrigins, "*") || slices.Contains(h.AllowOrigins, origin)
+}
+
+// cors sets the CORS response headers for an allowed origin.
+func (h *Handler) cors(w http.ResponseWriter, origin string) {
+	hd := w.Header()
+	hd.Add("Vary", "Origin")
+	if origin == "" {
+		return
+	}
+	if len(h.AllowOrigins) == 0 || slices.Contains(h.AllowOrigins, "*") {
+		hd.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		hd.Set("Access-Control-Allow-Origin", origin)
+	}
+}
+
+func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
+	origin := r.Header.Get("Origin")
+	if !h.originAllowed(origin) {
+		h.reject(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
+		return
+	}
+	h.cors(w, origin)
+	hd := w.Header()
+	hd.Set("Access-Control-Allow-Methods", "POST")
+	hd.Set("Access-Control-Allow-Headers", "Content-Type")
+	hd.Set("Access-Control-Max-Age", "86400")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Handler) siteAllowed(site string) bool {
+	return len(h.Sites) == 0 || slices.Contains(h.Sites, site)
+}
+
+// isEarlyData reports whether r arrived as TLS 0-RTT early data, before the
+// handshake completed (and so could be a replay).
+func isEarlyData(r *http.Request) bool {
+	return r.TLS != nil && !r.TLS.HandshakeComplete
+}
+
+func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
+	received := time.Now().UTC()
+	h.m.requests.WithLabelValues("post").Inc()
+	origin := r.Header.Get("Origin")
+	if !h.originAllowed(origin) {
+		h.reject(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
+		return
+	}
+	h.cors(w, origin)
+
+	bp, _ := h.bodies.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer h.bodies.Put(bp)
+	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxBody()), (*bp)[:0])
+	*bp = body[:0]
+	if err != nil {
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			h.reject(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
+			return
+		}
+		h.reject(w, http.StatusBadRequest, ReasonReadError, "reading the body failed")
+		return
+	}
+	rep, err := beacon.Decode(body)
+	if err != nil {
+		status, reason, detail := decodeRejection(err)
+		h.reject(w, status, reason, detail)
+		return
+	}
+	if !h.siteAllowed(rep.Site) {
+		h.reject(w, http.StatusForbidden, ReasonSiteNotAllowed, fmt.Sprintf("site %q is not served by this collector", rep.Site))
+		return
+	}
+	if isEarlyData(r) {
+		h.reject(w, http.StatusTooEarly, ReasonTooEarly, "report sent as TLS early data; retry after the handshake")
+		return
+	}
+	ip := ClientIP(r, h.TrustedProxies)
+	if h.limiter != nil {
+		if ok, wait := h.limiter.allow(ip, received); !ok {
+			retryAfter(w, wait)
+			h.reject(w, http.StatusTooManyRequests, ReasonRateLimited, "too many reports from this address")
+			return
+		}
+	}
+	env := beacon.Envelope{Report: rep, Received: received, ClientIP: ip, UserAgent: r.UserAgent()}
+	if h.GeoHeader != "" {
+		env.GeoCountry = r.Header.Get(h.GeoHeader)
+	}
+	run := h.Enricher.Enrich(env)
+	if err := h.Sink.Accept(r.Context(), run); err != nil {
+		status, reason, detail, wait := acceptRejection(err)
+		if wait > 0 {
+			retryAfter(w, wait)
+		}
+		h.reject(w, status, reason, detail)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// readBody reads r to EOF into buf.
+func readBody(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// decodeRejection maps a decode error to a status, reason label and detail.
+func decodeRejection(err error) (int, string, string) {
+	de, ok := errors.AsType[*beacon.DecodeError](err)
+	if !ok {
+		return http.StatusBadRequest, reasonDecodePrefix + beacon.ReasonJSON, err.Error()
+	}
+	status := http.StatusBadRequest
+	if de.Reason == beacon.ReasonSize {
+		status = http.StatusRequestEntityTooLarge
+	}
+	return status, reasonDecodePrefix + de.Reason, de.Msg
+}
+
+// acceptRejection maps a Sink error to a status, reason, detail and
+// Retry-After.
+func acceptRejection(err error) (int, string, string, time.Duration) {
+	switch {
+	case errors.Is(err, beacon.ErrBusy):
+		return http.StatusServiceUnavailable, ReasonBusy,
+			"ingest queue and spool are full (ClickHouse is behind; raise --spool-max-bytes or check ClickHouse)", 5 * time.Second
+	case errors.Is(err, ErrClosed):
+		return http.StatusServiceUnavailable, ReasonShuttingDown, "collector is shutting down", 5 * time.Second
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, ReasonCanceled, "request ended before the report was stored", time.Second
+	default:
+		return http.StatusServiceUnavailable, ReasonSpoolError, "could not store the report", 5 * time.Second
+	}
+}

@@ -1,0 +1,336 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/h3rum/h3rum/beacon"
+)
+
+// sinkFunc is a Sink for handler tests.
+type sinkFunc func(ctx context.Context, run Run) error
+
+func (f sinkFunc) Accept(ctx context.Context, run Run) error { return f(ctx, run) }
+
+// recordingSink keeps what it accepts.
+type recordingSink struct {
+	mu   sync.Mutex
+	runs []Run
+	err  error
+}
+
+func (s *recordingSink) Accept(_ context.Context, run Run) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	s.runs = append(s.runs, run)
+	return nil
+}
+
+func TestHandlerPost(t *testing.T) {
+	valid := wireReport(randomRunID(), "shop", 1, 5)
+	for _, tc := range []struct {
+		name       string
+		body       []byte
+		setup      func(h *Handler, r *http.Request)
+		sinkErr    error
+		repeat     int // send this many first, expect the status on the last
+		status     int
+		reason     string
+		retryAfter bool
+	}{
+		{name: "accepted", body: valid, status: 204},
+		{name: "not json", body: []byte("hello"), status: 400, reason: "decode_json"},
+		{name: "empty", body: nil, status: 400, reason: "decode_json"},
+		{name: "bad field", body: bytes.Replace(valid, []byte(`"site"`), []byte(`"Site"`), 1), status: 400, reason: "decode_field"},
+		{name: "wrong version", body: bytes.Replace(valid, []byte(`"v":1`), []byte(`"v":9`), 1), status: 400, reason: "decode_version"},
+		{name: "too large", body: bytes.Repeat([]byte(" "), 40<<10), status: 413, reason: ReasonTooLarge},
+		{name: "over a smaller cap", body: valid, setup: func(h *Handler, _ *http.Request) { h.MaxBodyBytes = 100 }, status: 413, reason: ReasonTooLarge},
+		{name: "site not allowed", body: valid, setup: func(h *Handler, _ *http.Request) { h.Sites = []string{"other"} }, status: 403, reason: ReasonSiteNotAllowed},
+		{name: "site allowed", body: valid, setup: func(h *Handler, _ *http.Request) { h.Sites = []string{"other", "shop"} }, status: 204},
+		{name: "origin not allowed", body: valid, setup: func(h *Handler, r *http.Request) {
+			h.AllowOrigins = []string{"https://shop.example"}
+			r.Header.Set("Origin", "https://evil.example")
+		}, status: 403, reason: ReasonOriginNotAllowed},
+		{name: "origin allowed", body: valid, setup: func(h *Handler, r *http.Request) {
+			h.AllowOrigins = []string{"https://shop.example"}
+			r.Header.Set("Origin", "https://shop.example")
+		}, status: 204},
+		{name: "early data", body: valid, setup: func(_ *Handler, r *http.Request) { r.TLS = &tls.ConnectionState{HandshakeComplete: false} }, status: 425, reason: ReasonTooEarly},
+		{name: "after handshake", body: valid, setup: func(_ *Handler, r *http.Request) { r.TLS = &tls.ConnectionState{HandshakeComplete: true} }, status: 204},
+		{name: "rate limited", body: valid, setup: func(h *Handler, _ *http.Request) { h.RateLimit, h.RateBurst = 0.5, 2 }, repeat: 3, status: 429, reason: ReasonRateLimited, retryAfter: true},
+		{name: "within rate", body: valid, setup: func(h *Handler, _ *http.Request) { h.RateLimit, h.RateBurst = 0.5, 2 }, repeat: 2, status: 204},
+		{name: "busy", body: valid, sinkErr: beacon.ErrBusy, status: 503, reason: ReasonBusy, retryAfter: true},
+		{name: "shutting down", body: valid, sinkErr: ErrClosed, status: 503, reason: ReasonShuttingDown, retryAfter: true},
+		{name: "spool error", body: valid, sinkErr: errors.New("disk full"), status: 503, reason: ReasonSpoolError, retryAfter: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &recordingSink{err: tc.sinkErr}
+			reg := prometheus.NewRegistry()
+			h := &Handler{Sink: sink, Registerer: reg}
+			var rec *httptest.ResponseRecorder
+			for i := range max(tc.repeat, 1) {
+				r := httptest.NewRequest("POST", "/beacon", bytes.NewReader(tc.body))
+				r.RemoteAddr = "203.0.113.7:5555"
+				if tc.setup != nil {
+					tc.setup(h, r)
+				}
+				if i == 0 {
+					if err := h.Init(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rec = httptest.NewRecorder()
+				h.ServeHTTP(rec, r)
+			}
+			if rec.Code != tc.status {
+				t.Fatalf("status %d (%q), want %d", rec.Code, rec.Body.String(), tc.status)
+			}
+			if tc.reason != "" {
+				body := rec.Body.String()
+				if !strings.HasPrefix(body, tc.reason+": ") || strings.Count(body, "\n") != 1 || !strings.HasSuffix(body, "\n") {
+					t.Errorf("body %q, want one line starting %q", body, tc.reason+": ")
+				}
+				if n := rejectedCount(t, reg, tc.reason); n != 1 {
+					t.Errorf("rejected{reason=%q} = %v, want 1", tc.reason, n)
+				}
+			}
+			if got := rec.Header().Get("Retry-After"); (got != "") != tc.retryAfter {
+				t.Errorf("Retry-After %q, want present=%v", got, tc.retryAfter)
+			}
+			if tc.status == 204 && tc.sinkErr == nil {
+				if len(sink.runs) == 0 {
+					t.Fatal("204 without a run reaching the sink")
+				}
+				run := sink.runs[len(sink.runs)-1]
+				if run.ClientIP.IsValid() {
+					t.Error("the client address travelled past enrichment")
+				}
+				if run.Received.IsZero() || run.Browser == "" {
+					t.Errorf("run not enriched: %+v", run)
+				}
+			}
+		})
+	}
+}
+
+func rejectedCount(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "h3rum_ingest_rejected_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return -1
+}
+
+func TestHandlerPreflightAndCORS(t *testing.T) {
+	h := &Handler{Sink: &recordingSink{}, AllowOrigins: []string{"https://shop.example"}}
+	r := httptest.NewRequest("OPTIONS", "/beacon", nil)
+	r.Header.Set("Origin", "https://shop.example")
+	r.Header.Set("Access-Control-Request-Method", "POST")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != 204 || rec.Header().Get("Access-Control-Allow-Origin") != "https://shop.example" ||
+		rec.Header().Get("Access-Control-Allow-Methods") != "POST" {
+		t.Errorf("preflight: %d %v", rec.Code, rec.Header())
+	}
+	r.Header.Set("Origin", "https://evil.example")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != 403 {
+		t.Errorf("preflight from a foreign origin: %d, want 403", rec.Code)
+	}
+	// Any origin when none are configured.
+	h = &Handler{Sink: &recordingSink{}}
+	r = httptest.NewRequest("POST", "/beacon", bytes.NewReader(wireReport(randomRunID(), "s", 1, 5)))
+	r.Header.Set("Origin", "https://anyone.example")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != 204 || rec.Header().Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("open CORS: %d %v", rec.Code, rec.Header())
+	}
+	r = httptest.NewRequest("GET", "/beacon", nil)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != 405 {
+		t.Errorf("GET /beacon: %d, want 405", rec.Code)
+	}
+}
+
+func TestHandlerTrustedProxyAndGeoHeader(t *testing.T) {
+	sink := &recordingSink{}
+	h := &Handler{Sink: sink, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, GeoHeader: "CF-IPCountry",
+		RateLimit: 1, RateBurst: 1}
+	post := func(remote, xff string) int {
+		r := httptest.NewRequest("POST", "/beacon", bytes.NewReader(wireReport(randomRunID(), "s", 1, 5)))
+		r.RemoteAddr = remote
+		r.Header.Set("X-Forwarded-For", xff)
+		r.Header.Set("CF-IPCountry", "JP")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Code
+	}
+	// Two clients behind the same trusted proxy are limited separately…
+	if a, b := post("10.0.0.1:1", "198.51.100.1"), post("10.0.0.1:1", "198.51.100.2"); a != 204 || b != 204 {
+		t.Errorf("two clients via a trusted proxy: %d %d, want 204 204", a, b)
+	}
+	// …and a forged header from an untrusted peer does not dodge the limit.
+	if a, b := post("203.0.113.9:1", "1.1.1.1"), post("203.0.113.9:1", "2.2.2.2"); a != 204 || b != 429 {
+		t.Errorf("forged X-Forwarded-For: %d %d, want 204 429", a, b)
+	}
+	if g := sink.runs[0].Geo; g.Country != "JP" || g.Continent != "AS" {
+		t.Errorf("geo header ignored: %+v", g)
+	}
+}
+
+func TestRateLimiterEviction(t *testing.T) {
+	l := newRateLimiter(1, 1, 4)
+	now := time.Unix(1000, 0)
+	for i := range 4 {
+		l.allow(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), now)
+	}
+	if ok, _ := l.allow(netip.MustParseAddr("192.0.2.0"), now); ok {
+		t.Error("second report within the second allowed")
+	}
+	l.allow(netip.MustParseAddr("192.0.2.200"), now)
+	if n := l.len(); n > 4 {
+		t.Errorf("table grew to %d, bound 4", n)
+	}
+	// IPv6 clients share a bucket per /64.
+	if ok, _ := l.allow(netip.MustParseAddr("2001:db8:1:2::1"), now); !ok {
+		t.Error("first IPv6 report refused")
+	}
+	if ok, wait := l.allow(netip.MustParseAddr("2001:db8:1:2::ffff"), now); ok || wait <= 0 {
+		t.Errorf("same /64 not limited (ok=%v wait=%v)", ok, wait)
+	}
+	if ok, _ := l.allow(netip.MustParseAddr("2001:db8:1:2::1"), now.Add(1100*time.Millisecond)); !ok {
+		t.Error("bucket did not refill")
+	}
+}
+
+func TestWebSocket(t *testing.T) {
+	sink := &recordingSink{}
+	reg := prometheus.NewRegistry()
+	h := &Handler{Sink: sink, AgentToken: "s3cret", Sites: []string{"shop"}, Registerer: reg}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ingest/ws"
+
+	if _, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Authorization": {"Bearer wrong"}}); err == nil || resp.StatusCode != 401 {
+		t.Fatalf("wrong token: err=%v status=%v, want 401", err, resp)
+	}
+	conn, _, err := websocket.DefaultDialer.Dial(url+"?token=s3cret", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []string{
+		`{"id":"a","report":` + string(wireReport(randomRunID(), "shop", 1, 5)) + `}`,
+		`{"id":"b","report":{"v":1}}`,
+		`not json`,
+		`{"id":"c","report":` + string(wireReport(randomRunID(), "elsewhere", 1, 5)) + `}`,
+		`{"id":"d","report":` + string(wireReport(randomRunID(), "shop", 2, 3)) + `}`,
+	}
+	for _, m := range msgs {
+		if err := conn.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acks := map[string]WSAck{}
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for range msgs {
+		var a WSAck
+		if err := conn.ReadJSON(&a); err != nil {
+			t.Fatal(err)
+		}
+		acks[a.ID] = a
+	}
+	for id, want := range map[string]struct {
+		ok     bool
+		reason string
+	}{"a": {true, ""}, "b": {false, "decode_field"}, "": {false, ReasonBadMessage}, "c": {false, ReasonSiteNotAllowed}, "d": {true, ""}} {
+		a, found := acks[id]
+		if !found || a.OK != want.ok || a.Reason != want.reason || (!a.OK && !strings.HasPrefix(a.Error, want.reason+": ")) {
+			t.Errorf("ack %q = %+v (found %v), want ok=%v reason=%q", id, a, found, want.ok, want.reason)
+		}
+	}
+	if len(sink.runs) != 2 {
+		t.Errorf("%d runs reached the sink, want 2", len(sink.runs))
+	}
+	// An oversized message closes the connection with 1009 and is counted.
+	conn.WriteMessage(websocket.TextMessage, bytes.Repeat([]byte("x"), 64<<10))
+	if _, _, err := conn.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+		t.Errorf("oversized message: %v, want close 1009", err)
+	}
+	conn.Close()
+	waitFor(t, "the too_large count", func() bool { return rejectedCount(t, reg, ReasonTooLarge) == 1 })
+
+	// No token configured: the endpoint does not exist.
+	srv2 := httptest.NewServer(&Handler{Sink: sink})
+	t.Cleanup(srv2.Close)
+	if _, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv2.URL, "http")+"/ingest/ws", nil); err == nil || resp.StatusCode != 404 {
+		t.Errorf("disabled endpoint: err=%v resp=%v, want 404", err, resp)
+	}
+}
+
+// TestWebSocketAckWaitsForDurability: the ack comes only after Accept
+// returns, and carries its failure.
+func TestWebSocketAckWaitsForDurability(t *testing.T) {
+	release := make(chan struct{})
+	h := &Handler{Sink: sinkFunc(func(ctx context.Context, run Run) error {
+		<-release
+		return beacon.ErrBusy
+	}), AgentToken: "t", WSPingInterval: 50 * time.Millisecond}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/ingest/ws", http.Header{"Authorization": {"Bearer t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.WriteMessage(websocket.TextMessage, []byte(`{"id":"x","report":`+string(wireReport(randomRunID(), "s", 1, 5))+`}`))
+	pings := 0
+	conn.SetPingHandler(func(string) error {
+		pings++
+		if pings == 3 {
+			close(release)
+		}
+		return conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(time.Second))
+	})
+	var a WSAck
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if err := conn.ReadJSON(&a); err != nil {
+		t.Fatal(err)
+	}
+	if pings < 3 {
+		t.Errorf("ack arrived before the sink returned (after %d pings)", pings)
+	}
+	if a.ID != "x" || a.OK || a.Reason != ReasonBusy {
+		t.Errorf("ack %+v, want x refused as busy", a)
+	}
+}

@@ -1,0 +1,197 @@
+package ingest
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/h3rum/h3rum/beacon"
+)
+
+// WSMessage is one report sent over /ingest/ws: an id of the agent's
+// choosing, echoed in the acknowledgement, and the report in the same wire
+// format as POST /beacon.
+type WSMessage struct {
+	ID     string          `json:"id"`
+	Report json.RawMessage `json:"report"`
+}
+
+// WSAck acknowledges a WSMessage once its report is durable (OK), or says
+// why it was refused. Reason is the rejection counter's label.
+type WSAck struct {
+	ID     string `json:"id"`
+	OK     bool   `json:"ok"`
+	Error  string `json:"error,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// wsInFlight bounds the reports of one connection waiting to be made
+// durable; the reader stops reading while it is reached.
+const wsInFlight = 64
+
+func (h *Handler) pingInterval() time.Duration {
+	if h.WSPingInterval > 0 {
+		return h.WSPingInterval
+	}
+	return 30 * time.Second
+}
+
+// authorized checks the agent token from "Authorization: Bearer …" or
+// ?token=, in constant time.
+func (h *Handler) authorized(r *http.Request) bool {
+	tok := r.URL.Query().Get("token")
+	if a := r.Header.Get("Authorization"); a != "" {
+		scheme, t, ok := strings.Cut(a, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return false
+		}
+		tok = strings.TrimSpace(t)
+	}
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.AgentToken)) == 1
+}
+
+func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
+	if h.AgentToken == "" {
+		http.NotFound(w, r)
+		return
+	}
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="h3rum agents"`)
+		h.reject(w, http.StatusUnauthorized, ReasonUnauthorized, "missing or wrong agent token")
+		return
+	}
+	up := websocket.Upgrader{
+		ReadBufferSize:  4096,
+		WriteBufferSize: 4096,
+		// Agents are not browsers; the token is the credential.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
+	conn, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return // the Upgrader has answered
+	}
+	h.log.Debug("agent connected")
+	s := &wsSession{h: h, conn: conn, req: r, acks: make(chan WSAck, wsInFlight)}
+	s.serve()
+}
+
+type wsSession struct {
+	h    *Handler
+	conn *websocket.Conn
+	req  *http.Request
+	acks chan WSAck
+	wg   sync.WaitGroup
+}
+
+func (s *wsSession) serve() {
+	h := s.h
+	ping := h.pingInterval()
+	wait := 2 * ping
+	s.conn.SetReadLimit(h.maxBody() + 1024)
+	s.conn.SetReadDeadline(time.Now().Add(wait))
+	s.conn.SetPongHandler(func(string) error { return s.conn.SetReadDeadline(time.Now().Add(wait)) })
+
+	writerDone := make(chan struct{})
+	go s.writeLoop(ping, writerDone)
+
+	sem := make(chan struct{}, wsInFlight)
+	ip := ClientIP(s.req, h.TrustedProxies)
+	ua := s.req.UserAgent()
+	geo := ""
+	if h.GeoHeader != "" {
+		geo = s.req.Header.Get(h.GeoHeader)
+	}
+	for {
+		_, data, err := s.conn.ReadMessage()
+		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				h.m.rejected.WithLabelValues(ReasonTooLarge).Inc()
+			}
+			break
+		}
+		s.conn.SetReadDeadline(time.Now().Add(wait))
+		h.m.requests.WithLabelValues("ws").Inc()
+		received := time.Now().UTC()
+		var msg WSMessage
+		if err := json.Unmarshal(data, &msg); err != nil || msg.ID == "" || len(msg.Report) == 0 {
+			s.refuse(msg.ID, ReasonBadMessage, `want {"id": "…", "report": {…}}`)
+			continue
+		}
+		rep, err := beacon.Decode(msg.Report)
+		if err != nil {
+			_, reason, detail := decodeRejection(err)
+			s.refuse(msg.ID, reason, detail)
+			continue
+		}
+		if !h.siteAllowed(rep.Site) {
+			s.refuse(msg.ID, ReasonSiteNotAllowed, fmt.Sprintf("site %q is not served by this collector", rep.Site))
+			continue
+		}
+		run := h.Enricher.Enrich(beacon.Envelope{Report: rep, Received: received, ClientIP: ip, UserAgent: ua, GeoCountry: geo})
+		sem <- struct{}{}
+		s.wg.Add(1)
+		go func(id string) {
+			defer s.wg.Done()
+			defer func() { <-sem }()
+			if err := h.Sink.Accept(s.req.Context(), run); err != nil {
+				_, reason, detail, _ := acceptRejection(err)
+				s.refuse(id, reason, detail)
+				return
+			}
+			s.acks <- WSAck{ID: id, OK: true}
+		}(msg.ID)
+	}
+	s.wg.Wait()
+	close(s.acks)
+	<-writerDone
+	s.conn.Close()
+	h.log.Debug("agent disconnected")
+}
+
+func (s *wsSession) refuse(id, reason, detail string) {
+	s.h.m.rejected.WithLabelValues(reason).Inc()
+	s.acks <- WSAck{ID: id, Error: reason + ": " + oneLine(detail), Reason: reason}
+}
+
+// writeLoop is the connection's only writer: acknowledgements and pings.
+func (s *wsSession) writeLoop(ping time.Duration, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(ping)
+	defer t.Stop()
+	const writeWait = 10 * time.Second
+	broken := false
+	for {
+		select {
+		case ack, ok := <-s.acks:
+			if !ok {
+				if !broken {
+					s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+				}
+				return
+			}
+			if broken {
+				continue // keep draining so Accept goroutines finish
+			}
+			s.conn.SetWriteDeadline(time.Now().Add(writeWait))
+			if err := s.conn.WriteJSON(ack); err != nil {
+				broken = true
+				s.conn.Close() // unblocks the reader
+			}
+		case <-t.C:
+			if broken {
+				continue
+			}
+			if err := s.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
+				broken = true
+				s.conn.Close()
+			}
+		}
+	}
+}
