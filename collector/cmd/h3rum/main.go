@@ -1,0 +1,87 @@
+// Command h3rum runs the h3rum collector and its tools: `serve` runs the two
+// test origins, the beacon endpoint and the dashboard; `migrate` applies the
+// ClickHouse schema; `report` prints regional HTTP/3-vs-HTTP/2 percentiles.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+const usage = `usage: h3rum <command> [flags]
+
+commands:
+  serve     run the H3 and H2 test origins, the beacon endpoint and the dashboard
+  migrate   apply the ClickHouse schema and exit
+  report    print p50…p99 by region × protocol with the H3 − H2 difference
+  version   print the version
+
+Run "h3rum <command> -h" for the flags of a command. Every flag can also be
+set through the environment: --flush-interval is H3RUM_FLUSH_INTERVAL.
+`
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, rest, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, rest, stdout, stderr)
+	case "report":
+		return usagef("report: not built into this binary yet")
+	case "version":
+		fmt.Fprintln(stdout, "h3rum", version)
+		return nil
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintf(stderr, "h3rum: unknown command %q\n\n%s", cmd, usage)
+		return errUsage
+	}
+}
+
+// errUsage marks a usage error whose message was already printed.
+var errUsage = errors.New("usage")
+
+// usageError is a bad flag or argument: one line, exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "h3rum:", ue.msg)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "h3rum:", err)
+		return 1
+	}
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/collector"
+	"github.com/h3rum/h3rum/ingest"
+)
+
+// serveConfig is everything `serve` reads from its flags.
+type serveConfig struct {
+	srv   collector.Server
+	store storeFlags
+	log   logFlags
+
+	altSvcMaxAge int // seconds
+
+	// ingest
+	sites          listFlag
+	trustedProxies prefixFlag
+	geoHeader      string
+	geoipDB, asnDB string
+	rateLimit      float64
+	maxBeaconBytes int64
+	agentToken     string
+	batchRows      int
+	flushInterval  time.Duration
+	spoolMaxBytes  int64
+	retentionDays  int
+
+	// queries
+	reportToken string
+	minRuns     int
+}
+
+func (c *serveConfig) register(fs *flag.FlagSet) {
+	s := &c.srv
+	fs.StringVar(&s.Addr, "addr", collector.DefaultAddr, "H3 origin address (TCP for HTTP/1.1+2 and UDP for HTTP/3, same port); \"localhost:8443\" binds 127.0.0.1 and ::1")
+	fs.StringVar(&s.H2Addr, "h2-addr", collector.DefaultH2Addr, "H2 origin address (TCP only, never advertises HTTP/3)")
+	fs.StringVar(&s.H3Host, "h3-host", "", "H3 origin host name, e.g. h3.rumtest.example.com (requests for the H2 host get 421)")
+	fs.StringVar(&s.H2Host, "h2-host", "", "H2 origin host name, e.g. h2.rumtest.example.com (requests for the H3 host get 421)")
+	fs.IntVar(&s.AltSvcPort, "alt-svc-port", 0, "UDP port advertised in Alt-Svc (default: the --addr port; set it behind a load balancer)")
+	fs.IntVar(&c.altSvcMaxAge, "alt-svc-max-age", 86400, "Alt-Svc ma= in seconds")
+	fs.StringVar(&s.CertFile, "tls-cert", "", "H3 origin certificate chain (PEM); reloaded when it changes")
+	fs.StringVar(&s.KeyFile, "tls-key", "", "H3 origin private key (PEM)")
+	fs.StringVar(&s.H2CertFile, "h2-tls-cert", "", "H2 origin certificate chain (PEM); default: --tls-cert")
+	fs.StringVar(&s.H2KeyFile, "h2-tls-key", "", "H2 origin private key (PEM)")
+	fs.Var((*listFlag)(&s.ACMEDomains), "acme-domains", "comma-separated host names to get Let's Encrypt certificates for (ACME TLS-ALPN-01)")
+	fs.StringVar(&s.ACMECache, "acme-cache", "", "ACME cache directory (default <data-dir>/acme)")
+	fs.StringVar(&s.ACMEEmail, "acme-email", "", "contact e-mail for the ACME account")
+	s.AllowOrigins = []string{"*"}
+	fs.Var((*listFlag)(&s.AllowOrigins), "allow-origins", "comma-separated page origins allowed to run the test and read its timings, or *")
+	fs.IntVar(&s.MaxProbeBytes, "max-probe-bytes", collector.DefaultMaxProbeBytes, "largest /probe?bytes=N body, in bytes")
+	fs.BoolVar(&s.Echo, "echo", false, "serve /echo, a request echo for debugging")
+	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", collector.DefaultShutdownTimeout, "how long in-flight requests may finish at shutdown")
+	c.store.register(fs)
+	c.log.register(fs)
+
+	fs.Var(&c.sites, "sites", "comma-separated data-site values accepted by /beacon (default: any)")
+	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR prefixes of proxies whose X-Forwarded-For/Forwarded is believed")
+	fs.StringVar(&c.geoHeader, "geo-header", "", "request header with the client's country set by a trusted CDN, e.g. CF-IPCountry")
+	fs.StringVar(&c.geoipDB, "geoip-db", "", "GeoIP2/GeoLite2 City or Country, or DB-IP Lite city, mmdb file")
+	fs.StringVar(&c.asnDB, "asn-db", "", "GeoLite2 ASN mmdb file")
+	fs.Float64Var(&c.rateLimit, "rate-limit", 10, "reports per second allowed per client address (0: unlimited)")
+	fs.Int64Var(&c.maxBeaconBytes, "max-beacon-bytes", beacon.MaxReportBytes, "largest /beacon body, in bytes")
+	fs.StringVar(&c.agentToken, "agent-token", "", "bearer token for agents on /ingest/ws (empty: WebSocket ingest off)")
+	fs.IntVar(&c.batchRows, "batch-rows", 20000, "sample rows per ClickHouse insert")
+	fs.DurationVar(&c.flushInterval, "flush-interval", time.Second, "longest a sample waits before it is inserted (jittered ±20%)")
+	fs.Int64Var(&c.spoolMaxBytes, "spool-max-bytes", 1<<30, "disk budget of the spool that holds samples while ClickHouse is slow or down")
+	fs.IntVar(&c.retentionDays, "retention", 0, "days of samples to keep, enforced by dropping month partitions (0: keep all)")
+
+	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard (without it they are open only when --addr is loopback)")
+	fs.IntVar(&c.minRuns, "min-runs", 30, "groups with fewer runs are flagged too small on the dashboard")
+}
+
+func (c *serveConfig) validate() error {
+	var errs []error
+	if c.altSvcMaxAge <= 0 {
+		errs = append(errs, errors.New("--alt-svc-max-age must be positive"))
+	}
+	if c.rateLimit < 0 {
+		errs = append(errs, errors.New("--rate-limit must not be negative"))
+	}
+	if c.maxBeaconBytes < 1024 {
+		errs = append(errs, errors.New("--max-beacon-bytes must be at least 1024"))
+	}
+	if c.batchRows <= 0 {
+		errs = append(errs, errors.New("--batch-rows must be positive"))
+	}
+	if c.flushInterval <= 0 {
+		errs = append(errs, errors.New("--flush-interval must be positive"))
+	}
+	if c.spoolMaxBytes < 1<<20 {
+		errs = append(errs, errors.New("--spool-max-bytes must be at least 1 MiB"))
+	}
+	if c.retentionDays < 0 {
+		errs = append(errs, errors.New("--retention must not be negative"))
+	}
+	c.srv.AltSvcMaxAge = time.Duration(c.altSvcMaxAge) * time.Second
+	c.srv.DataDir = c.store.dataDir
+	if err := c.srv.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// loopbackOnly reports whether addr listens on loopback addresses only.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var c serveConfig
+	c.register(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	log, err := c.log.logger(stderr)
+	if err != nil {
+		return err
+	}
+	if err := c.validate(); err != nil {
+		return err
+	}
+	// Open everything that can fail on bad input before anything listens.
+	var geo *ingest.GeoIP
+	if c.geoipDB != "" || c.asnDB != "" {
+		if geo, err = ingest.OpenGeoIP(c.geoipDB, c.asnDB); err != nil {
+			return err
+		}
+	}
+	return serve(ctx, &c, geo, log, stdout)
+}
+
+// serve runs the collector until ctx ends. Start-up goes storage, ingest,
+// HTTP; shutdown the reverse, so that nothing accepted is left behind.
+func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Logger, stdout io.Writer) error {
+	reg := prometheus.NewRegistry()
+	conn, closeStore, err := c.store.open(ctx, log, true)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	applied, err := migrateConn(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		log.Info("schema migrated", "applied", applied)
+	}
+
+	pipe := &ingest.Pipeline{
+		Conn:          conn,
+		Dir:           filepath.Join(c.store.dataDir, "spool"),
+		BatchRows:     c.batchRows,
+		FlushInterval: c.flushInterval,
+		SpoolMaxBytes: c.spoolMaxBytes,
+		Retention:     time.Duration(c.retentionDays) * 24 * time.Hour,
+		Logger:        log,
+		Registerer:    reg,
+	}
+	app, err := c.appHandler(conn, pipe, geo, log, reg)
+	if err != nil {
+		return err
+	}
+	if err := pipe.Start(ctx); err != nil {
+		return fmt.Errorf("starting the ingest pipeline: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := pipe.Shutdown(sctx); err != nil {
+			log.Error("draining the ingest pipeline", "err", err)
+		}
+	}()
+
+	srv := &c.srv
+	srv.Handler, srv.Registerer, srv.Logger = app, reg, log
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	h3, h2 := srv.Addrs()
+	log.Info("serving", "h3_origin", h3.String(), "h2_origin", h2.String(), "demo", c.originURL(c.srv.H3Host, h3.Port())+"/demo")
+	if d, ok := srv.DevCert(); ok {
+		fmt.Fprintf(stdout, "development certificate SPKI (sha256, base64): %s\n", d.SPKI)
+		fmt.Fprintf(stdout, "make a local Chromium trust it for HTTP/2 and HTTP/3:\n  chromium %s --user-data-dir=$(mktemp -d) %s/demo\n",
+			d.ChromiumFlags(), c.originURL("", h3.Port()))
+	}
+	return srv.Run(ctx)
+}
+
+// originURL is the https origin a browser reaches an origin at.
+func (c *serveConfig) originURL(host string, port uint16) string {
+	if host == "" {
+		host = "localhost"
+	}
+	if port == 443 {
+		return "https://" + host
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+// demoOrigin is the origin the demo page measures for a configured address;
+// empty (demo not configured) when the port is chosen at start-up.
+func (c *serveConfig) demoOrigin(host, addr string) string {
+	_, p, err := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	if err != nil || port == 0 {
+		return ""
+	}
+	return c.originURL(host, uint16(port))
+}
+
+// appHandler builds everything the origins serve besides /probe, /healthz
+// and /metrics: the script and demo, the report endpoints, and the reports.
+func (c *serveConfig) appHandler(conn any, pipe *ingest.Pipeline, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {
+	mux := http.NewServeMux()
+	ih := &ingest.Handler{
+		Sink:           pipe,
+		Enricher:       &ingest.Enricher{GeoIP: geo},
+		Sites:          c.sites,
+		AllowOrigins:   c.srv.AllowOrigins,
+		TrustedProxies: c.trustedProxies,
+		GeoHeader:      c.geoHeader,
+		RateLimit:      c.rateLimit,
+		MaxBodyBytes:   c.maxBeaconBytes,
+		AgentToken:     c.agentToken,
+		Logger:         log,
+		Registerer:     reg,
+	}
+	if err := ih.Init(); err != nil {
+		return nil, usageError{err.Error()}
+	}
+	mux.Handle("/beacon", ih)
+	mux.Handle("/ingest/ws", ih)
+	bh := &beacon.Handler{H3Origin: c.demoOrigin(c.srv.H3Host, c.srv.Addr), H2Origin: c.demoOrigin(c.srv.H2Host, c.srv.H2Addr)}
+	bh.Register(mux)
+	return mux, nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest"
+)
+
+// storeFlags choose the ClickHouse server: a DSN, or "local" — the server
+// that `serve` manages under --data-dir.
+type storeFlags struct {
+	clickhouse string
+	dataDir    string
+}
+
+func (s *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.clickhouse, "clickhouse", "local", `ClickHouse DSN (clickhouse://user:pass@host:9000/db), or "local": the server h3rum serve runs under --data-dir`)
+	fs.StringVar(&s.dataDir, "data-dir", "./var", "directory for h3rum's state: certificates, spool, local ClickHouse")
+}
+
+// open connects to the chosen server. With "local" and start set, it starts
+// the managed server first (serve); without start, it connects to the one a
+// running serve recorded (migrate, report). The returned func releases both.
+func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (driver.Conn, func(), error) {
+	dsn := s.clickhouse
+	var local *ingest.Local
+	if dsn == "local" {
+		dir := filepath.Join(s.dataDir, "clickhouse")
+		if start {
+			local = &ingest.Local{Dir: dir, Logger: log}
+			if err := local.Start(ctx); err != nil {
+				return nil, nil, err
+			}
+			dsn = local.DSN()
+		} else {
+			d, err := ingest.ReadLocalDSN(dir)
+			if err != nil {
+				return nil, nil, err
+			}
+			dsn = d
+		}
+	}
+	stopLocal := func() {
+		if local != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := local.Stop(ctx); err != nil && log != nil {
+				log.Error("stopping local ClickHouse", "err", err)
+			}
+		}
+	}
+	conn, err := ingest.Open(ctx, dsn)
+	if err != nil {
+		stopLocal()
+		return nil, nil, err
+	}
+	return conn, func() { conn.Close(); stopLocal() }, nil
+}
+
+func migrateConn(ctx context.Context, conn driver.Conn) ([]string, error) {
+	applied, err := ingest.Migrate(ctx, conn)
+	if err != nil {
+		return applied, fmt.Errorf("migrating the schema: %w", err)
+	}
+	return applied, nil
+}
