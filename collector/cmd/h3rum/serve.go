@@ -42,6 +42,9 @@ type serveConfig struct {
 	spoolMaxBytes  int64
 	retentionDays  int
 
+	// ready, when set (tests), is called once the origins listen.
+	ready func(*collector.Server)
+
 	// queries
 	reportToken string
 	minRuns     int
@@ -204,6 +207,9 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 	srv.Handler, srv.Registerer, srv.Logger = app, reg, log
 	if err := srv.Start(ctx); err != nil {
 		return err
+	}
+	if c.ready != nil {
+		c.ready(srv)
 	}
 	h3, h2 := srv.Addrs()
 	log.Info("serving", "h3_origin", h3.String(), "h2_origin", h2.String(), "demo", c.originURL(c.srv.H3Host, h3.Port())+"/demo")

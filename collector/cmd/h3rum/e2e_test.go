@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/h3rum/h3rum/beacon/chromium"
+)
+
+// pageOrigin serves html on a third, TCP-only origin (plain HTTP on
+// localhost, a secure context), the way a site embeds the script.
+func pageOrigin(t *testing.T, html string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, html)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return fmt.Sprintf("http://localhost:%d/", ln.Addr().(*net.TCPAddr).Port)
+}
+
+// TestBrowserEndToEnd runs the embedded script in real headless Chromium
+// against a collector started in-process: the page comes from a third
+// origin, the probes go over real HTTP/2 and HTTP/3, and the report ends up
+// as rows in the real ClickHouse with the protocols each request used.
+func TestBrowserEndToEnd(t *testing.T) {
+	ts := startServe(t, "--sites", "e2e")
+	d, ok := ts.srv.DevCert()
+	if !ok {
+		t.Fatal("no development certificate")
+	}
+	page := pageOrigin(t, fmt.Sprintf(`<!doctype html><title>shop</title><p>page
+<script async src="%s/h3rum.js" data-h3="%s" data-h2="%s" data-site="e2e" data-sample="1"></script>`,
+		ts.h3, ts.h3, ts.h2))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	b, err := chromium.Start(ctx, page, chromium.Options{SPKI: []string{d.SPKI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	conn := ts.conn(t)
+	type row struct {
+		phase, want, got, srvProto, errCode string
+		srvPresent, bot                     uint8
+		duration                            float32
+		country                             string
+	}
+	var rows []row
+	waitFor(t, 60*time.Second, "the run's 13 samples in ClickHouse", func() (bool, error) {
+		q, err := conn.Query(ctx, `SELECT toString(phase), toString(want), toString(got), toString(srv_proto),
+			error, srv_present, bot, duration_ms, country FROM samples WHERE site = 'e2e' ORDER BY seq`)
+		if err != nil {
+			return false, err
+		}
+		defer q.Close()
+		rows = rows[:0]
+		for q.Next() {
+			var r row
+			if err := q.Scan(&r.phase, &r.want, &r.got, &r.srvProto, &r.errCode, &r.srvPresent, &r.bot, &r.duration, &r.country); err != nil {
+				return false, err
+			}
+			rows = append(rows, r)
+		}
+		return len(rows) >= 13, q.Err()
+	})
+	if len(rows) != 13 {
+		t.Fatalf("got %d samples, want 13 (2+1 warm-up, 5+5 parallel): %+v\nchromium: %s", len(rows), rows, b.Output())
+	}
+	parallel := map[string]int{}
+	for i, r := range rows {
+		if r.errCode != "" {
+			t.Errorf("sample %d failed: %s", i, r.errCode)
+		}
+		if r.srvPresent != 1 {
+			t.Errorf("sample %d: Server-Timing not visible to the page", i)
+		}
+		if r.bot != 1 {
+			t.Errorf("sample %d: headless Chromium not flagged as a bot", i)
+		}
+		if r.duration <= 0 {
+			t.Errorf("sample %d: duration %v", i, r.duration)
+		}
+		if r.phase != "parallel" {
+			continue
+		}
+		// The parallel batches must have used the intended protocol, as
+		// both the browser and the server saw it.
+		if r.got != r.want || r.srvProto != r.want {
+			t.Errorf("parallel sample %d meant for %s: browser saw %s, server saw %s", i, r.want, r.got, r.srvProto)
+		}
+		parallel[r.want]++
+	}
+	if parallel["h2"] != 5 || parallel["h3"] != 5 {
+		t.Errorf("parallel samples by origin = %v, want 5 h2 and 5 h3", parallel)
+	}
+}
