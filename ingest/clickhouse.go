@@ -301,8 +301,9 @@ func writeConfig(path, dir string, port int) error {
 }
 
 // Open connects to the ClickHouse server named by dsn
-// (clickhouse://user:pass@host:9000/db) over the native protocol, creating
-// the database if it does not exist.
+// (clickhouse://user:pass@host:9000/db) over the native protocol. When the
+// database does not exist yet it is created, which needs a user allowed to;
+// a restricted production user works as long as the database exists.
 func Open(ctx context.Context, dsn string) (driver.Conn, error) {
 	opts, err := clickhouse.ParseDSN(dsn)
 	if err != nil {
@@ -311,20 +312,30 @@ func Open(ctx context.Context, dsn string) (driver.Conn, error) {
 	if opts.Protocol != clickhouse.Native {
 		return nil, errors.New("parsing ClickHouse DSN: only the native protocol (clickhouse://host:9000) is supported")
 	}
-	db := opts.Auth.Database
-	if db != "" && db != "default" {
-		admin := *opts
-		admin.Auth.Database = "default"
-		conn, err := clickhouse.Open(&admin)
-		if err != nil {
-			return nil, fmt.Errorf("connecting to ClickHouse: %w", err)
-		}
-		err = conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(db))
-		conn.Close()
-		if err != nil {
-			return nil, fmt.Errorf("creating database %s: %w", db, err)
-		}
+	conn, err := connect(ctx, opts)
+	var ex *clickhouse.Exception
+	if err == nil || !errors.As(err, &ex) || ex.Code != codeUnknownDatabase {
+		return conn, err
 	}
+	db := opts.Auth.Database
+	admin := *opts
+	admin.Auth.Database = "default"
+	aconn, err := connect(ctx, &admin)
+	if err != nil {
+		return nil, err
+	}
+	err = aconn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteIdent(db))
+	aconn.Close()
+	if err != nil {
+		return nil, fmt.Errorf("creating database %s: %w", db, err)
+	}
+	return connect(ctx, opts)
+}
+
+// codeUnknownDatabase is ClickHouse's UNKNOWN_DATABASE error code.
+const codeUnknownDatabase = 81
+
+func connect(ctx context.Context, opts *clickhouse.Options) (driver.Conn, error) {
 	conn, err := clickhouse.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to ClickHouse: %w", err)

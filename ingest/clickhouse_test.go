@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -138,5 +139,19 @@ func TestOpenRejectsBadDSN(t *testing.T) {
 			c.Close()
 			t.Errorf("Open(%q) succeeded", dsn)
 		}
+	}
+}
+
+func TestOpenCreatesMissingDatabase(t *testing.T) {
+	l := startLocal(t)
+	dsn := fmt.Sprintf("clickhouse://default@127.0.0.1:%d/fresh_db", l.Port)
+	conn, err := Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("Open with a missing database: %v", err)
+	}
+	defer conn.Close()
+	var db string
+	if err := conn.QueryRow(context.Background(), "SELECT currentDatabase()").Scan(&db); err != nil || db != "fresh_db" {
+		t.Fatalf("currentDatabase() = %q, %v; want fresh_db", db, err)
 	}
 }
