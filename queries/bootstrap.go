@@ -1,0 +1,407 @@
+package queries
+
+import (
+	"cmp"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// runSamples are one run's selected samples, split by outcome. Durations
+// are sorted so that results do not depend on the order ClickHouse
+// returned them in.
+type runSamples struct {
+	h2, h3       []float64 // every selected sample
+	h2Par, h3Par []float64 // parallel batches only, for the paired view
+	fbPar        int       // parallel requests to the H3 origin that used h2/h1
+	gotH3, fb    int       // selected requests to the H3 origin: got h3 / got h2 or h1
+}
+
+// Outcome codes of runs.sql.
+const (
+	codeOther = iota
+	codeH2
+	codeH3
+	codeFallback
+)
+
+func splitRun(d []float32, oc, par []uint8) runSamples {
+	var r runSamples
+	for i, v := range d {
+		if i >= len(oc) || i >= len(par) {
+			break
+		}
+		x := float64(v)
+		p := par[i] == 1
+		switch oc[i] {
+		case codeH2:
+			r.h2 = append(r.h2, x)
+			if p {
+				r.h2Par = append(r.h2Par, x)
+			}
+		case codeH3:
+			r.h3 = append(r.h3, x)
+			r.gotH3++
+			if p {
+				r.h3Par = append(r.h3Par, x)
+			}
+		case codeFallback:
+			r.fb++
+			if p {
+				r.fbPar++
+			}
+		}
+	}
+	for _, s := range [][]float64{r.h2, r.h3, r.h2Par, r.h3Par} {
+		slices.Sort(s)
+	}
+	return r
+}
+
+func compareRuns(a, b runSamples) int {
+	return cmp.Or(
+		slices.Compare(a.h2, b.h2),
+		slices.Compare(a.h3, b.h3),
+		slices.Compare(a.h2Par, b.h2Par),
+		slices.Compare(a.h3Par, b.h3Par),
+		cmp.Compare(a.fbPar, b.fbPar),
+		cmp.Compare(a.fb, b.fb),
+	)
+}
+
+// pairedEligible reports whether a run enters the paired view: both
+// parallel batches present and its H3 batch used h3 throughout.
+func (r *runSamples) pairedEligible() bool {
+	return len(r.h2Par) > 0 && len(r.h3Par) > 0 && r.fbPar == 0
+}
+
+// quantile7 is the linear-interpolation quantile of sorted xs (Hyndman and
+// Fan's type 7, numpy's default); q in [0, 1].
+func quantile7(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	h := float64(n-1) * q
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// obs is one observation and the index of the run it belongs to.
+type obs struct {
+	v   float64
+	run int32
+}
+
+// weightedQuantiles computes type-7 quantiles of the data set in which
+// each observation of xs (sorted by v) appears w[run] times: one bootstrap
+// replicate without materialising it. qs must be ascending. It returns
+// false when the replicate has no observation.
+func weightedQuantiles(xs []obs, w []int32, qs []float64, out []float64) bool {
+	var n int64
+	for _, x := range xs {
+		n += int64(w[x.run])
+	}
+	if n == 0 {
+		return false
+	}
+	i, cum := 0, int64(0) // xs[i] covers expanded positions [cum, cum+w)
+	for k, q := range qs {
+		h := float64(n-1) * q
+		lo := int64(math.Floor(h))
+		frac := h - float64(lo)
+		for cum+int64(w[xs[i].run]) <= lo {
+			cum += int64(w[xs[i].run])
+			i++
+		}
+		a := xs[i].v
+		b := a
+		if frac > 0 && lo+1 >= cum+int64(w[xs[i].run]) {
+			for j := i + 1; j < len(xs); j++ {
+				if w[xs[j].run] > 0 {
+					b = xs[j].v
+					break
+				}
+			}
+		}
+		out[k] = a + frac*(b-a)
+	}
+	return true
+}
+
+// interval returns the 2.5 % and 97.5 % points of bootstrap replicates,
+// or ok false when fewer than half the replicates produced a value.
+func interval(reps []float64, want int) (lo, hi float64, ok bool) {
+	if len(reps) < 2 || len(reps)*2 < want {
+		return 0, 0, false
+	}
+	slices.Sort(reps)
+	return quantile7(reps, 0.025), quantile7(reps, 0.975), true
+}
+
+// analyse computes, from a group's runs, the paired view, the availability
+// interval and the bootstrap intervals of every percentile and difference.
+//
+// Method: cluster (run) bootstrap. A replicate draws len(runs) runs with
+// replacement and recomputes every statistic over all samples of the drawn
+// runs, so the correlation between requests of one run (they share a
+// connection) and between a run's H2 and H3 batches is kept. The interval
+// is the replicates' 2.5–97.5 % range, shifted by the gap between the
+// ClickHouse point estimate and the exact estimate on the fetched runs.
+// When the runs are a sample of m out of n, deviations are scaled by
+// sqrt(m/n) (m-out-of-n bootstrap) to estimate the full-data interval.
+func analyse(g *Group, runs []runSamples, o *Options) {
+	m := len(runs)
+	var x2, x3, pd []obs
+	gotH3 := make([]int32, m)
+	fb := make([]int32, m)
+	for r := range runs {
+		run := &runs[r]
+		for _, v := range run.h2 {
+			x2 = append(x2, obs{v, int32(r)})
+		}
+		for _, v := range run.h3 {
+			x3 = append(x3, obs{v, int32(r)})
+		}
+		if run.pairedEligible() {
+			d := quantile7(run.h3Par, 0.5) - quantile7(run.h2Par, 0.5)
+			pd = append(pd, obs{d, int32(r)})
+		}
+		gotH3[r], fb[r] = int32(run.gotH3), int32(run.fb)
+	}
+	byValue := func(a, b obs) int { return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(a.run, b.run)) }
+	slices.SortFunc(x2, byValue)
+	slices.SortFunc(x3, byValue)
+	slices.SortFunc(pd, byValue)
+
+	qs := make([]float64, len(percentiles))
+	for i, p := range percentiles {
+		qs[i] = p / 100
+	}
+	pairedQs := []float64{0.5, 0.9}
+	unit := make([]int32, m)
+	for i := range unit {
+		unit[i] = 1
+	}
+	base2, base3 := make([]float64, len(qs)), make([]float64, len(qs))
+	has2 := weightedQuantiles(x2, unit, qs, base2)
+	has3 := weightedQuantiles(x3, unit, qs, base3)
+	basePaired := make([]float64, 2)
+	hasPaired := weightedQuantiles(pd, unit, pairedQs, basePaired)
+	baseWon := wonShare(pd, unit)
+	baseAvail, hasAvail := availShare(gotH3, fb, unit)
+
+	if hasPaired {
+		diffs := make([]float64, len(pd))
+		for i, x := range pd {
+			diffs[i] = x.v
+		}
+		g.Paired = &Paired{
+			Runs:       len(pd),
+			MedianMS:   round3(basePaired[0]),
+			P90MS:      round3(basePaired[1]),
+			H3WonShare: math.Round(baseWon*1e6) / 1e6,
+			Histogram:  histogram(diffs),
+		}
+	}
+	if g.H3 != nil || g.WantedH3GotH2 != nil {
+		a := &Availability{}
+		if g.H3 != nil {
+			a.GotH3 = g.H3.Samples
+		}
+		a.WantedH3 = a.GotH3
+		if g.WantedH3GotH2 != nil {
+			a.WantedH3 += g.WantedH3GotH2.Samples
+		}
+		if a.WantedH3 > 0 {
+			a.Share = float64(a.GotH3) / float64(a.WantedH3)
+		}
+		g.Availability = a
+	}
+	if g.H2 != nil && g.H3 != nil {
+		g.Diff = pointDiffs(g.H2, g.H3)
+	}
+	if o.Replicates <= 0 || m < 2 {
+		return
+	}
+
+	// Replicates.
+	B := o.Replicates
+	h := fnv.New64a()
+	h.Write([]byte(g.Group))
+	rng := rand.New(rand.NewPCG(o.Seed, h.Sum64()))
+	w := make([]int32, m)
+	q2, q3, qp := make([]float64, len(qs)), make([]float64, len(qs)), make([]float64, 2)
+	rep2 := make([][]float64, len(qs))
+	rep3 := make([][]float64, len(qs))
+	repDiff := make([][]float64, len(qs))
+	repPct := make([][]float64, len(qs))
+	var repMed, repP90, repWon, repAvail []float64
+	for b := 0; b < B; b++ {
+		clear(w)
+		for i := 0; i < m; i++ {
+			w[rng.IntN(m)]++
+		}
+		ok2 := has2 && weightedQuantiles(x2, w, qs, q2)
+		ok3 := has3 && weightedQuantiles(x3, w, qs, q3)
+		for i := range qs {
+			if ok2 {
+				rep2[i] = append(rep2[i], q2[i])
+			}
+			if ok3 {
+				rep3[i] = append(rep3[i], q3[i])
+			}
+			if ok2 && ok3 {
+				repDiff[i] = append(repDiff[i], q3[i]-q2[i])
+				if q2[i] != 0 {
+					repPct[i] = append(repPct[i], pctChange(q2[i], q3[i]))
+				}
+			}
+		}
+		if hasPaired && weightedQuantiles(pd, w, pairedQs, qp) {
+			repMed = append(repMed, qp[0])
+			repP90 = append(repP90, qp[1])
+			repWon = append(repWon, wonShare(pd, w))
+		}
+		if hasAvail {
+			if s, ok := availShare(gotH3, fb, w); ok {
+				repAvail = append(repAvail, s)
+			}
+		}
+	}
+
+	scale := 1.0
+	if g.Sampled && g.Runs > m {
+		scale = math.Sqrt(float64(m) / float64(g.Runs))
+	}
+	// shifted maps a replicate interval onto the reported estimate est,
+	// given the estimate base on the fetched runs.
+	shifted := func(reps []float64, est, base, s float64) (*float64, *float64) {
+		lo, hi, ok := interval(reps, B)
+		if !ok || math.IsNaN(base) {
+			return nil, nil
+		}
+		return ptr(est + s*(lo-base)), ptr(est + s*(hi-base))
+	}
+	for i := range qs {
+		if g.H2 != nil && has2 {
+			p := &g.H2.Percentiles[i]
+			p.CILowMS, p.CIHighMS = shifted(rep2[i], p.MS, base2[i], scale)
+		}
+		if g.H3 != nil && has3 {
+			p := &g.H3.Percentiles[i]
+			p.CILowMS, p.CIHighMS = shifted(rep3[i], p.MS, base3[i], scale)
+		}
+		if len(g.Diff) == len(qs) && has2 && has3 {
+			d := &g.Diff[i]
+			d.CILowMS, d.CIHighMS = shifted(repDiff[i], d.MS, base3[i]-base2[i], scale)
+			if base2[i] != 0 {
+				d.CILowPct, d.CIHighPct = shifted(repPct[i], d.Pct, pctChange(base2[i], base3[i]), scale)
+			}
+		}
+	}
+	if g.Paired != nil {
+		p := g.Paired
+		p.MedianCILowMS, p.MedianCIHighMS = shifted(repMed, p.MedianMS, basePaired[0], 1)
+		p.P90CILowMS, p.P90CIHighMS = shifted(repP90, p.P90MS, basePaired[1], 1)
+		lo, hi := shifted(repWon, baseWon, baseWon, 1)
+		p.H3WonCILow, p.H3WonCIHigh = roundShare(lo), roundShare(hi)
+	}
+	if g.Availability != nil && hasAvail && g.Availability.WantedH3 > 0 {
+		a := g.Availability
+		lo, hi := shifted(repAvail, a.Share, baseAvail, scale)
+		a.CILow, a.CIHigh = clamp01(roundShare(lo)), clamp01(roundShare(hi))
+	}
+	if g.Availability != nil {
+		g.Availability.Share = math.Round(g.Availability.Share*1e6) / 1e6
+	}
+}
+
+func roundShare(p *float64) *float64 {
+	if p == nil {
+		return nil
+	}
+	v := math.Round(*p*1e6) / 1e6
+	return &v
+}
+
+func clamp01(p *float64) *float64 {
+	if p != nil {
+		*p = min(max(*p, 0), 1)
+	}
+	return p
+}
+
+// wonShare is the weighted share of negative paired differences (H3 faster).
+func wonShare(pd []obs, w []int32) float64 {
+	var won, n int64
+	for _, x := range pd {
+		n += int64(w[x.run])
+		if x.v < 0 {
+			won += int64(w[x.run])
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(won) / float64(n)
+}
+
+// availShare is the weighted share of H3-origin requests that used h3.
+func availShare(gotH3, fb, w []int32) (float64, bool) {
+	var got, all int64
+	for r := range w {
+		got += int64(w[r]) * int64(gotH3[r])
+		all += int64(w[r]) * int64(gotH3[r]+fb[r])
+	}
+	if all == 0 {
+		return 0, false
+	}
+	return float64(got) / float64(all), true
+}
+
+// histogram bins paired differences into about 20 bins of a "nice" width
+// covering the 1st–99th percentile; the outer bins also hold the tails.
+func histogram(diffs []float64) Histogram {
+	if len(diffs) == 0 {
+		return Histogram{Edges: []float64{}, Counts: []int{}}
+	}
+	s := slices.Clone(diffs)
+	slices.Sort(s)
+	lo, hi := quantile7(s, 0.01), quantile7(s, 0.99)
+	if hi <= lo {
+		lo, hi = lo-1, hi+1
+	}
+	width := niceStep((hi - lo) / 20)
+	start := math.Floor(lo/width) * width
+	n := int(math.Ceil((hi-start)/width)) + 1
+	n = min(max(n, 1), 60)
+	edges := make([]float64, n+1)
+	for i := range edges {
+		edges[i] = round3(start + float64(i)*width)
+	}
+	counts := make([]int, n)
+	for _, d := range s {
+		i := int(math.Floor((d - start) / width))
+		counts[min(max(i, 0), n-1)]++
+	}
+	return Histogram{Edges: edges, Counts: counts}
+}
+
+// niceStep rounds a step up to 1, 2 or 5 times a power of ten.
+func niceStep(x float64) float64 {
+	if x <= 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= x {
+			return m * p
+		}
+	}
+	return 10 * p
+}

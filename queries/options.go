@@ -1,0 +1,297 @@
+// Package queries computes h3rum's regional HTTP/3-versus-HTTP/2 report
+// from ClickHouse and serves it as a table, CSV, JSON, a dashboard and a
+// live WebSocket feed.
+package queries
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrInvalidOptions wraps every validation error of Options, ParseTime and
+// OptionsFromValues; a CLI answers it with exit status 2, HTTP with 400.
+var ErrInvalidOptions = errors.New("invalid report options")
+
+// Groupings lists the values Options.By accepts.
+var groupings = []string{"continent", "country", "subdivision", "asn", "browser", "connection", "none"}
+
+// Groupings returns the values Options.By accepts, in display order.
+func Groupings() []string { return slices.Clone(groupings) }
+
+// Source says where point estimates come from.
+type Source string
+
+// Sources of point estimates.
+const (
+	// SourceAuto uses the hourly rollup when it can answer (default
+	// filters, grouping by continent, country or none) and raw rows
+	// otherwise.
+	SourceAuto Source = ""
+	// SourceRaw always reads raw samples.
+	SourceRaw Source = "raw"
+	// SourceRollup requires the rollup; Run fails when it cannot answer.
+	SourceRollup Source = "rollup"
+)
+
+// Defaults of Options.
+const (
+	DefaultBy              = "continent"
+	DefaultWindow          = 24 * time.Hour
+	DefaultMinRuns         = 30
+	DefaultReplicates      = 1000
+	DefaultMaxRunsPerGroup = 5000
+	DefaultSeed            = 0x68337275 // "h3ru": reports are reproducible
+)
+
+// Options select what a report covers. The zero value plus Since is a
+// valid default report; call Validate (Run does) to apply defaults.
+type Options struct {
+	// Since and Until bound the window [Since, Until). Zero Until means
+	// now; zero Since means Until − 24 h.
+	Since, Until time.Time
+	// Site restricts the report to one data-site; "" means all sites.
+	Site string
+	// By is the grouping: continent (default), country, subdivision, asn,
+	// browser, connection (navigator.connection.effectiveType) or none.
+	By string
+	// MinRuns marks groups with fewer runs as too small. Default 30.
+	MinRuns int
+	// IncludeWarmup, IncludeFailed and IncludeBots widen the default
+	// selection (parallel batches of non-bot runs, successful requests).
+	IncludeWarmup, IncludeFailed, IncludeBots bool
+	// Source chooses rollup or raw rows for point estimates. Default auto.
+	Source Source
+	// Replicates is the number of bootstrap replicates for confidence
+	// intervals. 0 means DefaultReplicates; negative disables intervals.
+	Replicates int
+	// MaxRunsPerGroup caps the runs per group fetched for the bootstrap
+	// and the paired view (a uniform hash sample of runs beyond it).
+	// 0 means DefaultMaxRunsPerGroup.
+	MaxRunsPerGroup int
+	// Seed seeds the bootstrap; 0 means DefaultSeed.
+	Seed uint64
+	// Now is the reference for a zero Until; zero means time.Now().
+	Now time.Time
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+}
+
+// Validate applies defaults and checks o as a whole.
+func (o *Options) Validate() error {
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if o.Until.IsZero() {
+		o.Until = now
+	}
+	if o.Since.IsZero() {
+		o.Since = o.Until.Add(-DefaultWindow)
+	}
+	o.Since, o.Until = o.Since.UTC().Truncate(time.Second), o.Until.UTC().Truncate(time.Second)
+	if !o.Until.After(o.Since) {
+		return invalid("until (%s) must be after since (%s)", o.Until.Format(time.RFC3339), o.Since.Format(time.RFC3339))
+	}
+	if o.Since.Unix() < 0 || o.Until.Unix() > 1<<32-1 {
+		return invalid("window %s – %s is outside 1970–2106", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+	}
+	if o.By == "" {
+		o.By = DefaultBy
+	}
+	if !slices.Contains(groupings, o.By) {
+		return invalid("unknown grouping %q (want one of %s)", o.By, strings.Join(groupings, ", "))
+	}
+	if o.MinRuns == 0 {
+		o.MinRuns = DefaultMinRuns
+	}
+	if o.MinRuns < 0 {
+		return invalid("min-runs %d must not be negative", o.MinRuns)
+	}
+	switch o.Source {
+	case SourceAuto, SourceRaw, SourceRollup:
+	default:
+		return invalid("unknown source %q (want raw or rollup)", o.Source)
+	}
+	if o.Replicates == 0 {
+		o.Replicates = DefaultReplicates
+	}
+	if o.Replicates > 100000 {
+		return invalid("replicates %d is more than 100000", o.Replicates)
+	}
+	if o.MaxRunsPerGroup == 0 {
+		o.MaxRunsPerGroup = DefaultMaxRunsPerGroup
+	}
+	if o.MaxRunsPerGroup < 2 {
+		return invalid("max runs per group %d must be at least 2", o.MaxRunsPerGroup)
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	return nil
+}
+
+// rollupAnswers reports whether the hourly rollup holds what o asks for.
+func (o *Options) rollupAnswers() bool {
+	return !o.IncludeWarmup && !o.IncludeFailed && !o.IncludeBots &&
+		(o.By == "continent" || o.By == "country" || o.By == "none")
+}
+
+// ParseTime reads a report time: "" (zero: the default), "now", a
+// duration before now ("24h", "90m", "7d", "2w", "1d12h"), an RFC 3339
+// time, "2006-01-02T15:04:05" or "2006-01-02 15:04" (UTC), or a date
+// "2006-01-02" (UTC midnight).
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "":
+		return time.Time{}, nil
+	case "now":
+		return now, nil
+	}
+	if d, ok := parseAgo(s); ok {
+		if d < 0 {
+			return time.Time{}, invalid("duration %q must not be negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, invalid("cannot parse time %q (want a duration like 24h or 7d, RFC 3339, or 2006-01-02)", s)
+}
+
+// parseAgo reads a Go duration extended with d (24 h) and w (7 d) units.
+func parseAgo(s string) (time.Duration, bool) {
+	var total time.Duration
+	rest := s
+	neg := strings.HasPrefix(rest, "-")
+	rest = strings.TrimPrefix(rest, "-")
+	// Peel off leading "<n>w" and "<n>d" parts; the remainder is a Go duration.
+	for _, unit := range []struct {
+		suffix string
+		d      time.Duration
+	}{{"w", 7 * 24 * time.Hour}, {"d", 24 * time.Hour}} {
+		i := strings.Index(rest, unit.suffix)
+		if i <= 0 {
+			continue
+		}
+		n, err := strconv.ParseFloat(rest[:i], 64)
+		if err != nil || n > 1e5 {
+			return 0, false
+		}
+		total += time.Duration(n * float64(unit.d))
+		rest = rest[i+1:]
+	}
+	if rest != "" {
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, false
+		}
+		total += d
+	} else if total == 0 && s != "0d" && s != "0w" {
+		return 0, false
+	}
+	if neg {
+		total = -total
+	}
+	return total, true
+}
+
+// OptionsFromValues reads options from URL query parameters: since, until,
+// site, by, min_runs, warmup, failed, bots (1/true), source, replicates.
+// Unknown parameters are errors, so typos do not silently widen a report.
+func OptionsFromValues(v url.Values, now time.Time) (Options, error) {
+	o := Options{Now: now}
+	var err error
+	for key, vals := range v {
+		if len(vals) != 1 {
+			return o, invalid("parameter %s given %d times", key, len(vals))
+		}
+		val := vals[0]
+		switch key {
+		case "since":
+			o.Since, err = ParseTime(val, now)
+		case "until":
+			o.Until, err = ParseTime(val, now)
+		case "site":
+			o.Site = val
+		case "by":
+			o.By = val
+		case "min_runs":
+			o.MinRuns, err = parseInt(key, val)
+		case "replicates":
+			o.Replicates, err = parseInt(key, val)
+		case "warmup":
+			o.IncludeWarmup, err = parseBool(key, val)
+		case "failed":
+			o.IncludeFailed, err = parseBool(key, val)
+		case "bots":
+			o.IncludeBots, err = parseBool(key, val)
+		case "source":
+			o.Source = Source(val)
+		case "token":
+			// The dashboard's first-load credential, checked by the handler.
+		default:
+			return o, invalid("unknown parameter %q", key)
+		}
+		if err != nil {
+			return o, err
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func parseInt(key, val string) (int, error) {
+	n, err := strconv.Atoi(val)
+	if err != nil {
+		return 0, invalid("%s: %q is not an integer", key, val)
+	}
+	return n, nil
+}
+
+func parseBool(key, val string) (bool, error) {
+	b, err := strconv.ParseBool(val)
+	if err != nil {
+		return false, invalid("%s: %q is not a boolean (1/0/true/false)", key, val)
+	}
+	return b, nil
+}
+
+// values is the inverse of OptionsFromValues for links on the dashboard.
+func (o *Options) values() url.Values {
+	v := url.Values{}
+	v.Set("since", o.Since.Format(time.RFC3339))
+	v.Set("until", o.Until.Format(time.RFC3339))
+	if o.Site != "" {
+		v.Set("site", o.Site)
+	}
+	v.Set("by", o.By)
+	if o.MinRuns != DefaultMinRuns {
+		v.Set("min_runs", strconv.Itoa(o.MinRuns))
+	}
+	if o.IncludeWarmup {
+		v.Set("warmup", "1")
+	}
+	if o.IncludeFailed {
+		v.Set("failed", "1")
+	}
+	if o.IncludeBots {
+		v.Set("bots", "1")
+	}
+	if o.Source != SourceAuto {
+		v.Set("source", string(o.Source))
+	}
+	return v
+}

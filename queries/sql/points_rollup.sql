@@ -1,0 +1,36 @@
+-- Point estimates per group × outcome from the hourly rollup, for the
+-- default selection (parallel, successful, non-bot). Whole hours inside the
+-- window come from samples_hourly; the partial hours at either edge are
+-- aggregated from raw samples into the same states, so the window is exact.
+-- Parameters: first whole hour, end of whole hours, site twice, then the
+-- two raw edges [since, first whole hour) and [end of whole hours, until)
+-- as four unix seconds, then site twice.
+SELECT
+    grp,
+    multiIf(want = 'h2' AND got = 'h2', 'h2',
+            want = 'h3' AND got = 'h3', 'h3',
+            want = 'h3' AND (got = 'h2' OR got = 'h1'), 'wanted_h3_got_h2',
+            'other') AS outcome,
+    uniqMerge(runs_state) AS n_runs,
+    countMerge(samples_state) AS n_samples,
+    quantilesTDigestMerge(0.5, 0.75, 0.9, 0.95, 0.99)(duration_state) AS q
+FROM
+(
+    SELECT /*GROUP*/ AS grp, want, got,
+           runs AS runs_state, samples AS samples_state, duration AS duration_state
+    FROM samples_hourly
+    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+    UNION ALL
+    SELECT /*GROUP*/ AS grp, want, got,
+           uniqState(run_id) AS runs_state, countState() AS samples_state,
+           quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(duration_ms) AS duration_state
+    FROM samples
+    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
+        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
+      AND (? = '' OR site = ?)
+      AND phase = 'parallel' AND error = '' AND bot = 0
+    GROUP BY grp, want, got
+)
+GROUP BY grp, outcome WITH ROLLUP
+ORDER BY grp, outcome

@@ -1,0 +1,31 @@
+-- Per-run samples of each group, for the bootstrap and the paired view.
+-- Outcome codes: 1 h2, 2 h3, 3 wanted h3 got h2/h1, 0 other. A group with
+-- more runs than the cap is thinned to a uniform sample of runs by a hash
+-- of run_id (threshold per group, out of 1 000 000).
+-- Parameters: since, until, site twice, include_warmup, include_failed,
+-- include_bots, groups (Array(String)), thresholds (Array(UInt32)).
+SELECT
+    grp,
+    groupArray(duration_ms) AS d,
+    groupArray(outcome) AS o,
+    groupArray(parallel) AS p
+FROM
+(
+    SELECT
+        /*GROUP*/ AS grp,
+        run_id,
+        duration_ms,
+        toUInt8(multiIf(want = 'h2' AND got = 'h2', 1,
+                        want = 'h3' AND got = 'h3', 2,
+                        want = 'h3' AND (got = 'h2' OR got = 'h1'), 3,
+                        0)) AS outcome,
+        toUInt8(phase = 'parallel') AS parallel
+    FROM samples
+    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR phase = 'parallel')
+      AND (? = 1 OR error = '')
+      AND (? = 1 OR bot = 0)
+)
+WHERE sipHash64(toString(run_id)) % 1000000 < transform(grp, CAST(? AS Array(String)), CAST(? AS Array(UInt64)), toUInt64(1000000))
+GROUP BY grp, run_id
