@@ -122,6 +122,21 @@ func do(t *testing.T, c *http.Client, method, url string, hdr http.Header) (*htt
 
 // metric returns the value of the counter or gauge name with exactly the
 // given labels, 0 if absent.
+// metricEventually waits (bounded) for a counter to reach want: the
+// middleware counts a response after the handler returns, which may be
+// after the client has read it.
+func metricEventually(t *testing.T, g prometheus.Gatherer, want float64, name string, labels ...string) float64 {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := metric(t, g, name, labels...)
+		if got == want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func metric(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := g.Gather()
@@ -362,10 +377,10 @@ func TestResumption(t *testing.T) {
 		if second["cid"] == first["cid"] || second["creq"] != "1" {
 			t.Errorf("second connection: cid=%s creq=%s (first cid %s)", second["cid"], second["creq"], first["cid"])
 		}
-		if got := metric(t, ts.reg, "h3rum_collector_early_data_requests_total", "origin", "h3", "proto", "h3"); got != 1 {
+		if got := metricEventually(t, ts.reg, 1, "h3rum_collector_early_data_requests_total", "origin", "h3", "proto", "h3"); got != 1 {
 			t.Errorf("early data requests counted %v, want 1", got)
 		}
-		if got := metric(t, ts.reg, "h3rum_collector_tls_handshakes_total", "origin", "h3", "proto", "h3", "resumed", "true"); got != 1 {
+		if got := metricEventually(t, ts.reg, 1, "h3rum_collector_tls_handshakes_total", "origin", "h3", "proto", "h3", "resumed", "true"); got != 1 {
 			t.Errorf("resumed h3 handshakes counted %v, want 1", got)
 		}
 	})
@@ -380,7 +395,7 @@ func TestResumption(t *testing.T) {
 		if st["resumed"] != "1" || st["early"] != "0" {
 			t.Errorf("resumed=%s early=%s, want 1 0", st["resumed"], st["early"])
 		}
-		if got := metric(t, ts.reg, "h3rum_collector_tls_handshakes_total", "origin", "h2", "proto", "h2", "resumed", "true"); got != 1 {
+		if got := metricEventually(t, ts.reg, 1, "h3rum_collector_tls_handshakes_total", "origin", "h2", "proto", "h2", "resumed", "true"); got != 1 {
 			t.Errorf("resumed h2 handshakes counted %v, want 1", got)
 		}
 	})
@@ -417,7 +432,7 @@ func TestMisdirected(t *testing.T) {
 			}
 		})
 	}
-	if got := metric(t, ts.reg, "h3rum_collector_requests_total", "origin", "h3", "proto", "h2", "code", "421"); got != 1 {
+	if got := metricEventually(t, ts.reg, 1, "h3rum_collector_requests_total", "origin", "h3", "proto", "h2", "code", "421"); got != 1 {
 		t.Errorf("421 on h3 origin over h2 counted %v, want 1", got)
 	}
 }
@@ -468,7 +483,7 @@ func TestBadInput(t *testing.T) {
 	for _, code := range []string{"400", "404", "405", "431"} {
 		want := map[string]float64{"400": 4, "404": 1, "405": 2, "431": 1}[code]
 		for _, c := range clients {
-			if got := metric(t, ts.reg, "h3rum_collector_requests_total", "origin", "h3", "proto", c.proto, "code", code); got != want {
+			if got := metricEventually(t, ts.reg, want, "h3rum_collector_requests_total", "origin", "h3", "proto", c.proto, "code", code); got != want {
 				t.Errorf("%s answers over %s counted %v, want %v", code, c.proto, got, want)
 			}
 		}
@@ -621,7 +636,7 @@ func TestDelegatedHandler(t *testing.T) {
 		if resp.StatusCode != 202 || body != "ab" {
 			t.Errorf("%s: stream: %d %q", c.proto, resp.StatusCode, body)
 		}
-		if got := metric(t, ts.reg, "h3rum_collector_requests_total", "origin", "h3", "proto", c.proto, "code", "202"); got != 1 {
+		if got := metricEventually(t, ts.reg, 1, "h3rum_collector_requests_total", "origin", "h3", "proto", c.proto, "code", "202"); got != 1 {
 			t.Errorf("%s: 202 counted %v, want 1", c.proto, got)
 		}
 	}
@@ -629,7 +644,7 @@ func TestDelegatedHandler(t *testing.T) {
 	if resp.StatusCode != 200 || body != "hijacked" {
 		t.Errorf("hijack: %d %q", resp.StatusCode, body)
 	}
-	if got := metric(t, ts.reg, "h3rum_collector_requests_total", "origin", "h3", "proto", "h1", "code", "101"); got != 1 {
+	if got := metricEventually(t, ts.reg, 1, "h3rum_collector_requests_total", "origin", "h3", "proto", "h1", "code", "101"); got != 1 {
 		t.Errorf("hijacked connection counted %v, want 1 as 101", got)
 	}
 }
