@@ -1,0 +1,346 @@
+package queries
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// outcomeLabel names outcomes for people.
+var outcomeLabel = map[string]string{
+	OutcomeH2:            "h2",
+	OutcomeH3:            "h3",
+	OutcomeWantedH3GotH2: "wanted h3, got h2",
+	OutcomeOther:         "other",
+}
+
+// Selection describes the report's sample selection in words.
+func (r *Report) Selection() string {
+	parts := []string{"parallel batches", "successful requests", "non-bot runs"}
+	if r.Filters.IncludeWarmup {
+		parts[0] = "warm-up and parallel requests"
+	}
+	if r.Filters.IncludeFailed {
+		parts[1] = "successful and failed requests"
+	}
+	if r.Filters.IncludeBots {
+		parts[2] = "all runs including bots"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// CIText describes the interval method in words.
+func (r *Report) CIText() string {
+	if r.CI.Method != "cluster_bootstrap_runs" {
+		return "no confidence intervals"
+	}
+	return fmt.Sprintf("95 %% CI: bootstrap over runs, %d replicates, at most %d runs per group", r.CI.Replicates, r.CI.MaxRunsPerGroup)
+}
+
+func siteText(s string) string {
+	if s == "" {
+		return "all sites"
+	}
+	return s
+}
+
+// ms formats a duration in ms with one decimal.
+func ms(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// signed formats a difference with an explicit sign.
+func signed(v float64, unit string) string {
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	if v >= 0 && s != "0.0" {
+		s = "+" + s
+	} else if s == "-0.0" {
+		s = "0.0"
+	}
+	return s + unit
+}
+
+func ci(lo, hi *float64, unit string) string {
+	if lo == nil || hi == nil {
+		return "-"
+	}
+	return "[" + signed(*lo, unit) + ", " + signed(*hi, unit) + "]"
+}
+
+func share(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" }
+
+func shareCI(lo, hi *float64) string {
+	if lo == nil || hi == nil {
+		return "-"
+	}
+	return "[" + share(*lo) + ", " + share(*hi) + "]"
+}
+
+// WriteTable writes the report for a terminal: aligned columns, units in
+// the headers, signed differences, small groups marked with "*".
+func (r *Report) WriteTable(w io.Writer) error {
+	bw := &errWriter{w: w}
+	fmt.Fprintf(bw, "h3rum report  %s – %s  %s  by %s  (source: %s)\n",
+		r.Since.Format(time.RFC3339), r.Until.Format(time.RFC3339), siteText(r.Site), r.By, r.Source)
+	fmt.Fprintf(bw, "selection: %s; %s\n\n", r.Selection(), r.CIText())
+	if len(r.Groups) == 0 {
+		fmt.Fprintln(bw, "no samples in this window")
+		return bw.err
+	}
+	name := func(g *Group) string {
+		if g.TooSmall {
+			return g.Group + " *"
+		}
+		return g.Group
+	}
+
+	fmt.Fprintln(bw, "Request duration, ms (H3-H2 < 0: HTTP/3 faster)")
+	tw := &table{left: 2}
+	fmt.Fprint(tw, "group\tproto\truns\tsamples\t")
+	for _, p := range r.Percentiles {
+		fmt.Fprintf(tw, "p%g\t", p)
+	}
+	fmt.Fprintln(tw)
+	small := false
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		small = small || g.TooSmall
+		first := true
+		label := func() string {
+			if first {
+				first = false
+				return name(g)
+			}
+			return ""
+		}
+		for _, o := range []struct {
+			key string
+			s   *Stats
+		}{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}} {
+			if o.s == nil {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t", label(), outcomeLabel[o.key], o.s.Runs, o.s.Samples)
+			for _, p := range o.s.Percentiles {
+				fmt.Fprintf(tw, "%s\t", ms(p.MS))
+			}
+			fmt.Fprintln(tw)
+		}
+		if len(g.Diff) > 0 {
+			fmt.Fprintf(tw, "%s\tH3-H2 ms\t\t\t", label())
+			for _, d := range g.Diff {
+				fmt.Fprintf(tw, "%s\t", signed(d.MS, ""))
+			}
+			fmt.Fprintln(tw)
+			if r.CI.Method != "none" {
+				fmt.Fprint(tw, "\t  95% CI\t\t\t")
+				for _, d := range g.Diff {
+					fmt.Fprintf(tw, "%s\t", ci(d.CILowMS, d.CIHighMS, ""))
+				}
+				fmt.Fprintln(tw)
+			}
+			fmt.Fprint(tw, "\tH3-H2 %\t\t\t")
+			for _, d := range g.Diff {
+				fmt.Fprintf(tw, "%s\t", signed(d.Pct, "%"))
+			}
+			fmt.Fprintln(tw)
+			if r.CI.Method != "none" {
+				fmt.Fprint(tw, "\t  95% CI\t\t\t")
+				for _, d := range g.Diff {
+					fmt.Fprintf(tw, "%s\t", ci(d.CILowPct, d.CIHighPct, "%"))
+				}
+				fmt.Fprintln(tw)
+			}
+		}
+	}
+	tw.flush(bw)
+
+	fmt.Fprintln(bw, "\nWithin-run difference median(H3 batch) - median(H2 batch), ms (paired view)")
+	tw = &table{left: 1}
+	fmt.Fprintln(tw, "group\truns\tmedian\t95% CI\tp90\t95% CI\tH3 won\t95% CI\t")
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		p := g.Paired
+		if p == nil {
+			fmt.Fprintf(tw, "%s\t0\t-\t\t-\t\t-\t\t\n", name(g))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name(g), p.Runs,
+			signed(p.MedianMS, ""), ci(p.MedianCILowMS, p.MedianCIHighMS, ""),
+			signed(p.P90MS, ""), ci(p.P90CILowMS, p.P90CIHighMS, ""),
+			share(p.H3WonShare), shareCI(p.H3WonCILow, p.H3WonCIHigh))
+	}
+	tw.flush(bw)
+
+	fmt.Fprintln(bw, "\nHTTP/3 availability: requests to the H3 origin that used h3")
+	tw = &table{left: 1}
+	fmt.Fprintln(tw, "group\twanted h3\tgot h3\tshare\t95% CI\t")
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		a := g.Availability
+		if a == nil {
+			fmt.Fprintf(tw, "%s\t0\t0\t-\t-\t\n", name(g))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", name(g), a.WantedH3, a.GotH3, share(a.Share), shareCI(a.CILow, a.CIHigh))
+	}
+	tw.flush(bw)
+
+	var failed bool
+	for i := range r.Groups {
+		failed = failed || len(r.Groups[i].Failures) > 0
+	}
+	if failed {
+		verb := "excluded"
+		if r.Filters.IncludeFailed {
+			verb = "included above"
+		}
+		fmt.Fprintf(bw, "\nFailed requests (%s)\n", verb)
+		tw = &table{left: 1}
+		tw.left = 3
+		fmt.Fprintln(tw, "group\torigin\terror\trequests\t")
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			for _, f := range g.Failures {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t\n", name(g), f.Origin, f.Error, f.Samples)
+			}
+		}
+		tw.flush(bw)
+	}
+	if small {
+		fmt.Fprintf(bw, "\n* fewer than %d runs with H2 or H3: shown, but not to be trusted.\n", r.MinRuns)
+	}
+	return bw.err
+}
+
+// errWriter keeps the first write error so formatting code stays linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	_, e.err = e.w.Write(p)
+	return len(p), nil
+}
+
+// CSVHeader is the header row of WriteCSV: one figure per row ("tidy"
+// data). measure is duration_ms, diff_ms, diff_pct, paired_median_ms,
+// paired_p90_ms, paired_h3_won_share, h3_availability or failures; p is
+// the percentile where one applies.
+var CSVHeader = []string{"group", "too_small", "measure", "outcome", "p", "value", "ci_low", "ci_high", "runs", "samples"}
+
+// WriteCSV writes the report as CSV with CSVHeader's columns.
+func (r *Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write(CSVHeader)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	fp := func(v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return f(*v)
+	}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		small := strconv.FormatBool(g.TooSmall)
+		row := func(measure, outcome, p, value, lo, hi string, runs, samples int) {
+			cw.Write([]string{g.Group, small, measure, outcome, p, value, lo, hi, strconv.Itoa(runs), strconv.Itoa(samples)})
+		}
+		for _, o := range []struct {
+			key string
+			s   *Stats
+		}{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}} {
+			if o.s == nil {
+				continue
+			}
+			for _, p := range o.s.Percentiles {
+				row("duration_ms", o.key, f(p.P), f(p.MS), fp(p.CILowMS), fp(p.CIHighMS), o.s.Runs, o.s.Samples)
+			}
+		}
+		for _, d := range g.Diff {
+			row("diff_ms", "h3-h2", f(d.P), f(d.MS), fp(d.CILowMS), fp(d.CIHighMS), 0, 0)
+		}
+		for _, d := range g.Diff {
+			row("diff_pct", "h3-h2", f(d.P), f(d.Pct), fp(d.CILowPct), fp(d.CIHighPct), 0, 0)
+		}
+		if p := g.Paired; p != nil {
+			row("paired_median_ms", "h3-h2", "50", f(p.MedianMS), fp(p.MedianCILowMS), fp(p.MedianCIHighMS), p.Runs, 0)
+			row("paired_p90_ms", "h3-h2", "90", f(p.P90MS), fp(p.P90CILowMS), fp(p.P90CIHighMS), p.Runs, 0)
+			row("paired_h3_won_share", "h3-h2", "", f(p.H3WonShare), fp(p.H3WonCILow), fp(p.H3WonCIHigh), p.Runs, 0)
+		}
+		if a := g.Availability; a != nil {
+			row("h3_availability", "h3", "", f(a.Share), fp(a.CILow), fp(a.CIHigh), 0, a.WantedH3)
+		}
+		for _, fl := range g.Failures {
+			row("failures", fl.Origin+":"+fl.Error, "", strconv.Itoa(fl.Samples), "", "", 0, fl.Samples)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("writing CSV: %w", err)
+	}
+	return nil
+}
+
+// table aligns tab-separated cells: the first left columns to the left,
+// the rest (numbers) to the right; a row ends with a newline.
+type table struct {
+	left int
+	rows [][]string
+	cur  []string
+	cell strings.Builder
+}
+
+func (t *table) Write(p []byte) (int, error) {
+	for _, c := range string(p) {
+		switch c {
+		case '\t':
+			t.cur = append(t.cur, t.cell.String())
+			t.cell.Reset()
+		case '\n':
+			if t.cell.Len() > 0 {
+				t.cur = append(t.cur, t.cell.String())
+				t.cell.Reset()
+			}
+			t.rows = append(t.rows, t.cur)
+			t.cur = nil
+		default:
+			t.cell.WriteRune(c)
+		}
+	}
+	return len(p), nil
+}
+
+func (t *table) flush(w io.Writer) {
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range t.rows {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i < t.left {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	t.rows = nil
+}

@@ -1,0 +1,523 @@
+package queries
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/h3rum/h3rum/queries/internal/synth"
+)
+
+// Accuracy of ClickHouse's quantilesTDigest, as a rank error. Its t-digest
+// (QuantileTDigest.h, epsilon = 0.01, same in 18.16 and 24.x) merges
+// neighbouring centroids only while their combined weight stays below
+// 4·n·q(1−q)·epsilon, so an interpolated quantile is off by at most about
+// one centroid: a rank error of 0.04·q(1−q). States merged across parts,
+// threads and rollup hours are compressed again, so we allow twice that,
+// plus two observations for interpolation at small n. The estimate must
+// then lie between the exact order statistics at ranks q ± δ — a bound
+// in rank, not in ms, because the ms error depends on the density.
+func tdigestRankTolerance(q float64, n int) float64 {
+	return 0.08*q*(1-q) + 2/float64(n)
+}
+
+// exactBracket returns the exact order statistics at ranks q ± δ.
+func exactBracket(sorted []float64, q float64) (lo, hi float64) {
+	n := len(sorted)
+	d := tdigestRankTolerance(q, n)
+	i := int(math.Floor(float64(n-1) * (q - d)))
+	j := int(math.Ceil(float64(n-1) * (q + d)))
+	i = min(max(i, 0), n-1)
+	j = min(max(j, 0), n-1)
+	return sorted[i], sorted[j]
+}
+
+// exactQuantile is an independent type-7 quantile of sorted data.
+func exactQuantile(sorted []float64, q float64) float64 {
+	h := float64(len(sorted)-1) * q
+	i := int(h)
+	if i+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[i] + (h-float64(i))*(sorted[i+1]-sorted[i])
+}
+
+// outcomeOf classifies a generated sample as the report does.
+func outcomeOf(s synth.Sample) string {
+	switch {
+	case s.Want == "h2" && s.Got == "h2":
+		return OutcomeH2
+	case s.Want == "h3" && s.Got == "h3":
+		return OutcomeH3
+	case s.Want == "h3" && (s.Got == "h2" || s.Got == "h1"):
+		return OutcomeWantedH3GotH2
+	}
+	return OutcomeOther
+}
+
+// keyOf returns a sample's group for a grouping.
+func keyOf(s synth.Sample, by string) string {
+	v := map[string]string{
+		"continent": s.Continent, "country": s.Country, "subdivision": s.Subdivision,
+		"browser": s.Browser, "connection": s.ECT, "none": "all",
+	}[by]
+	if by == "asn" && s.ASN != 0 {
+		v = "AS" + strconv.Itoa(int(s.ASN))
+	}
+	if v == "" {
+		return "unknown"
+	}
+	return v
+}
+
+// selected applies the report's filters to a generated sample.
+func selected(s synth.Sample, o Options) bool {
+	return !s.Time.Before(o.Since) && s.Time.Before(o.Until) &&
+		(o.Site == "" || s.Site == o.Site) &&
+		(o.IncludeWarmup || s.Phase == "parallel") &&
+		(o.IncludeFailed || s.Error == "") &&
+		(o.IncludeBots || s.Bot == 0)
+}
+
+// exactGroup is the test's own computation of one group.
+type exactGroup struct {
+	runs    map[uuid.UUID]bool
+	samples int
+	out     map[string][]float64 // sorted durations per outcome
+	outRuns map[string]map[uuid.UUID]bool
+	perRun  map[uuid.UUID]*exactRun
+}
+
+type exactRun struct {
+	h2, h3, h2Par, h3Par []float64
+	fbPar, gotH3, fb     int
+}
+
+func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
+	groups := map[string]*exactGroup{}
+	for _, s := range rows {
+		if !selected(s, o) {
+			continue
+		}
+		k := keyOf(s, o.By)
+		g := groups[k]
+		if g == nil {
+			g = &exactGroup{runs: map[uuid.UUID]bool{}, out: map[string][]float64{}, outRuns: map[string]map[uuid.UUID]bool{}, perRun: map[uuid.UUID]*exactRun{}}
+			groups[k] = g
+		}
+		g.runs[s.RunID] = true
+		g.samples++
+		oc := outcomeOf(s)
+		d := float64(s.Duration)
+		g.out[oc] = append(g.out[oc], d)
+		if g.outRuns[oc] == nil {
+			g.outRuns[oc] = map[uuid.UUID]bool{}
+		}
+		g.outRuns[oc][s.RunID] = true
+		r := g.perRun[s.RunID]
+		if r == nil {
+			r = &exactRun{}
+			g.perRun[s.RunID] = r
+		}
+		par := s.Phase == "parallel"
+		switch oc {
+		case OutcomeH2:
+			r.h2 = append(r.h2, d)
+			if par {
+				r.h2Par = append(r.h2Par, d)
+			}
+		case OutcomeH3:
+			r.h3 = append(r.h3, d)
+			r.gotH3++
+			if par {
+				r.h3Par = append(r.h3Par, d)
+			}
+		case OutcomeWantedH3GotH2:
+			r.fb++
+			if par {
+				r.fbPar++
+			}
+		}
+	}
+	for _, g := range groups {
+		for _, v := range g.out {
+			sort.Float64s(v)
+		}
+	}
+	return groups
+}
+
+// paired is the test's own paired view: differences of run medians.
+func (g *exactGroup) paired() []float64 {
+	var d []float64
+	for _, r := range g.perRun {
+		if len(r.h2Par) == 0 || len(r.h3Par) == 0 || r.fbPar > 0 {
+			continue
+		}
+		a, b := append([]float64(nil), r.h3Par...), append([]float64(nil), r.h2Par...)
+		sort.Float64s(a)
+		sort.Float64s(b)
+		d = append(d, exactQuantile(a, 0.5)-exactQuantile(b, 0.5))
+	}
+	sort.Float64s(d)
+	return d
+}
+
+// naiveBootstrap is an independent cluster bootstrap: draw runs, pool their
+// samples, sort, take the percentile; returns the 2.5/97.5 % points of
+// stat over B replicates.
+func (g *exactGroup) naiveBootstrap(B int, seed uint64, stat func(h2, h3 []float64) (float64, bool)) (lo, hi float64) {
+	var runs []*exactRun
+	for _, r := range g.perRun {
+		runs = append(runs, r)
+	}
+	// Map order is random; sort for reproducibility.
+	sort.Slice(runs, func(i, j int) bool {
+		a, b := runs[i], runs[j]
+		if len(a.h2) != len(b.h2) {
+			return len(a.h2) < len(b.h2)
+		}
+		return sum(a.h2)+sum(a.h3) < sum(b.h2)+sum(b.h3)
+	})
+	rng := rand.New(rand.NewPCG(seed, 99))
+	var reps []float64
+	for b := 0; b < B; b++ {
+		var h2, h3 []float64
+		for range runs {
+			r := runs[rng.IntN(len(runs))]
+			h2 = append(h2, r.h2...)
+			h3 = append(h3, r.h3...)
+		}
+		sort.Float64s(h2)
+		sort.Float64s(h3)
+		if v, ok := stat(h2, h3); ok {
+			reps = append(reps, v)
+		}
+	}
+	sort.Float64s(reps)
+	return exactQuantile(reps, 0.025), exactQuantile(reps, 0.975)
+}
+
+func sum(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+var (
+	testSince = time.Date(2025, 1, 1, 0, 30, 0, 0, time.UTC) // not on an hour: rollup edges come from raw rows
+	testUntil = time.Date(2025, 1, 2, 23, 15, 0, 0, time.UTC)
+)
+
+func statsOf(g *Group, outcome string) *Stats {
+	switch outcome {
+	case OutcomeH2:
+		return g.H2
+	case OutcomeH3:
+		return g.H3
+	case OutcomeWantedH3GotH2:
+		return g.WantedH3GotH2
+	}
+	return g.Other
+}
+
+func checkPercentiles(t *testing.T, label string, s *Stats, sorted []float64) {
+	t.Helper()
+	for _, p := range s.Percentiles {
+		lo, hi := exactBracket(sorted, p.P/100)
+		slack := 1e-3 + 1e-6*math.Abs(p.MS) // float32 and rounding to 0.001
+		if p.MS < lo-slack || p.MS > hi+slack {
+			t.Errorf("%s p%g = %.3f ms, exact order statistics at rank ±%.4f are [%.3f, %.3f] (exact p%g %.3f)",
+				label, p.P, p.MS, tdigestRankTolerance(p.P/100, len(sorted)), lo, hi, p.P, exactQuantile(sorted, p.P/100))
+		}
+		if p.CILowMS != nil && (*p.CILowMS > p.MS+1e-9 || *p.CIHighMS < p.MS-1e-9) {
+			t.Errorf("%s p%g = %.3f outside its CI [%.3f, %.3f]", label, p.P, p.MS, *p.CILowMS, *p.CIHighMS)
+		}
+	}
+}
+
+func TestReportMatchesExactComputation(t *testing.T) {
+	conn := newDB(t)
+	rows := synth.All(synth.Config{Seed: 7, Runs: 4000})
+	load(t, conn, rows)
+	ctx := context.Background()
+
+	reports := map[Source]*Report{}
+	for _, src := range []Source{SourceRaw, SourceRollup} {
+		o := Options{Since: testSince, Until: testUntil, Source: src}
+		rep, err := Run(ctx, conn, o)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		reports[src] = rep
+		if rep.Source != string(src) {
+			t.Errorf("source = %q, want %q", rep.Source, src)
+		}
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		want := exact(rows, o)
+		if len(rep.Groups) != len(want) {
+			t.Fatalf("%s: %d groups, want %d", src, len(rep.Groups), len(want))
+		}
+		for i := range rep.Groups {
+			g := &rep.Groups[i]
+			e := want[g.Group]
+			if e == nil {
+				t.Fatalf("%s: unexpected group %q", src, g.Group)
+			}
+			label := string(src) + " " + g.Group
+			// Runs: uniqExact on raw rows; uniq (exact below 65 536 values
+			// but for 32-bit hash collisions) from the rollup.
+			if g.Runs != len(e.runs) || g.Samples != e.samples {
+				t.Errorf("%s: runs/samples %d/%d, want %d/%d", label, g.Runs, g.Samples, len(e.runs), e.samples)
+			}
+			for _, oc := range []string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther} {
+				s := statsOf(g, oc)
+				if (s == nil) != (len(e.out[oc]) == 0) {
+					t.Errorf("%s %s: stats present %v, exact samples %d", label, oc, s != nil, len(e.out[oc]))
+					continue
+				}
+				if s == nil {
+					continue
+				}
+				if s.Samples != len(e.out[oc]) || s.Runs != len(e.outRuns[oc]) {
+					t.Errorf("%s %s: samples/runs %d/%d, want %d/%d", label, oc, s.Samples, s.Runs, len(e.out[oc]), len(e.outRuns[oc]))
+				}
+				if s.TooSmall != (s.Runs < DefaultMinRuns) {
+					t.Errorf("%s %s: too_small %v with %d runs", label, oc, s.TooSmall, s.Runs)
+				}
+				checkPercentiles(t, label+" "+oc, s, e.out[oc])
+			}
+			h2, h3 := e.out[OutcomeH2], e.out[OutcomeH3]
+			if len(g.Diff) != len(percentiles) {
+				t.Fatalf("%s: %d differences", label, len(g.Diff))
+			}
+			for k, d := range g.Diff {
+				if math.Abs(d.MS-(g.H3.Percentiles[k].MS-g.H2.Percentiles[k].MS)) > 0.002 {
+					t.Errorf("%s diff p%g = %.3f, not h3 − h2 of the reported percentiles", label, d.P, d.MS)
+				}
+				lo2, hi2 := exactBracket(h2, d.P/100)
+				lo3, hi3 := exactBracket(h3, d.P/100)
+				if d.MS < lo3-hi2-0.01 || d.MS > hi3-lo2+0.01 {
+					t.Errorf("%s diff p%g = %.3f outside the exact bracket [%.3f, %.3f]", label, d.P, d.MS, lo3-hi2, hi3-lo2)
+				}
+				if d.CILowMS == nil || *d.CILowMS > d.MS || *d.CIHighMS < d.MS || *d.CILowPct > d.Pct || *d.CIHighPct < d.Pct {
+					t.Errorf("%s diff p%g: estimate outside its CI: %+v", label, d.P, d)
+				}
+			}
+			// Known advantage at the tail: HTTP/3 stalls half as often and
+			// half as long, so p95 and p99 are clearly lower in big groups.
+			if !g.TooSmall {
+				for _, d := range g.Diff[3:] {
+					if *d.CIHighMS >= 0 {
+						t.Errorf("%s: p%g difference CI [%.1f, %.1f] does not show the known H3 advantage", label, d.P, *d.CILowMS, *d.CIHighMS)
+					}
+				}
+			}
+			if want := len(e.outRuns[OutcomeH2]) < DefaultMinRuns || len(e.outRuns[OutcomeH3]) < DefaultMinRuns; g.TooSmall != want {
+				t.Errorf("%s: too_small = %v, want %v", label, g.TooSmall, want)
+			}
+
+			// Paired view: exact, computed in Go on the same runs.
+			pd := e.paired()
+			if g.Paired == nil || g.Paired.Runs != len(pd) {
+				t.Fatalf("%s: paired %+v, want %d runs", label, g.Paired, len(pd))
+			}
+			won := 0
+			for _, d := range pd {
+				if d < 0 {
+					won++
+				}
+			}
+			if math.Abs(g.Paired.MedianMS-exactQuantile(pd, 0.5)) > 0.002 || math.Abs(g.Paired.P90MS-exactQuantile(pd, 0.9)) > 0.002 ||
+				math.Abs(g.Paired.H3WonShare-float64(won)/float64(len(pd))) > 1e-6 {
+				t.Errorf("%s: paired median/p90/won %.3f/%.3f/%.4f, exact %.3f/%.3f/%.4f", label, g.Paired.MedianMS, g.Paired.P90MS,
+					g.Paired.H3WonShare, exactQuantile(pd, 0.5), exactQuantile(pd, 0.9), float64(won)/float64(len(pd)))
+			}
+			if c := g.Paired.Histogram.Counts; sumInts(c) != len(pd) || len(g.Paired.Histogram.Edges) != len(c)+1 {
+				t.Errorf("%s: histogram holds %d of %d runs", label, sumInts(c), len(pd))
+			}
+			// Availability: exact counts.
+			a := g.Availability
+			gotH3, wanted := len(e.out[OutcomeH3]), len(e.out[OutcomeH3])+len(e.out[OutcomeWantedH3GotH2])
+			if a == nil || a.GotH3 != gotH3 || a.WantedH3 != wanted || math.Abs(a.Share-float64(gotH3)/float64(wanted)) > 1e-6 {
+				t.Errorf("%s: availability %+v, want %d/%d", label, a, gotH3, wanted)
+			} else if a.CILow == nil || *a.CILow > a.Share || *a.CIHigh < a.Share {
+				t.Errorf("%s: availability %.4f outside its CI", label, a.Share)
+			}
+			// Failures: exact counts by origin and code.
+			wantFail := map[string]int{}
+			for _, s := range rows {
+				if s.Error != "" && keyOf(s, "continent") == g.Group && !s.Time.Before(o.Since) && s.Time.Before(o.Until) && s.Phase == "parallel" && s.Bot == 0 {
+					wantFail[s.Want+":"+s.Error]++
+				}
+			}
+			gotFail := map[string]int{}
+			for _, f := range g.Failures {
+				gotFail[f.Origin+":"+f.Error] = f.Samples
+			}
+			if !mapsEqual(gotFail, wantFail) {
+				t.Errorf("%s: failures %v, want %v", label, gotFail, wantFail)
+			}
+		}
+		// Timeline: exact hourly counts.
+		wantHours := map[time.Time][4]int{}
+		for _, s := range rows {
+			if selected(s, o) {
+				h := s.Time.Truncate(time.Hour)
+				c := wantHours[h]
+				c[map[string]int{OutcomeH2: 0, OutcomeH3: 1, OutcomeWantedH3GotH2: 2, OutcomeOther: 3}[outcomeOf(s)]]++
+				wantHours[h] = c
+			}
+		}
+		if len(rep.Timeline) != len(wantHours) {
+			t.Errorf("%s: %d hours, want %d", src, len(rep.Timeline), len(wantHours))
+		}
+		for _, h := range rep.Timeline {
+			if c := wantHours[h.Hour]; c != [4]int{h.H2, h.H3, h.WantedH3GotH2, h.Other} {
+				t.Errorf("%s: hour %s counts %+v, want %v", src, h.Hour, h, c)
+			}
+		}
+
+		// Bootstrap intervals against an independent naive bootstrap.
+		eu := want["EU"]
+		var g *Group
+		for i := range rep.Groups {
+			if rep.Groups[i].Group == "EU" {
+				g = &rep.Groups[i]
+			}
+		}
+		for k, p := range []float64{0.9, 0.95} {
+			idx := 2 + k
+			lo, hi := eu.naiveBootstrap(400, 11, func(h2, h3 []float64) (float64, bool) {
+				if len(h2) == 0 || len(h3) == 0 {
+					return 0, false
+				}
+				return exactQuantile(h3, p) - exactQuantile(h2, p), true
+			})
+			d := g.Diff[idx]
+			// Monte Carlo error of a 2.5 % point with a few hundred
+			// replicates, plus the TDigest shift: a quarter of the width.
+			tol := 0.25*(hi-lo) + 0.5
+			if math.Abs(*d.CILowMS-lo) > tol || math.Abs(*d.CIHighMS-hi) > tol {
+				t.Errorf("%s EU diff p%g CI [%.2f, %.2f], naive bootstrap [%.2f, %.2f] (tolerance %.2f)", src, p*100, *d.CILowMS, *d.CIHighMS, lo, hi, tol)
+			}
+			lo, hi = eu.naiveBootstrap(400, 12, func(h2, _ []float64) (float64, bool) { return exactQuantile(h2, p), len(h2) > 0 })
+			q := g.H2.Percentiles[idx]
+			tol = 0.25*(hi-lo) + 0.5
+			if math.Abs(*q.CILowMS-lo) > tol || math.Abs(*q.CIHighMS-hi) > tol {
+				t.Errorf("%s EU h2 p%g CI [%.2f, %.2f], naive bootstrap [%.2f, %.2f] (tolerance %.2f)", src, p*100, *q.CILowMS, *q.CIHighMS, lo, hi, tol)
+			}
+		}
+	}
+
+	// Rollup and raw agree: same counts, percentiles within two rank
+	// tolerances of each other (each was checked against exact above).
+	raw, roll := reports[SourceRaw], reports[SourceRollup]
+	for i := range raw.Groups {
+		a, b := &raw.Groups[i], &roll.Groups[i]
+		if a.Group != b.Group || a.Runs != b.Runs || a.Samples != b.Samples {
+			t.Errorf("raw %s %d/%d vs rollup %s %d/%d", a.Group, a.Runs, a.Samples, b.Group, b.Runs, b.Samples)
+		}
+		if a.Paired.MedianMS != b.Paired.MedianMS || a.Availability.Share != b.Availability.Share {
+			t.Errorf("%s: paired/availability differ between raw and rollup", a.Group)
+		}
+	}
+	if len(raw.Timeline) != len(roll.Timeline) {
+		t.Errorf("timeline: raw %d hours, rollup %d", len(raw.Timeline), len(roll.Timeline))
+	}
+	for _, g := range raw.Groups {
+		if g.Group == "unknown" && g.Runs == 0 {
+			t.Error("unknown region has no runs")
+		}
+	}
+	if raw.Groups[len(raw.Groups)-1].Group != "OC" || !raw.Groups[len(raw.Groups)-1].TooSmall {
+		t.Errorf("smallest group %+v should be OC, flagged too small", raw.Groups[len(raw.Groups)-1].Group)
+	}
+	// Default source is the rollup for the default selection.
+	rep, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil})
+	if err != nil || rep.Source != "rollup" {
+		t.Errorf("default report: source %v, err %v; want rollup", rep.Source, err)
+	}
+	checkOutputs(t, raw)
+}
+
+func mapsEqual(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func sumInts(v []int) int {
+	s := 0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+// checkOutputs checks that JSON, table and CSV are well-formed.
+func checkOutputs(t *testing.T, rep *Report) {
+	t.Helper()
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("JSON round trip: %v", err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for _, k := range []string{"version", "since", "until", "by", "groups", "timeline", "ci", "percentiles", "source"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if m["groups"] == nil || m["timeline"] == nil {
+		t.Error("groups/timeline must be arrays, not null")
+	}
+	var tb bytes.Buffer
+	if err := rep.WriteTable(&tb); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(tb.String(), "\n")
+	if !strings.HasPrefix(lines[0], "h3rum report") {
+		t.Errorf("table starts with %q", lines[0])
+	}
+	for _, g := range rep.Groups {
+		if g.TooSmall && !strings.Contains(tb.String(), g.Group+" *") {
+			t.Errorf("small group %s not marked in the table", g.Group)
+		}
+	}
+	var cb bytes.Buffer
+	if err := rep.WriteCSV(&cb); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&cb).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV: %v", err)
+	}
+	if strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") {
+		t.Errorf("CSV header %v", recs[0])
+	}
+}
