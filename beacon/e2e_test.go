@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/h3rum/h3rum/beacon"
 	"github.com/gorilla/websocket"
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/beacon/chromium"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
