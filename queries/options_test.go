@@ -1,0 +1,209 @@
+package queries
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h3rum/h3rum/queries/internal/synth"
+)
+
+func TestParseTime(t *testing.T) {
+	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		err  bool
+	}{
+		{"", time.Time{}, false},
+		{"now", now, false},
+		{"24h", now.Add(-24 * time.Hour), false},
+		{"90m", now.Add(-90 * time.Minute), false},
+		{"7d", now.Add(-7 * 24 * time.Hour), false},
+		{"1d12h", now.Add(-36 * time.Hour), false},
+		{"2w", now.Add(-14 * 24 * time.Hour), false},
+		{"2025-03-01", time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), false},
+		{"2025-03-01T10:00:00Z", time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC), false},
+		{"2025-03-01T10:00:00+02:00", time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC), false},
+		{"2025-03-01 10:30", time.Date(2025, 3, 1, 10, 30, 0, 0, time.UTC), false},
+		{"yesterday", time.Time{}, true},
+		{"-5h", time.Time{}, true},
+		{"5x", time.Time{}, true},
+		{"2025-13-01", time.Time{}, true},
+	} {
+		got, err := ParseTime(tc.in, now)
+		if tc.err {
+			if err == nil || !errors.Is(err, ErrInvalidOptions) {
+				t.Errorf("ParseTime(%q) = %v, %v; want an ErrInvalidOptions error", tc.in, got, err)
+			}
+			continue
+		}
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
+	o := Options{Now: now}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !o.Until.Equal(now) || !o.Since.Equal(now.Add(-24*time.Hour)) || o.By != "continent" || o.MinRuns != 30 || o.Replicates != DefaultReplicates {
+		t.Errorf("defaults not applied: %+v", o)
+	}
+	for _, tc := range []struct {
+		name string
+		o    Options
+		msg  string
+	}{
+		{"unknown by", Options{By: "planet"}, `unknown grouping "planet"`},
+		{"until before since", Options{Since: now, Until: now.Add(-time.Hour)}, "must be after since"},
+		{"empty window", Options{Since: now, Until: now}, "must be after since"},
+		{"negative min runs", Options{MinRuns: -1}, "min-runs"},
+		{"bad source", Options{Source: "cache"}, "unknown source"},
+	} {
+		tc.o.Now = now
+		err := tc.o.Validate()
+		if err == nil || !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.msg) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err = %v, want one line containing %q", tc.name, err, tc.msg)
+		}
+	}
+}
+
+func TestOptionsFromValues(t *testing.T) {
+	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
+	o, err := OptionsFromValues(url.Values{"since": {"7d"}, "by": {"country"}, "site": {"a.example"}, "warmup": {"1"}, "min_runs": {"10"}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.By != "country" || o.Site != "a.example" || !o.IncludeWarmup || o.MinRuns != 10 || !o.Since.Equal(now.Add(-7*24*time.Hour)) {
+		t.Errorf("parsed %+v", o)
+	}
+	back, err := OptionsFromValues(o.values(), now)
+	if err != nil || back.By != o.By || !back.Since.Equal(o.Since) || !back.IncludeWarmup {
+		t.Errorf("values round trip: %+v, %v", back, err)
+	}
+	for _, v := range []url.Values{
+		{"by": {"x"}}, {"since": {"soon"}}, {"until": {"2020-01-01"}, "since": {"2021-01-01"}},
+		{"min_runs": {"many"}}, {"bots": {"maybe"}}, {"colour": {"red"}}, {"by": {"country", "asn"}},
+	} {
+		if _, err := OptionsFromValues(v, now); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%v: err = %v, want ErrInvalidOptions", v, err)
+		}
+	}
+}
+
+func TestReportEmptyWindow(t *testing.T) {
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 2, Runs: 100}))
+	for _, src := range []Source{SourceRaw, SourceRollup} {
+		rep, err := Run(context.Background(), conn, Options{Since: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC), Source: src})
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if len(rep.Groups) != 0 || len(rep.Timeline) != 0 {
+			t.Errorf("%s: empty window has %d groups, %d hours", src, len(rep.Groups), len(rep.Timeline))
+		}
+		checkOutputs(t, rep)
+		var b bytes.Buffer
+		rep.WriteTable(&b)
+		if !strings.Contains(b.String(), "no samples in this window") {
+			t.Errorf("table for an empty window:\n%s", b.String())
+		}
+	}
+}
+
+func TestReportSingleProtocolAndGroupings(t *testing.T) {
+	conn := newDB(t)
+	rows := synth.All(synth.Config{Seed: 3, Runs: 600, OnlyH2: true})
+	load(t, conn, rows)
+	ctx := context.Background()
+	rep, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Groups) == 0 {
+		t.Fatal("no groups")
+	}
+	for _, g := range rep.Groups {
+		if g.H2 == nil || g.H3 != nil || len(g.Diff) != 0 || g.Paired != nil || g.Availability != nil || !g.TooSmall {
+			t.Errorf("H2-only group %s: h2 %v h3 %v diff %d paired %v availability %v too_small %v",
+				g.Group, g.H2 != nil, g.H3 != nil, len(g.Diff), g.Paired, g.Availability, g.TooSmall)
+		}
+		if g.H2.Percentiles[0].CILowMS == nil {
+			t.Errorf("%s: H2 percentiles lack intervals", g.Group)
+		}
+	}
+	checkOutputs(t, rep)
+
+	// Every grouping and filter gives the exact per-group sample counts.
+	for _, by := range Groupings() {
+		for _, f := range []Options{{}, {IncludeWarmup: true, IncludeFailed: true, IncludeBots: true}} {
+			o := f
+			o.Since, o.Until, o.By, o.Replicates = testSince, testUntil, by, -1
+			rep, err := Run(ctx, conn, o)
+			if err != nil {
+				t.Fatalf("by %s: %v", by, err)
+			}
+			o.Validate()
+			want := exact(rows, o)
+			if len(rep.Groups) != len(want) {
+				t.Errorf("by %s: %d groups, want %d", by, len(rep.Groups), len(want))
+			}
+			for _, g := range rep.Groups {
+				if e := want[g.Group]; e == nil || e.samples != g.Samples || len(e.runs) != g.Runs {
+					t.Errorf("by %s %+v: group %s has %d samples", by, f, g.Group, g.Samples)
+				}
+				if rep.CI.Method != "none" || (g.H2 != nil && g.H2.Percentiles[0].CILowMS != nil) {
+					t.Errorf("by %s: intervals computed with Replicates < 0", by)
+				}
+			}
+			wantSource := "raw"
+			if o.rollupAnswers() {
+				wantSource = "rollup"
+			}
+			if rep.Source != wantSource {
+				t.Errorf("by %s %+v: source %s, want %s", by, f, rep.Source, wantSource)
+			}
+		}
+	}
+	if _, err := Run(ctx, conn, Options{By: "asn", Source: SourceRollup}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("rollup by asn: err = %v, want ErrInvalidOptions", err)
+	}
+}
+
+func TestReportSampledBootstrap(t *testing.T) {
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 4, Runs: 3000, Regions: synth.DefaultRegions[:1]}))
+	ctx := context.Background()
+	full, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil, MaxRunsPerGroup: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, c := full.Groups[0], capped.Groups[0]
+	if f.Sampled || !c.Sampled || c.BootstrapRuns < 350 || c.BootstrapRuns > 650 {
+		t.Fatalf("sampled %v/%v, bootstrap runs %d/%d; want about 500 when capped", f.Sampled, c.Sampled, f.BootstrapRuns, c.BootstrapRuns)
+	}
+	// Point estimates come from ClickHouse either way; the scaled interval
+	// of the sample estimates the full-data width.
+	for i, d := range c.Diff {
+		fd := f.Diff[i]
+		if d.MS != fd.MS {
+			t.Errorf("p%g: capped estimate %.3f differs from full %.3f", d.P, d.MS, fd.MS)
+		}
+		wf, wc := *fd.CIHighMS-*fd.CILowMS, *d.CIHighMS-*d.CILowMS
+		if wc < wf/2 || wc > wf*2 || *d.CILowMS > d.MS || *d.CIHighMS < d.MS {
+			t.Errorf("p%g: capped CI [%.2f, %.2f] vs full [%.2f, %.2f]", d.P, *d.CILowMS, *d.CIHighMS, *fd.CILowMS, *fd.CIHighMS)
+		}
+	}
+}
