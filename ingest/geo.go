@@ -20,18 +20,29 @@ import (
 // 3166-2 codes and no GeoNames ids, so with it Geo.Subdivision stays empty
 // (a name would mix with codes in the same column) and Geo.CityID is 0.
 type GeoIP struct {
+	locs []*location    // tried in order until one knows the address
+	asn  *geoip2.Reader // optional
+}
+
+// location is one location database in one of the two layouts.
+type location struct {
 	city *geoip2.Reader    // GeoIP2 layout
 	flat *maxminddb.Reader // DB-IP flat layout
-	asn  *geoip2.Reader    // optional
-	kind string            // metadata type of the location database
+	kind string            // metadata type
 }
 
 // OpenGeoIP opens the location database at path and, when asnPath is not
-// empty, the ASN database at asnPath. Either path may be empty.
+// empty, the ASN database at asnPath. Either path may be empty. path may
+// list several databases separated by commas — DB-IP Lite ships one file
+// for IPv4 and one for IPv6 — which are asked in order.
 func OpenGeoIP(path, asnPath string) (*GeoIP, error) {
 	g := &GeoIP{}
-	if path != "" {
-		if err := g.openLocation(path); err != nil {
+	for _, p := range strings.Split(path, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if err := g.openLocation(p); err != nil {
+			g.Close()
 			return nil, err
 		}
 	}
@@ -63,7 +74,7 @@ func (g *GeoIP) openLocation(path string) error {
 			r.Close()
 			return fmt.Errorf("opening GeoIP database %q: type %q has no location data", path, t)
 		}
-		g.city, g.kind = r, r.Metadata().DatabaseType
+		g.locs = append(g.locs, &location{city: r, kind: r.Metadata().DatabaseType})
 		return nil
 	}
 	if r != nil {
@@ -84,16 +95,16 @@ func (g *GeoIP) openLocation(path string) error {
 	if err != nil {
 		return fmt.Errorf("opening GeoIP database %q: %w", path, err)
 	}
-	g.flat, g.kind = fr, unknown.DatabaseType
+	g.locs = append(g.locs, &location{flat: fr, kind: unknown.DatabaseType})
 	return nil
 }
 
-// Kind is the metadata type of the location database ("" without one).
+// Kind is the metadata type of the (first) location database ("" without one).
 func (g *GeoIP) Kind() string {
-	if g == nil {
+	if g == nil || len(g.locs) == 0 {
 		return ""
 	}
-	return g.kind
+	return g.locs[0].kind
 }
 
 // Close releases the databases.
@@ -102,11 +113,13 @@ func (g *GeoIP) Close() error {
 		return nil
 	}
 	var errs []error
-	if g.city != nil {
-		errs = append(errs, g.city.Close())
-	}
-	if g.flat != nil {
-		errs = append(errs, g.flat.Close())
+	for _, l := range g.locs {
+		if l.city != nil {
+			errs = append(errs, l.city.Close())
+		}
+		if l.flat != nil {
+			errs = append(errs, l.flat.Close())
+		}
 	}
 	if g.asn != nil {
 		errs = append(errs, g.asn.Close())
@@ -130,23 +143,11 @@ func (g *GeoIP) Lookup(ip netip.Addr) Geo {
 		return geo
 	}
 	ip = ip.Unmap()
-	switch {
-	case g.city != nil:
-		if c, err := g.city.City(ip); err == nil {
-			geo.Country = normCountry(c.Country.ISOCode)
-			if geo.Country != "" {
-				geo.Continent = normContinent(c.Continent.Code)
-				if len(c.Subdivisions) > 0 && c.Subdivisions[0].ISOCode != "" {
-					geo.Subdivision = geo.Country + "-" + strings.ToUpper(c.Subdivisions[0].ISOCode)
-				}
-				geo.CityID = uint32(c.City.GeoNameID)
-			}
+	for _, l := range g.locs {
+		if geo.Country != "" {
+			break
 		}
-	case g.flat != nil:
-		var rec flatRecord
-		if err := g.flat.Lookup(ip).Decode(&rec); err == nil {
-			geo.Country = normCountry(rec.CountryCode)
-		}
+		l.lookup(ip, &geo)
 	}
 	if geo.Continent == "" {
 		geo.Continent = continentOf(geo.Country)
@@ -158,6 +159,28 @@ func (g *GeoIP) Lookup(ip netip.Addr) Geo {
 		}
 	}
 	return geo
+}
+
+// lookup fills geo's location fields from one database.
+func (l *location) lookup(ip netip.Addr, geo *Geo) {
+	switch {
+	case l.city != nil:
+		if c, err := l.city.City(ip); err == nil {
+			geo.Country = normCountry(c.Country.ISOCode)
+			if geo.Country != "" {
+				geo.Continent = normContinent(c.Continent.Code)
+				if len(c.Subdivisions) > 0 && c.Subdivisions[0].ISOCode != "" {
+					geo.Subdivision = geo.Country + "-" + strings.ToUpper(c.Subdivisions[0].ISOCode)
+				}
+				geo.CityID = uint32(c.City.GeoNameID)
+			}
+		}
+	case l.flat != nil:
+		var rec flatRecord
+		if err := l.flat.Lookup(ip).Decode(&rec); err == nil {
+			geo.Country = normCountry(rec.CountryCode)
+		}
+	}
 }
 
 // normContinent keeps the seven continent codes and drops anything else.

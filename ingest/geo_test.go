@@ -215,3 +215,27 @@ func TestContinentTable(t *testing.T) {
 		}
 	}
 }
+
+// DB-IP Lite ships separate IPv4 and IPv6 files: a comma-separated list
+// asks each in turn.
+func TestGeoIPSeveralDatabases(t *testing.T) {
+	v4 := writeMMDB(t, "dbip-city-ipv4", map[string]mmdbtype.Map{"81.2.69.0/24": flatRecordMap("GB", "England", "London")})
+	v6 := writeMMDB(t, "dbip-city-ipv6", map[string]mmdbtype.Map{"2001:db8::/32": flatRecordMap("JP", "Tokyo", "Tokyo")})
+	g, err := OpenGeoIP(v4+", "+v6, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for ip, want := range map[string]Geo{
+		"81.2.69.1":   {Continent: "EU", Country: "GB"},
+		"2001:db8::1": {Continent: "AS", Country: "JP"},
+		"192.0.2.1":   {},
+	} {
+		if got := g.Lookup(netip.MustParseAddr(ip)); got != want {
+			t.Errorf("Lookup(%s) = %+v, want %+v", ip, got, want)
+		}
+	}
+	if _, err := OpenGeoIP(v4+","+filepath.Join(t.TempDir(), "missing.mmdb"), ""); err == nil {
+		t.Error("a missing second database was accepted")
+	}
+}

@@ -76,7 +76,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.sites, "sites", "comma-separated data-site values accepted by /beacon (default: any)")
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR prefixes of proxies whose X-Forwarded-For/Forwarded is believed")
 	fs.StringVar(&c.geoHeader, "geo-header", "", "request header with the client's country set by a trusted CDN, e.g. CF-IPCountry")
-	fs.StringVar(&c.geoipDB, "geoip-db", "", "GeoIP2/GeoLite2 City or Country, or DB-IP Lite city, mmdb file")
+	fs.StringVar(&c.geoipDB, "geoip-db", "", "GeoIP2/GeoLite2 City or Country, or DB-IP Lite city mmdb file; comma-separated to ask several in turn (DB-IP ships IPv4 and IPv6 files)")
 	fs.StringVar(&c.asnDB, "asn-db", "", "GeoLite2 ASN mmdb file")
 	fs.Float64Var(&c.rateLimit, "rate-limit", 10, "reports per second allowed per client address (0: unlimited)")
 	fs.Int64Var(&c.maxBeaconBytes, "max-beacon-bytes", beacon.MaxReportBytes, "largest /beacon body, in bytes")
