@@ -10,6 +10,12 @@ GOTEST    := $(GO) test -race -shuffle=on -timeout 15m
 FUZZTIME  ?= 20s
 export PATH := /usr/local/go/bin:$(PATH)
 
+comma := ,
+empty :=
+space := $(empty) $(empty)
+# make run uses the databases `make geoip` fetched, when there are any.
+GEOIP_DBS = $(subst $(space),$(comma),$(wildcard $(DATA_DIR)/geoip/*.mmdb))
+
 .PHONY: build run test deps go-check generate vet fuzz bench geoip clean
 
 ## deps: install the Debian packages the collector and the tests use, when missing
@@ -41,7 +47,7 @@ build: generate
 
 ## run: install what is missing, start a local ClickHouse and the collector with its demo page
 run: deps build
-	$(BIN) serve --addr localhost:8443 --h2-addr localhost:8444 --data-dir $(DATA_DIR)
+	$(BIN) serve --addr localhost:8443 --h2-addr localhost:8444 --data-dir $(DATA_DIR) $(if $(GEOIP_DBS),--geoip-db $(GEOIP_DBS))
 
 vet: go-check
 	$(GO) vet ./...
