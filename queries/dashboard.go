@@ -1,0 +1,296 @@
+package queries
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"math"
+	"strconv"
+	"time"
+)
+
+//go:embed assets/dashboard.html assets/dashboard.js assets/dashboard.css
+var assets embed.FS
+
+var dashboardTmpl = template.Must(template.New("dashboard.html").Funcs(template.FuncMap{
+	"ms":     ms,
+	"signed": func(v float64) string { return signed(v, "") },
+	"pct":    func(v float64) string { return signed(v, "%") },
+	"share":  share,
+	"num":    func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
+	"ci":     func(lo, hi *float64) string { return ci(lo, hi, "") },
+	"cipct":  func(lo, hi *float64) string { return ci(lo, hi, "%") },
+	"cishr":  shareCI,
+	"time":   func(t time.Time) string { return t.Format("2006-01-02 15:04 UTC") },
+	"label":  func(k string) string { return outcomeLabel[k] },
+}).ParseFS(assets, "assets/dashboard.html"))
+
+// Chart colours (Tableau 10): H2 blue, H3 orange, fallback red, other grey.
+const (
+	colH2       = "#4e79a7"
+	colH3       = "#f28e2b"
+	colFallback = "#e15759"
+	colOther    = "#bab0ac"
+	colAxis     = "#555"
+)
+
+// chart is an SVG drawing computed in Go and rendered by the template
+// with presentation attributes only (no inline style or script).
+type chart struct {
+	ID, Title string
+	W, H      float64
+	Rects     []rect
+	Lines     []line
+	Texts     []text
+}
+
+type rect struct {
+	X, Y, W, H float64
+	Fill       string
+	Tip        string
+}
+
+type line struct {
+	X1, Y1, X2, Y2 float64
+	Stroke         string
+}
+
+type text struct {
+	X, Y   float64
+	S      string
+	Anchor string // start, middle, end
+}
+
+// dashView is what the template renders.
+type dashView struct {
+	R         *Report
+	O         *Options
+	Query     string
+	Groupings []string
+	Live      bool
+	Outcomes  []outcomeRow
+	Charts    []chart
+	Hists     []chart
+}
+
+// outcomeRow is one group × outcome line of the regional table.
+type outcomeRow struct {
+	G     *Group
+	Key   string
+	S     *Stats
+	First bool
+}
+
+func renderDashboard(r *Report, o *Options, live bool) ([]byte, error) {
+	v := dashView{R: r, O: o, Query: o.values().Encode(), Groupings: Groupings(), Live: live}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		first := true
+		for _, x := range []struct {
+			k string
+			s *Stats
+		}{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}} {
+			if x.s != nil {
+				v.Outcomes = append(v.Outcomes, outcomeRow{G: g, Key: x.k, S: x.s, First: first})
+				first = false
+			}
+		}
+	}
+	v.Charts = append(v.Charts, percentileChart(r), availabilityChart(r), timelineChart(r))
+	v.Hists = histogramCharts(r)
+	var b bytes.Buffer
+	if err := dashboardTmpl.Execute(&b, &v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// maxGroups bounds the groups drawn in charts (the table shows all).
+const maxGroups = 12
+
+// niceMax rounds a scale maximum up to 1, 2 or 5 × 10^k.
+func niceMax(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	return niceStep(v)
+}
+
+// percentileChart draws p50/p90/p95 of H2 and H3 side by side per group.
+func percentileChart(r *Report) chart {
+	pcts := []int{0, 2, 3} // indexes of p50, p90, p95
+	groups := r.Groups[:min(len(r.Groups), maxGroups)]
+	const left, top, bottom, bw, gap = 50.0, 24.0, 40.0, 9.0, 4.0
+	block := float64(len(pcts))*(2*bw+gap) + 18
+	c := chart{ID: "chart-percentiles", Title: "p50 / p90 / p95 by group, H2 (blue) and H3 (orange), ms", H: 260}
+	c.W = left + block*float64(max(len(groups), 1)) + 10
+	top5 := 0.0
+	for _, g := range groups {
+		for _, s := range []*Stats{g.H2, g.H3} {
+			if s != nil {
+				for _, i := range pcts {
+					top5 = math.Max(top5, s.Percentiles[i].MS)
+				}
+			}
+		}
+	}
+	scaleMax := niceMax(top5)
+	plotH := c.H - top - bottom
+	y := func(v float64) float64 { return top + plotH*(1-v/scaleMax) }
+	axes(&c, left, top, c.W-10, c.H-bottom, scaleMax, y, "ms")
+	for gi, g := range groups {
+		x0 := left + 10 + float64(gi)*block
+		for k, i := range pcts {
+			for j, s := range []*Stats{g.H2, g.H3} {
+				if s == nil {
+					continue
+				}
+				p := s.Percentiles[i]
+				x := x0 + float64(k)*(2*bw+gap) + float64(j)*bw
+				fill := colH2
+				proto := "h2"
+				if j == 1 {
+					fill, proto = colH3, "h3"
+				}
+				c.Rects = append(c.Rects, rect{X: x, Y: y(p.MS), W: bw - 1, H: c.H - bottom - y(p.MS), Fill: fill,
+					Tip: fmt.Sprintf("%s %s p%g: %s ms", g.Group, proto, p.P, ms(p.MS))})
+			}
+			c.Texts = append(c.Texts, text{X: x0 + float64(k)*(2*bw+gap) + bw, Y: c.H - bottom + 12, S: "p" + strconv.Itoa(int(percentiles[i])), Anchor: "middle"})
+		}
+		name := g.Group
+		if g.TooSmall {
+			name += " *"
+		}
+		c.Texts = append(c.Texts, text{X: x0 + block/2 - 9, Y: c.H - bottom + 28, S: name, Anchor: "middle"})
+	}
+	return c
+}
+
+// axes draws a y axis with five ticks and the baseline.
+func axes(c *chart, x0, y0, x1, y1, scaleMax float64, y func(float64) float64, unit string) {
+	c.Lines = append(c.Lines, line{x0, y1, x1, y1, colAxis}, line{x0, y0, x0, y1, colAxis})
+	for i := 0; i <= 4; i++ {
+		v := scaleMax * float64(i) / 4
+		c.Lines = append(c.Lines, line{x0 - 4, y(v), x0, y(v), colAxis})
+		c.Texts = append(c.Texts, text{X: x0 - 6, Y: y(v) + 4, S: strconv.FormatFloat(v, 'f', -1, 64), Anchor: "end"})
+	}
+	c.Texts = append(c.Texts, text{X: x0 - 6, Y: y0 - 10, S: unit, Anchor: "end"})
+}
+
+// availabilityChart draws the H3 availability share per group with its CI.
+func availabilityChart(r *Report) chart {
+	groups := r.Groups[:min(len(r.Groups), maxGroups)]
+	const left, top, rowH, right = 90.0, 20.0, 22.0, 20.0
+	c := chart{ID: "chart-availability", Title: "HTTP/3 availability: share of H3-origin requests that used h3", W: 520}
+	c.H = top + rowH*float64(max(len(groups), 1)) + 30
+	plotW := c.W - left - right
+	x := func(v float64) float64 { return left + plotW*v }
+	base := c.H - 26
+	c.Lines = append(c.Lines, line{left, top - 4, left, base, colAxis}, line{left, base, c.W - right, base, colAxis})
+	for i := 0; i <= 4; i++ {
+		v := float64(i) / 4
+		c.Lines = append(c.Lines, line{x(v), base, x(v), base + 4, colAxis})
+		c.Texts = append(c.Texts, text{X: x(v), Y: base + 16, S: strconv.Itoa(i*25) + "%", Anchor: "middle"})
+	}
+	for i, g := range groups {
+		yy := top + float64(i)*rowH
+		c.Texts = append(c.Texts, text{X: left - 6, Y: yy + 13, S: g.Group, Anchor: "end"})
+		a := g.Availability
+		if a == nil {
+			continue
+		}
+		c.Rects = append(c.Rects, rect{X: left, Y: yy + 3, W: plotW * a.Share, H: rowH - 8, Fill: colH3,
+			Tip: fmt.Sprintf("%s: %s of %d requests", g.Group, share(a.Share), a.WantedH3)})
+		if a.CILow != nil {
+			mid := yy + 3 + (rowH-8)/2
+			c.Lines = append(c.Lines, line{x(*a.CILow), mid, x(*a.CIHigh), mid, "#000"},
+				line{x(*a.CILow), mid - 4, x(*a.CILow), mid + 4, "#000"}, line{x(*a.CIHigh), mid - 4, x(*a.CIHigh), mid + 4, "#000"})
+		}
+	}
+	return c
+}
+
+// timelineChart stacks samples per hour by outcome.
+func timelineChart(r *Report) chart {
+	const left, top, bottom, right = 50.0, 24.0, 30.0, 10.0
+	c := chart{ID: "chart-timeline", Title: "Samples per hour: h2, h3, wanted h3 got h2, other", W: 900, H: 200}
+	hours := r.Timeline
+	// Bars span the whole window, one slot per hour, empty hours included.
+	first := r.Since.Truncate(time.Hour)
+	n := int(math.Ceil(r.Until.Sub(first).Hours()))
+	n = min(max(n, 1), 24*90)
+	peak := 0
+	for _, h := range hours {
+		peak = max(peak, h.H2+h.H3+h.WantedH3GotH2+h.Other)
+	}
+	scaleMax := niceMax(float64(peak))
+	plotW, plotH := c.W-left-right, c.H-top-bottom
+	slot := plotW / float64(n)
+	y := func(v float64) float64 { return top + plotH*(1-v/scaleMax) }
+	axes(&c, left, top, c.W-right, c.H-bottom, scaleMax, y, "samples")
+	for _, h := range hours {
+		i := int(h.Hour.Sub(first).Hours())
+		if i < 0 || i >= n {
+			continue
+		}
+		x := left + float64(i)*slot
+		acc := 0.0
+		for _, part := range []struct {
+			n    int
+			fill string
+		}{{h.H2, colH2}, {h.H3, colH3}, {h.WantedH3GotH2, colFallback}, {h.Other, colOther}} {
+			if part.n == 0 {
+				continue
+			}
+			y0, y1 := y(acc), y(acc+float64(part.n))
+			c.Rects = append(c.Rects, rect{X: x, Y: y1, W: math.Max(slot-1, 0.5), H: y0 - y1, Fill: part.fill,
+				Tip: fmt.Sprintf("%s: %d", h.Hour.Format("2006-01-02 15:00"), part.n)})
+			acc += float64(part.n)
+		}
+	}
+	c.Texts = append(c.Texts, text{X: left, Y: c.H - 10, S: first.Format("2006-01-02 15:00"), Anchor: "start"},
+		text{X: c.W - right, Y: c.H - 10, S: r.Until.Format("2006-01-02 15:04"), Anchor: "end"})
+	return c
+}
+
+// histogramCharts draws the within-run difference distribution of the
+// largest groups, with a line at zero.
+func histogramCharts(r *Report) []chart {
+	var out []chart
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if g.Paired == nil || len(out) >= 6 {
+			continue
+		}
+		h := g.Paired.Histogram
+		const left, top, bottom, right = 40.0, 24.0, 30.0, 10.0
+		c := chart{ID: "hist-" + g.Group, W: 300, H: 170,
+			Title: fmt.Sprintf("%s: median(H3) − median(H2) per run, ms (%d runs)", g.Group, g.Paired.Runs)}
+		peak := 0
+		for _, n := range h.Counts {
+			peak = max(peak, n)
+		}
+		scaleMax := niceMax(float64(peak))
+		plotW, plotH := c.W-left-right, c.H-top-bottom
+		lo, hi := h.Edges[0], h.Edges[len(h.Edges)-1]
+		x := func(v float64) float64 { return left + plotW*(v-lo)/(hi-lo) }
+		y := func(v float64) float64 { return top + plotH*(1-v/scaleMax) }
+		axes(&c, left, top, c.W-right, c.H-bottom, scaleMax, y, "runs")
+		for k, n := range h.Counts {
+			fill := colH2 // H3 slower
+			if h.Edges[k+1] <= 0 {
+				fill = colH3 // H3 faster
+			}
+			c.Rects = append(c.Rects, rect{X: x(h.Edges[k]), Y: y(float64(n)), W: math.Max(x(h.Edges[k+1])-x(h.Edges[k])-1, 0.5),
+				H: c.H - bottom - y(float64(n)), Fill: fill, Tip: fmt.Sprintf("[%g, %g) ms: %d runs", h.Edges[k], h.Edges[k+1], n)})
+		}
+		if lo < 0 && hi > 0 {
+			c.Lines = append(c.Lines, line{x(0), top, x(0), c.H - bottom, "#000"})
+		}
+		c.Texts = append(c.Texts, text{X: left, Y: c.H - 10, S: strconv.FormatFloat(lo, 'f', -1, 64), Anchor: "start"},
+			text{X: c.W - right, Y: c.H - 10, S: strconv.FormatFloat(hi, 'f', -1, 64), Anchor: "end"})
+		out = append(out, c)
+	}
+	return out
+}

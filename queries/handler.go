@@ -1,0 +1,295 @@
+package queries
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/gorilla/websocket"
+)
+
+// CookieName is the cookie that carries the report token for the
+// dashboard and its live feed once the token was given as ?token=.
+const CookieName = "h3rum_report"
+
+// Handler serves GET /api/report (JSON), GET /dashboard (HTML with SVG
+// charts), its static /dashboard.js and /dashboard.css, and GET /api/live
+// (WebSocket feed of accepted runs). Register it on a mux with Register.
+type Handler struct {
+	// Conn is the ClickHouse connection. Required.
+	Conn driver.Conn
+	// Token is the bearer token for every data route ("Authorization:
+	// Bearer …", the h3rum_report cookie, or ?token= on /dashboard, which
+	// sets the cookie). Empty means no token: the routes are then open
+	// only if AllowOpen is set, and refused (403) otherwise.
+	Token string
+	// AllowOpen permits serving without a token; set it only when the
+	// listener is bound to loopback.
+	AllowOpen bool
+	// Hub feeds /api/live; nil answers 404 there.
+	Hub *Hub
+	// Timeout bounds one report computation. Default 30 s.
+	Timeout time.Duration
+	// Logger receives report failures and live-client events; nil discards.
+	Logger *slog.Logger
+
+	once     sync.Once
+	log      *slog.Logger
+	upgrader websocket.Upgrader
+	mux      *http.ServeMux
+}
+
+// Paths are the paths Register mounts.
+var Paths = []string{"/api/report", "/api/live", "/dashboard", "/dashboard.js", "/dashboard.css"}
+
+func (h *Handler) init() {
+	h.once.Do(func() {
+		h.log = h.Logger
+		if h.log == nil {
+			h.log = slog.New(slog.DiscardHandler)
+		}
+		// The default CheckOrigin refuses cross-origin upgrades, so another
+		// site cannot ride the cookie into the live feed.
+		h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 4096}
+		h.mux = http.NewServeMux()
+		h.routes(h.mux)
+	})
+}
+
+// Register adds the handler's routes to mux.
+func (h *Handler) Register(mux *http.ServeMux) {
+	h.init()
+	h.routes(mux)
+}
+
+func (h *Handler) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/report", h.report)
+	mux.HandleFunc("GET /api/live", h.live)
+	mux.HandleFunc("GET /dashboard", h.dashboard)
+	mux.HandleFunc("GET /dashboard.js", h.asset)
+	mux.HandleFunc("GET /dashboard.css", h.asset)
+}
+
+// ServeHTTP serves the routes of Register, for use without a shared mux.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.init()
+	h.mux.ServeHTTP(w, r)
+}
+
+func (h *Handler) timeout() time.Duration {
+	if h.Timeout > 0 {
+		return h.Timeout
+	}
+	return 30 * time.Second
+}
+
+// fail answers with a one-line plain-text reason.
+func fail(w http.ResponseWriter, status int, reason string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	reason = strings.ReplaceAll(reason, "\n", " ")
+	w.Write([]byte(reason + "\n"))
+}
+
+func (h *Handler) tokenOK(tok string) bool {
+	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(h.Token)) == 1
+}
+
+// authorize checks the request's credentials and answers it if they fail.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) bool {
+	if h.Token == "" {
+		if h.AllowOpen {
+			return true
+		}
+		fail(w, http.StatusForbidden, "forbidden: reports are served without a token only on loopback; set a report token")
+		return false
+	}
+	if a := r.Header.Get("Authorization"); a != "" {
+		scheme, tok, ok := strings.Cut(a, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") && h.tokenOK(strings.TrimSpace(tok)) {
+			return true
+		}
+	} else if c, err := r.Cookie(CookieName); err == nil && h.tokenOK(c.Value) {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="h3rum"`)
+	fail(w, http.StatusUnauthorized, "unauthorized: a valid report token is required (Authorization: Bearer …)")
+	return false
+}
+
+func (h *Handler) options(w http.ResponseWriter, r *http.Request) (Options, bool) {
+	o, err := OptionsFromValues(r.URL.Query(), time.Now())
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad request: "+strings.TrimPrefix(err.Error(), ErrInvalidOptions.Error()+": "))
+		return o, false
+	}
+	return o, true
+}
+
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, o Options) (*Report, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
+	defer cancel()
+	rep, err := Run(ctx, h.Conn, o)
+	if err != nil {
+		if errors.Is(err, ErrInvalidOptions) {
+			fail(w, http.StatusBadRequest, "bad request: "+err.Error())
+			return nil, false
+		}
+		h.log.Warn("report failed", "err", err)
+		fail(w, http.StatusBadGateway, "report failed: "+err.Error())
+		return nil, false
+	}
+	return rep, true
+}
+
+func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
+	h.init()
+	if !h.authorize(w, r) {
+		return
+	}
+	o, ok := h.options(w, r)
+	if !ok {
+		return
+	}
+	rep, ok := h.run(w, r, o)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(rep)
+}
+
+func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
+	h.init()
+	if tok := r.URL.Query().Get("token"); tok != "" && h.Token != "" {
+		if !h.tokenOK(tok) {
+			fail(w, http.StatusUnauthorized, "unauthorized: wrong token")
+			return
+		}
+		// Keep the token out of the address bar and history: set the
+		// cookie and reload without it.
+		http.SetCookie(w, &http.Cookie{
+			Name: CookieName, Value: tok, Path: "/", HttpOnly: true,
+			Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 30 * 24 * 3600,
+		})
+		q := r.URL.Query()
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return
+	}
+	if !h.authorize(w, r) {
+		return
+	}
+	o, ok := h.options(w, r)
+	if !ok {
+		return
+	}
+	rep, ok := h.run(w, r, o)
+	if !ok {
+		return
+	}
+	page, err := renderDashboard(rep, &o, h.Hub != nil)
+	if err != nil {
+		h.log.Warn("rendering dashboard", "err", err)
+		fail(w, http.StatusInternalServerError, "rendering dashboard: "+err.Error())
+		return
+	}
+	securityHeaders(w)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(page)
+}
+
+func securityHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Cache-Control", "no-store")
+}
+
+func (h *Handler) asset(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, "/")
+	b, err := assets.ReadFile("assets/" + name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	securityHeaders(w)
+	w.Header().Set("Cache-Control", "no-cache")
+	if strings.HasSuffix(name, ".js") {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	}
+	w.Write(b)
+}
+
+// live streams accepted runs as JSON text messages (LiveRun), one per run.
+func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
+	h.init()
+	if h.Hub == nil {
+		http.NotFound(w, r)
+		return
+	}
+	if !h.authorize(w, r) {
+		return
+	}
+	sub, err := h.Hub.Subscribe()
+	if err != nil {
+		w.Header().Set("Retry-After", "30")
+		fail(w, http.StatusServiceUnavailable, "busy: "+err.Error())
+		return
+	}
+	defer h.Hub.Unsubscribe(sub)
+	conn, err := h.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader answered
+	}
+	defer conn.Close()
+	conn.SetReadLimit(512)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		conn.SetReadDeadline(time.Now().Add(90 * time.Second))
+		conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(90 * time.Second)) })
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	ping := time.NewTicker(30 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case msg := <-sub.C:
+			conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			if err := conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+				return
+			}
+		case <-ping.C:
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(10*time.Second)); err != nil {
+				return
+			}
+		case <-sub.Done():
+			conn.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "too slow: dropped"), time.Now().Add(time.Second))
+			return
+		case <-readDone:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

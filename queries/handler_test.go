@@ -1,0 +1,269 @@
+package queries
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest"
+	"github.com/h3rum/h3rum/queries/internal/synth"
+)
+
+const testToken = "s3cret-t0ken"
+
+func serve(t *testing.T, h *Handler) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	h.Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+func get(t *testing.T, url string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+func TestHandlerAuthAndParams(t *testing.T) {
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 5, Runs: 300}))
+	window := "?since=2025-01-01T00:00:00Z&until=2025-01-03T00:00:00Z"
+	locked := serve(t, &Handler{Conn: conn, Token: testToken, Hub: &Hub{}})
+	open := serve(t, &Handler{Conn: conn, AllowOpen: true})
+	closed := serve(t, &Handler{Conn: conn})
+	bearer := map[string]string{"Authorization": "Bearer " + testToken}
+	for _, tc := range []struct {
+		name   string
+		url    string
+		hdr    map[string]string
+		status int
+		body   string
+	}{
+		{"no token", locked.URL + "/api/report" + window, nil, 401, "unauthorized"},
+		{"wrong token", locked.URL + "/api/report" + window, map[string]string{"Authorization": "Bearer nope"}, 401, "unauthorized"},
+		{"basic auth", locked.URL + "/api/report" + window, map[string]string{"Authorization": "Basic " + testToken}, 401, "unauthorized"},
+		{"bearer", locked.URL + "/api/report" + window, bearer, 200, `"groups":[`},
+		{"cookie", locked.URL + "/api/report" + window, map[string]string{"Cookie": CookieName + "=" + testToken}, 200, `"version":1`},
+		{"query token is for the dashboard only", locked.URL + "/api/report" + window + "&token=" + testToken, nil, 401, "unauthorized"},
+		{"dashboard without token", locked.URL + "/dashboard" + window, nil, 401, "unauthorized"},
+		{"dashboard wrong query token", locked.URL + "/dashboard" + window + "&token=x", nil, 401, "unauthorized"},
+		{"dashboard cookie", locked.URL + "/dashboard" + window, map[string]string{"Cookie": CookieName + "=" + testToken}, 200, `id="report"`},
+		{"live without token", locked.URL + "/api/live", nil, 401, "unauthorized"},
+		{"static js needs no token", locked.URL + "/dashboard.js", nil, 200, "use strict"},
+		{"open on loopback", open.URL + "/api/report" + window, nil, 200, `"groups":[`},
+		{"no token, not loopback", closed.URL + "/api/report" + window, nil, 403, "forbidden"},
+		{"bad by", open.URL + "/api/report?by=planet", nil, 400, `bad request: unknown grouping "planet"`},
+		{"bad since", open.URL + "/api/report?since=later", nil, 400, `bad request: cannot parse time "later"`},
+		{"until before since", open.URL + "/api/report?since=2025-01-02&until=2025-01-01", nil, 400, "must be after since"},
+		{"unknown parameter", open.URL + "/api/report?colour=red", nil, 400, `unknown parameter "colour"`},
+		{"rollup cannot answer", open.URL + "/api/report?by=asn&source=rollup", nil, 400, "rollup"},
+	} {
+		res, body := get(t, tc.url, tc.hdr)
+		if res.StatusCode != tc.status || !strings.Contains(body, tc.body) {
+			t.Errorf("%s: %d %q, want %d containing %q", tc.name, res.StatusCode, trim(body), tc.status, tc.body)
+		}
+		if res.StatusCode >= 400 && strings.Count(strings.TrimSpace(body), "\n") != 0 {
+			t.Errorf("%s: error body is not one line: %q", tc.name, body)
+		}
+	}
+
+	// ?token= on first load sets the cookie and redirects without the token.
+	res, _ := get(t, locked.URL+"/dashboard"+window+"&token="+testToken, nil)
+	loc := res.Header.Get("Location")
+	var cookie *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == CookieName {
+			cookie = c
+		}
+	}
+	if res.StatusCode != http.StatusSeeOther || strings.Contains(loc, "token") || !strings.Contains(loc, "since=") ||
+		cookie == nil || cookie.Value != testToken || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Errorf("token login: %d Location %q cookie %+v", res.StatusCode, loc, cookie)
+	}
+	res, body := get(t, locked.URL+"/dashboard"+window, map[string]string{"Cookie": CookieName + "=" + testToken})
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'self'") {
+		t.Errorf("dashboard CSP %q", csp)
+	}
+	for _, bad := range []string{"<script>", "style=", "onclick", "http://", "https://"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("dashboard contains %q (inline code or a remote resource)", bad)
+		}
+	}
+
+	// The API's JSON is the Report of Run.
+	_, body = get(t, open.URL+"/api/report"+window+"&by=country", nil)
+	var got Report
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Run(context.Background(), conn, Options{Since: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2025, 1, 3, 0, 0, 0, 0, time.UTC), By: "country"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, _ := json.Marshal(want)
+	gb, _ := json.Marshal(&got)
+	if string(wb) != string(gb) {
+		t.Errorf("API JSON differs from Run:\n%s\n%s", trim(string(gb)), trim(string(wb)))
+	}
+}
+
+func trim(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// testRun is an accepted run with known medians: H2 10, 20, 30 → 20;
+// H3 5, 7, 100 → 7; one H3-origin request fell back: availability 3/4.
+func testRun() ingest.Run {
+	rep := &beacon.Report{Site: "example.com", Samples: []beacon.Sample{
+		{Phase: beacon.PhaseWarmup, Want: beacon.ProtoH3, Got: beacon.ProtoH2, Duration: 500},
+		{Phase: beacon.PhaseParallel, Want: beacon.ProtoH2, Got: beacon.ProtoH2, Duration: 30},
+		{Phase: beacon.PhaseParallel, Want: beacon.ProtoH2, Got: beacon.ProtoH2, Duration: 10},
+		{Phase: beacon.PhaseParallel, Want: beacon.ProtoH2, Got: beacon.ProtoH2, Duration: 20},
+		{Phase: beacon.PhaseParallel, Want: beacon.ProtoH2, Got: beacon.ProtoUnknown, Duration: 0, Error: "timeout"},
+		{Phase: beacon.PhaseParallel, Want: beacon.ProtoH3, Got: beacon.ProtoH3, Duration: 100},
+		{Phase: beacon.PhaseParallel, Want: beacon.ProtoH3, Got: beacon.ProtoH3, Duration: 5},
+		{Phase: beacon.PhaseParallel, Want: beacon.ProtoH3, Got: beacon.ProtoH3, Duration: 7},
+		{Phase: beacon.PhaseParallel, Want: beacon.ProtoH3, Got: beacon.ProtoH2, Duration: 9},
+	}}
+	return ingest.Run{
+		Envelope: beacon.Envelope{Report: rep, Received: time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC), ClientIP: netip.MustParseAddr("192.0.2.1")},
+		Geo:      ingest.Geo{Continent: "EU", Country: "DE"},
+	}
+}
+
+func TestLiveRunMessage(t *testing.T) {
+	m := NewLiveRun(testRun())
+	if m.Site != "example.com" || m.Continent != "EU" || m.H2MedianMS == nil || *m.H2MedianMS != 20 ||
+		m.H3MedianMS == nil || *m.H3MedianMS != 7 || m.H3Availability == nil || *m.H3Availability != 0.75 {
+		t.Errorf("live message %+v", m)
+	}
+	b, _ := json.Marshal(m)
+	if strings.Contains(string(b), "192.0.2.1") {
+		t.Error("live message leaks the client address")
+	}
+	empty := NewLiveRun(ingest.Run{})
+	if empty.Continent != "unknown" || empty.H2MedianMS != nil || empty.H3Availability != nil {
+		t.Errorf("empty run message %+v", empty)
+	}
+}
+
+func TestHubDropsSlowClientWithoutBlocking(t *testing.T) {
+	h := &Hub{ClientBuffer: 4}
+	slow, err := h.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := h.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 10; i++ {
+			h.Publish(testRun()) // must return although slow never reads
+			select {
+			case <-fast.C:
+			case <-time.After(10 * time.Second):
+				t.Error("fast client got no message")
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Publish blocked on a slow client")
+	}
+	select {
+	case <-slow.Done():
+	default:
+		t.Error("slow client was not dropped")
+	}
+	select {
+	case <-fast.Done():
+		t.Error("fast client was dropped")
+	default:
+	}
+	if s := h.Stats(); s.Dropped != 1 || s.Clients != 1 || s.Published != 10 {
+		t.Errorf("stats %+v, want 1 dropped, 1 client, 10 published", s)
+	}
+	if len(slow.C) != 4 {
+		t.Errorf("slow client buffered %d messages, want its buffer of 4", len(slow.C))
+	}
+	h.Unsubscribe(fast)
+	h.Unsubscribe(fast) // twice is fine
+	lim := &Hub{MaxClients: 1}
+	if _, err := lim.Subscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim.Subscribe(); err != ErrTooManyClients {
+		t.Errorf("second subscriber: %v, want ErrTooManyClients", err)
+	}
+}
+
+func TestLiveWebSocket(t *testing.T) {
+	hub := &Hub{}
+	srv := serve(t, &Handler{Token: testToken, Hub: hub})
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/live"
+	if _, res, err := websocket.DefaultDialer.Dial(url, nil); err == nil || res == nil || res.StatusCode != 401 {
+		t.Fatalf("dial without token: %v %v, want 401", res, err)
+	}
+	hdr := http.Header{"Authorization": {"Bearer " + testToken}}
+	// A cross-site page must not ride the cookie into the feed.
+	evil := http.Header{"Cookie": {CookieName + "=" + testToken}, "Origin": {"https://evil.example"}}
+	if _, res, err := websocket.DefaultDialer.Dial(url, evil); err == nil || res == nil || res.StatusCode != 403 {
+		t.Errorf("cross-origin dial: %v %v, want 403", res, err)
+	}
+	ws, _, err := websocket.DefaultDialer.Dial(url, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	// Subscribe happens before the upgrade; publish until the message arrives.
+	deadline := time.Now().Add(10 * time.Second)
+	for hub.Stats().Clients == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	hub.Publish(testRun())
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var m LiveRun
+	if err := ws.ReadJSON(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Country != "DE" || m.H3MedianMS == nil || *m.H3MedianMS != 7 {
+		t.Errorf("live message %+v", m)
+	}
+	ws.Close()
+	for hub.Stats().Clients != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := hub.Stats().Clients; n != 0 {
+		t.Errorf("%d clients after close, want 0", n)
+	}
+}

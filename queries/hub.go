@@ -1,0 +1,182 @@
+package queries
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest"
+)
+
+// LiveRun is the message /api/live sends for each accepted run.
+type LiveRun struct {
+	Site      string    `json:"site"`
+	Time      time.Time `json:"time"`
+	Continent string    `json:"continent"` // "unknown" when empty
+	Country   string    `json:"country"`   // "unknown" when empty
+	Bot       bool      `json:"bot"`
+	// Medians of the run's successful parallel requests per protocol (want
+	// = got); null when the run has none.
+	H2MedianMS *float64 `json:"h2_median_ms"`
+	H3MedianMS *float64 `json:"h3_median_ms"`
+	// H3Availability is the share of the run's parallel requests to the
+	// H3 origin that used h3; null when none used h3, h2 or h1.
+	H3Availability *float64 `json:"h3_availability"`
+}
+
+// NewLiveRun summarises an accepted run for the live feed.
+func NewLiveRun(run ingest.Run) LiveRun {
+	m := LiveRun{Time: run.Received.UTC(), Continent: orUnknown(run.Geo.Continent), Country: orUnknown(run.Geo.Country), Bot: run.Bot}
+	if run.Report == nil {
+		return m
+	}
+	m.Site = run.Report.Site
+	var h2, h3 []float64
+	var got, wanted int
+	for _, s := range run.Report.Samples {
+		if s.Phase != beacon.PhaseParallel || s.Error != "" {
+			continue
+		}
+		switch {
+		case s.Want == beacon.ProtoH2 && s.Got == beacon.ProtoH2:
+			h2 = append(h2, s.Duration)
+		case s.Want == beacon.ProtoH3 && s.Got == beacon.ProtoH3:
+			h3 = append(h3, s.Duration)
+			got++
+			wanted++
+		case s.Want == beacon.ProtoH3 && (s.Got == beacon.ProtoH2 || s.Got == beacon.ProtoH1):
+			wanted++
+		}
+	}
+	med := func(v []float64) *float64 {
+		if len(v) == 0 {
+			return nil
+		}
+		slices.Sort(v)
+		x := quantile7(v, 0.5)
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return ptr(x)
+	}
+	m.H2MedianMS, m.H3MedianMS = med(h2), med(h3)
+	if wanted > 0 {
+		a := float64(got) / float64(wanted)
+		m.H3Availability = &a
+	}
+	return m
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// ErrTooManyClients is returned by Hub.Subscribe when MaxClients are
+// connected.
+var ErrTooManyClients = errors.New("too many live clients")
+
+// Hub fans accepted runs out to live clients. Publish never blocks: each
+// client has a bounded buffer, and a client whose buffer is full is
+// dropped (and counted) rather than slowing ingestion. The zero value is
+// ready to use.
+type Hub struct {
+	// ClientBuffer is the number of messages queued per client. Default 64.
+	ClientBuffer int
+	// MaxClients bounds concurrent subscribers. Default 256.
+	MaxClients int
+
+	mu        sync.Mutex
+	clients   map[*Subscription]struct{}
+	published atomic.Uint64
+	dropped   atomic.Uint64
+}
+
+// Subscription is one live client's queue. Read C until Done is closed.
+type Subscription struct {
+	C    <-chan []byte
+	c    chan []byte
+	done chan struct{}
+	once sync.Once
+}
+
+// Done is closed when the hub dropped the subscriber (it was too slow) or
+// Unsubscribe was called.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+func (s *Subscription) close() { s.once.Do(func() { close(s.done) }) }
+
+// HubStats are the hub's counters.
+type HubStats struct {
+	Clients   int
+	Published uint64 // runs published
+	Dropped   uint64 // clients dropped for being slow
+}
+
+// Stats returns the hub's counters.
+func (h *Hub) Stats() HubStats {
+	h.mu.Lock()
+	n := len(h.clients)
+	h.mu.Unlock()
+	return HubStats{Clients: n, Published: h.published.Load(), Dropped: h.dropped.Load()}
+}
+
+// Subscribe adds a client.
+func (h *Hub) Subscribe() (*Subscription, error) {
+	size := h.ClientBuffer
+	if size <= 0 {
+		size = 64
+	}
+	maxClients := h.MaxClients
+	if maxClients <= 0 {
+		maxClients = 256
+	}
+	c := make(chan []byte, size)
+	s := &Subscription{C: c, c: c, done: make(chan struct{})}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.clients) >= maxClients {
+		return nil, ErrTooManyClients
+	}
+	if h.clients == nil {
+		h.clients = map[*Subscription]struct{}{}
+	}
+	h.clients[s] = struct{}{}
+	return s, nil
+}
+
+// Unsubscribe removes a client; it is safe to call more than once.
+func (h *Hub) Unsubscribe(s *Subscription) {
+	h.mu.Lock()
+	delete(h.clients, s)
+	h.mu.Unlock()
+	s.close()
+}
+
+// Publish sends run to every client without blocking; it is meant for
+// ingest.Pipeline.OnAccept.
+func (h *Hub) Publish(run ingest.Run) {
+	msg, err := json.Marshal(NewLiveRun(run))
+	if err != nil {
+		return // cannot happen: no NaN or channels in LiveRun
+	}
+	h.published.Add(1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.clients {
+		select {
+		case s.c <- msg:
+		default:
+			delete(h.clients, s)
+			s.close()
+			h.dropped.Add(1)
+		}
+	}
+}
