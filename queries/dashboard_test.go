@@ -1,0 +1,162 @@
+//go:build unix
+
+package queries
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/queries/internal/synth"
+)
+
+// artifactDir is where tests leave files for humans: $H3RUM_ARTIFACTS or
+// <tmp>/h3rum-artifacts.
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("H3RUM_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "h3rum-artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("creating artefact directory: %v", err)
+	}
+	return dir
+}
+
+var cellRE = regexp.MustCompile(`data-group="([^"]*)" data-proto="([^"]*)" data-pct="([^"]*)" data-value="([^"]*)"`)
+
+// expectedCells lists what the dashboard's data cells must show, from the
+// JSON API's report.
+func expectedCells(r *Report) map[string]float64 {
+	m := map[string]float64{}
+	for _, g := range r.Groups {
+		for _, o := range []struct {
+			k string
+			s *Stats
+		}{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}} {
+			if o.s == nil {
+				continue
+			}
+			m[g.Group+"|"+o.k+"|runs"] = float64(o.s.Runs)
+			m[g.Group+"|"+o.k+"|samples"] = float64(o.s.Samples)
+			for _, p := range o.s.Percentiles {
+				m[fmt.Sprintf("%s|%s|%g", g.Group, o.k, p.P)] = p.MS
+			}
+		}
+		for _, d := range g.Diff {
+			m[fmt.Sprintf("%s|diff_ms|%g", g.Group, d.P)] = d.MS
+			m[fmt.Sprintf("%s|diff_pct|%g", g.Group, d.P)] = d.Pct
+		}
+		if p := g.Paired; p != nil {
+			m[g.Group+"|paired|runs"] = float64(p.Runs)
+			m[g.Group+"|paired|median"] = p.MedianMS
+			m[g.Group+"|paired|p90"] = p.P90MS
+			m[g.Group+"|paired|won"] = p.H3WonShare
+		}
+		if a := g.Availability; a != nil {
+			m[g.Group+"|availability|share"] = a.Share
+		}
+	}
+	return m
+}
+
+func TestDashboardInChromium(t *testing.T) {
+	if _, err := chromium.Find(""); err != nil {
+		t.Fatalf("the dashboard test needs headless Chromium: %v", err)
+	}
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 9, Runs: 2000}))
+	hub := &Hub{}
+	srv := serve(t, &Handler{Conn: conn, Token: testToken, Hub: hub})
+	window := "since=2025-01-01T00:00:00Z&until=2025-01-03T00:00:00Z"
+
+	// The JSON API's numbers.
+	req, _ := http.NewRequest("GET", srv.URL+"/api/report?"+window, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	err = json.NewDecoder(res.Body).Decode(&rep)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("API: %d %v", res.StatusCode, err)
+	}
+	want := expectedCells(&rep)
+
+	// Feed the live WebSocket while the page is open.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				hub.Publish(testRun())
+			}
+		}
+	}()
+
+	// First load with ?token=: the handler sets the cookie and redirects.
+	url := srv.URL + "/dashboard?" + window + "&token=" + testToken
+	dom, err := chromium.DumpDOM(ctx, url, chromium.Options{VirtualTimeBudget: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	if !strings.Contains(dom, `id="report"`) || !strings.Contains(dom, "<svg") {
+		t.Fatalf("dashboard did not render: %s", trim(dom))
+	}
+	got := map[string]float64{}
+	for _, m := range cellRE.FindAllStringSubmatch(dom, -1) {
+		v, err := strconv.ParseFloat(m[4], 64)
+		if err != nil {
+			t.Errorf("cell %v: %v", m[1:], err)
+			continue
+		}
+		got[m[1]+"|"+m[2]+"|"+m[3]] = v
+	}
+	if len(got) != len(want) || len(want) < 50 {
+		t.Errorf("dashboard has %d data cells, the API %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || math.Abs(g-w) > 1e-9 {
+			t.Errorf("cell %s: dashboard %v (present %v), API %v", k, g, ok, w)
+		}
+	}
+	for _, id := range []string{"chart-percentiles", "chart-availability", "chart-timeline", "hist-EU"} {
+		if !strings.Contains(dom, `id="`+id+`"`) {
+			t.Errorf("chart %s missing", id)
+		}
+	}
+	if n := strings.Count(dom, "<rect"); n < 50 {
+		t.Errorf("only %d bars drawn", n)
+	}
+	// dashboard.js ran under the CSP and received live runs.
+	if !strings.Contains(dom, "live: connected") || !regexp.MustCompile(`<table id="live">.*<tbody><tr>`).MatchString(strings.ReplaceAll(dom, "\n", "")) {
+		i := strings.Index(dom, `id="live-status"`)
+		t.Errorf("live feed did not update the page: %s", trim(dom[max(i, 0):]))
+	}
+
+	shot := filepath.Join(artifactDir(t), "dashboard.png")
+	if err := chromium.Screenshot(ctx, url, shot, chromium.Options{WindowSize: "1280,2400"}); err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	t.Logf("dashboard screenshot: %s", shot)
+}
