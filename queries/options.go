@@ -44,7 +44,7 @@ const (
 	DefaultWindow          = 24 * time.Hour
 	DefaultMinRuns         = 30
 	DefaultReplicates      = 1000
-	DefaultMaxRunsPerGroup = 5000
+	DefaultMaxRunsPerGroup = 1000
 	DefaultSeed            = 0x68337275 // "h3ru": reports are reproducible
 )
 

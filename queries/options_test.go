@@ -182,7 +182,7 @@ func TestReportSampledBootstrap(t *testing.T) {
 	conn := newDB(t)
 	load(t, conn, synth.All(synth.Config{Seed: 4, Runs: 3000, Regions: synth.DefaultRegions[:1]}))
 	ctx := context.Background()
-	full, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil})
+	full, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil, MaxRunsPerGroup: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}

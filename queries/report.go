@@ -6,8 +6,10 @@ import (
 	"embed"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -46,6 +48,14 @@ type Report struct {
 	CI          CIMethod  `json:"ci"`
 	Groups      []Group   `json:"groups"`
 	Timeline    []Hour    `json:"timeline"`
+	// Stages is how long each step of Run took (not part of the JSON).
+	Stages []Stage `json:"-"`
+}
+
+// Stage is the wall time of one step of Run.
+type Stage struct {
+	Name    string // points, failures, timeline, runs (fetch and bootstrap)
+	Elapsed time.Duration
 }
 
 // Filters says which samples the report includes beyond the default
@@ -285,20 +295,30 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 		}
 		return g
 	}
+	t0 := time.Now()
+	stage := func(name string) {
+		now := time.Now()
+		rep.Stages = append(rep.Stages, Stage{name, now.Sub(t0)})
+		t0 = now
+	}
 	if err := points(ctx, conn, &o, w, useRollup, get); err != nil {
 		return nil, err
 	}
+	stage("points")
 	if err := failures(ctx, conn, &o, w, get); err != nil {
 		return nil, err
 	}
+	stage("failures")
 	tl, err := timeline(ctx, conn, &o, w, o.rollupAnswers() && o.Source != SourceRaw)
 	if err != nil {
 		return nil, err
 	}
 	rep.Timeline = tl
+	stage("timeline")
 	if err := perRun(ctx, conn, &o, w, groups); err != nil {
 		return nil, err
 	}
+	stage("runs")
 	for _, g := range groups {
 		finishGroup(g, &o)
 		rep.Groups = append(rep.Groups, *g)
@@ -491,17 +511,26 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading per-run samples: %w", err)
 	}
+	// Groups are independent: bootstrap them on all cores.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for name, runs := range byGroup {
 		g := groups[name]
 		if g == nil {
 			continue
 		}
-		// Map iteration and row order vary; sort runs so the bootstrap
-		// is reproducible for a given seed.
-		slices.SortFunc(runs, compareRuns)
-		g.BootstrapRuns = len(runs)
-		analyse(g, runs, o)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			// Row order varies; sort runs so that the bootstrap is
+			// reproducible for a given seed.
+			slices.SortFunc(runs, compareRuns)
+			g.BootstrapRuns = len(runs)
+			analyse(g, runs, o)
+		}()
 	}
+	wg.Wait()
 	return nil
 }
 

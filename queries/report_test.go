@@ -256,7 +256,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 
 	reports := map[Source]*Report{}
 	for _, src := range []Source{SourceRaw, SourceRollup} {
-		o := Options{Since: testSince, Until: testUntil, Source: src}
+		o := Options{Since: testSince, Until: testUntil, Source: src, MaxRunsPerGroup: 100000}
 		rep, err := Run(ctx, conn, o)
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)

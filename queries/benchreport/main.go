@@ -1,0 +1,272 @@
+// Command benchreport times the h3rum report against a local ClickHouse
+// loaded with synthetic samples: the default report (median of 5) from raw
+// rows and from the hourly rollup, and the dashboard's first paint in
+// headless Chromium. Run it with `go run ./queries/benchreport -rows 10000000`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/ingest"
+	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/internal/synth"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+}
+
+// Targets on the reference machine (2 cores, ClickHouse 18.16).
+const (
+	targetRaw    = 300 * time.Millisecond
+	targetRollup = 50 * time.Millisecond
+	targetPaint  = time.Second
+)
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("benchreport", flag.ContinueOnError)
+	rows := fs.Int("rows", 10_000_000, "synthetic samples to load (at most 50 000 000)")
+	batch := fs.Int("batch", 100_000, "rows per insert")
+	repeat := fs.Int("n", 5, "timed repetitions per figure (the median is reported)")
+	dir := fs.String("dir", "", "ClickHouse data directory (default: a temporary one, removed at the end)")
+	noBrowser := fs.Bool("no-browser", false, "skip the Chromium first-paint measurement")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *rows <= 0 || *rows > 50_000_000 || *batch <= 0 || *repeat <= 0 {
+		return errors.New("-rows must be in 1..50 000 000, -batch and -n positive")
+	}
+	if *dir == "" {
+		d, err := os.MkdirTemp("", "h3rum-benchreport-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		*dir = d
+	}
+	local := &ingest.Local{Dir: filepath.Join(*dir, "clickhouse")}
+	if err := local.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		local.Stop(sctx)
+	}()
+	conn, err := ingest.Open(ctx, local.DSN())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := ingest.Migrate(ctx, conn); err != nil {
+		return err
+	}
+
+	// All samples fall in the 24 hours before now, so the default report
+	// (--since 24h) covers every row.
+	now := time.Now().UTC().Truncate(time.Second)
+	start := now.Add(-24 * time.Hour).Add(time.Minute)
+	span := 24*time.Hour - 2*time.Minute
+	gen := synth.New(synth.Config{Seed: 1, Start: start, Span: span, Runs: *rows / 14})
+	t0 := time.Now()
+	loaded := 0
+	buf := make([]synth.Sample, 0, *batch+gen.SamplesPerRun())
+	for !gen.Done() && loaded < *rows {
+		buf = gen.Run(buf)
+		if len(buf) >= *batch || gen.Done() {
+			if err := synth.Insert(ctx, conn, buf); err != nil {
+				return err
+			}
+			loaded += len(buf)
+			buf = buf[:0]
+		}
+	}
+	if len(buf) > 0 {
+		if err := synth.Insert(ctx, conn, buf); err != nil {
+			return err
+		}
+		loaded += len(buf)
+	}
+	loadTime := time.Since(t0)
+	fmt.Fprintf(out, "loaded %d samples in %s (%.0f rows/s), ClickHouse %s\n", loaded, loadTime.Round(time.Millisecond),
+		float64(loaded)/loadTime.Seconds(), version(ctx, conn))
+
+	opts := queries.Options{Since: now.Add(-24 * time.Hour), Until: now.Add(time.Second)}
+	figures := []struct {
+		name   string
+		o      queries.Options
+		target time.Duration
+		stage  string // "" = the whole report
+	}{
+		{"default report, point estimates from raw rows", with(opts, queries.SourceRaw), targetRaw, "points"},
+		{"default report, point estimates from the rollup", with(opts, queries.SourceRollup), targetRollup, "points"},
+		{"default report, complete (raw)", with(opts, queries.SourceRaw), 0, ""},
+		{"default report, complete (rollup)", with(opts, queries.SourceRollup), 0, ""},
+	}
+	fmt.Fprintf(out, "\n%-52s %10s %10s  %s\n", "figure (median of "+fmt.Sprint(*repeat)+")", "time", "target", "stages of the median run")
+	for _, f := range figures {
+		var times []time.Duration
+		var stages []string
+		for i := 0; i < *repeat; i++ {
+			rep, err := queries.Run(ctx, conn, f.o)
+			if err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+			var total time.Duration
+			var parts []string
+			var pick time.Duration
+			for _, s := range rep.Stages {
+				total += s.Elapsed
+				parts = append(parts, fmt.Sprintf("%s %s", s.Name, s.Elapsed.Round(100*time.Microsecond)))
+				if s.Name == f.stage {
+					pick = s.Elapsed
+				}
+			}
+			if f.stage == "" {
+				pick = total
+			}
+			times = append(times, pick)
+			stages = append(stages, strings.Join(parts, ", "))
+		}
+		med, idx := median(times)
+		target := "-"
+		if f.target > 0 {
+			verdict := "ok"
+			if med > f.target {
+				verdict = "MISSED"
+			}
+			target = fmt.Sprintf("≤ %s %s", f.target, verdict)
+		}
+		fmt.Fprintf(out, "%-52s %10s %10s  %s\n", f.name, med.Round(100*time.Microsecond), target, stages[idx])
+	}
+
+	if *noBrowser {
+		return nil
+	}
+	paint, err := firstPaint(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("dashboard first paint: %w", err)
+	}
+	verdict := "ok"
+	if paint > targetPaint {
+		verdict = "MISSED"
+	}
+	fmt.Fprintf(out, "%-52s %10s %10s\n", "dashboard first contentful paint (Chromium)", paint.Round(time.Millisecond), fmt.Sprintf("≤ %s %s", targetPaint, verdict))
+	return nil
+}
+
+func with(o queries.Options, s queries.Source) queries.Options {
+	o.Source = s
+	return o
+}
+
+// median returns the median duration and the index of the run it came from.
+func median(d []time.Duration) (time.Duration, int) {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	return m, slices.Index(d, m)
+}
+
+func version(ctx context.Context, conn driver.Conn) string {
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+		return "?"
+	}
+	return v
+}
+
+// firstPaint serves the dashboard on loopback and reads the browser's
+// first-contentful-paint time (from navigation start, so it includes the
+// server computing the report) through the DevTools protocol.
+func firstPaint(ctx context.Context, conn driver.Conn) (time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	mux := http.NewServeMux()
+	(&queries.Handler{Conn: conn, AllowOpen: true, Hub: &queries.Hub{}}).Register(mux)
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	b, err := chromium.Start(ctx, "about:blank", chromium.Options{DevTools: true, WindowSize: "1280,800"})
+	if err != nil {
+		return 0, err
+	}
+	defer b.Close()
+	var page chromium.Page
+	for page.WSURL == "" {
+		pages, err := b.Pages(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if len(pages) > 0 {
+			page = pages[0]
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	url := "http://" + ln.Addr().String() + "/dashboard"
+	// Three loads (distinct URLs, same window); the median is reported.
+	var paints []time.Duration
+	for _, q := range []string{"?since=24h", "?since=1d", "?since=1440m"} {
+		if err := b.Navigate(ctx, page, url+q); err != nil {
+			return 0, err
+		}
+		d, err := waitPaint(ctx, b, page, q)
+		if err != nil {
+			return 0, err
+		}
+		paints = append(paints, d)
+	}
+	m, _ := median(paints)
+	return m, nil
+}
+
+func waitPaint(ctx context.Context, b *chromium.Browser, page chromium.Page, search string) (time.Duration, error) {
+	expr := `(function(){var e=performance.getEntriesByName('first-contentful-paint');return location.search===` +
+		strconv.Quote(search) + `&&e.length?e[0].startTime:-1})()`
+	for {
+		res, err := b.Call(ctx, page.WSURL, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true})
+		if err == nil {
+			var r struct {
+				Result struct {
+					Value float64 `json:"value"`
+				} `json:"result"`
+			}
+			if json.Unmarshal(res, &r) == nil && r.Result.Value > 0 {
+				return time.Duration(r.Result.Value * float64(time.Millisecond)), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
