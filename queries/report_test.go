@@ -279,8 +279,8 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				t.Fatalf("%s: unexpected group %q", src, g.Group)
 			}
 			label := string(src) + " " + g.Group
-			// Runs: uniqExact on raw rows; uniq (exact below 65 536 values
-			// but for 32-bit hash collisions) from the rollup.
+			// Runs: uniq (exact below 65 536 values but for rare 32-bit
+			// hash collisions), from raw rows or merged from the rollup.
 			if g.Runs != len(e.runs) || g.Samples != e.samples {
 				t.Errorf("%s: runs/samples %d/%d, want %d/%d", label, g.Runs, g.Samples, len(e.runs), e.samples)
 			}

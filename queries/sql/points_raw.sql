@@ -9,7 +9,7 @@ SELECT
             want = 'h3' AND got = 'h3', 'h3',
             want = 'h3' AND (got = 'h2' OR got = 'h1'), 'wanted_h3_got_h2',
             'other') AS outcome,
-    uniqExact(run_id) AS n_runs,
+    uniq(run_id) AS n_runs,
     count() AS n_samples,
     quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99)(duration_ms) AS q
 FROM
