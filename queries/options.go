@@ -30,7 +30,9 @@ type Source string
 const (
 	// SourceAuto uses the hourly rollup when it can answer (default
 	// filters, grouping by continent, country or none) and raw rows
-	// otherwise.
+	// otherwise. With the rollup, a window of 6 h or more is rounded
+	// inward to whole hours (Report.Since/Until say so), so that no raw
+	// row is read for the point estimates.
 	SourceAuto Source = ""
 	// SourceRaw always reads raw samples.
 	SourceRaw Source = "raw"

@@ -152,6 +152,7 @@ func TestReportSingleProtocolAndGroupings(t *testing.T) {
 				t.Fatalf("by %s: %v", by, err)
 			}
 			o.Validate()
+			o.Since, o.Until = rep.Since, rep.Until // the rollup rounds to whole hours
 			want := exact(rows, o)
 			if len(rep.Groups) != len(want) {
 				t.Errorf("by %s: %d groups, want %d", by, len(rep.Groups), len(want))
@@ -204,6 +205,27 @@ func TestReportSampledBootstrap(t *testing.T) {
 		wf, wc := *fd.CIHighMS-*fd.CILowMS, *d.CIHighMS-*d.CILowMS
 		if wc < wf/2 || wc > wf*2 || *d.CILowMS > d.MS || *d.CIHighMS < d.MS {
 			t.Errorf("p%g: capped CI [%.2f, %.2f] vs full [%.2f, %.2f]", d.P, *d.CILowMS, *d.CIHighMS, *fd.CILowMS, *fd.CIHighMS)
+		}
+	}
+}
+
+func TestAutoSourceSnapsToHours(t *testing.T) {
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 6, Runs: 200}))
+	rep, err := Run(context.Background(), conn, Options{Since: testSince, Until: testUntil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Source != "rollup" || !rep.Since.Equal(time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC)) || !rep.Until.Equal(time.Date(2025, 1, 2, 23, 0, 0, 0, time.UTC)) {
+		t.Errorf("auto report: source %s window %s – %s, want rollup 01:00 – 23:00", rep.Source, rep.Since, rep.Until)
+	}
+	raw, err := Run(context.Background(), conn, Options{Since: rep.Since, Until: rep.Until, Source: SourceRaw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range raw.Groups {
+		if raw.Groups[i].Samples != rep.Groups[i].Samples {
+			t.Errorf("%s: raw %d samples on the snapped window, rollup %d", raw.Groups[i].Group, raw.Groups[i].Samples, rep.Groups[i].Samples)
 		}
 	}
 }

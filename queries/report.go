@@ -263,6 +263,17 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 		useRollup = true
 	case SourceAuto:
 		useRollup = o.rollupAnswers()
+		if useRollup && o.Until.Sub(o.Since) >= snapMin {
+			// Raw rows of a partial hour cost a scan of the whole day (the
+			// table is ordered by day, then run), so a long window is
+			// rounded inward to whole hours and the rollup answers alone.
+			// Report.Since/Until show the window used.
+			since, until := o.Since.Truncate(time.Hour), o.Until.Truncate(time.Hour)
+			if since.Before(o.Since) {
+				since = since.Add(time.Hour)
+			}
+			o.Since, o.Until = since, until
+		}
 	}
 	w := newWindow(o.Since, o.Until)
 	rep := &Report{
@@ -462,6 +473,9 @@ func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRo
 	}
 	return out, nil
 }
+
+// snapMin is the shortest window that SourceAuto rounds to whole hours.
+const snapMin = 6 * time.Hour
 
 // hashScale is the modulus of the run-sampling hash in runs.sql.
 const hashScale = 1000000

@@ -131,9 +131,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		stage  string // "" = the whole report
 	}{
 		{"default report, point estimates from raw rows", with(opts, queries.SourceRaw), targetRaw, "points"},
-		{"default report, point estimates from the rollup", with(opts, queries.SourceRollup), targetRollup, "points"},
+		{"default report, point estimates from the rollup", with(opts, queries.SourceAuto), targetRollup, "points"},
 		{"default report, complete (raw)", with(opts, queries.SourceRaw), 0, ""},
-		{"default report, complete (rollup)", with(opts, queries.SourceRollup), 0, ""},
+		{"default report, complete (rollup)", with(opts, queries.SourceAuto), 0, ""},
 	}
 	fmt.Fprintf(out, "\n%-52s %10s %10s  %s\n", "figure (median of "+fmt.Sprint(*repeat)+")", "time", "target", "stages of the median run")
 	for _, f := range figures {
