@@ -247,6 +247,16 @@ func rollupArgs(o *Options, w window) []any {
 	return []any{w.hourFrom, w.hourTo, o.Site, o.Site, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1, o.Site, o.Site}
 }
 
+// rollupQuery picks the rollup-only SQL when the window is whole hours
+// (an empty raw branch still costs a scan) and the rollup+edges SQL
+// otherwise.
+func rollupQuery(kind string, o *Options, w window) (string, []any) {
+	if w.edgeA0 == w.edgeA1 && w.edgeB0 == w.edgeB1 {
+		return kind + "_rollup_hours.sql", []any{w.hourFrom, w.hourTo, o.Site, o.Site}
+	}
+	return kind + "_rollup.sql", rollupArgs(o, w)
+}
+
 // Run computes the report for opts (validated and defaulted in place of a
 // copy) from the ClickHouse behind conn.
 func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
@@ -347,7 +357,7 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group) error {
 	name, args := "points_raw.sql", rawArgs(o, w)
 	if useRollup {
-		name, args = "points_rollup.sql", rollupArgs(o, w)
+		name, args = rollupQuery("points", o, w)
 	}
 	q, err := query(name, o.By)
 	if err != nil {
@@ -431,7 +441,7 @@ func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool) ([]Hour, error) {
 	name, args := "timeline_raw.sql", rawArgs(o, w)
 	if useRollup {
-		name, args = "timeline_rollup.sql", rollupArgs(o, w)
+		name, args = rollupQuery("timeline", o, w)
 	}
 	q, err := query(name, o.By)
 	if err != nil {
