@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "migrate":
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "report":
-		return usagef("report: not built into this binary yet")
+		return runReport(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "h3rum", version)
 		return nil

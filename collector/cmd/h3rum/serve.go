@@ -14,11 +14,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/collector"
 	"github.com/h3rum/h3rum/ingest"
+	"github.com/h3rum/h3rum/queries"
 )
 
 // serveConfig is everything `serve` reads from its flags.
@@ -47,7 +49,6 @@ type serveConfig struct {
 
 	// queries
 	reportToken string
-	minRuns     int
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -87,7 +88,6 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.retentionDays, "retention", 0, "days of samples to keep, enforced by dropping month partitions (0: keep all)")
 
 	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard (without it they are open only when --addr is loopback)")
-	fs.IntVar(&c.minRuns, "min-runs", 30, "groups with fewer runs are flagged too small on the dashboard")
 }
 
 func (c *serveConfig) validate() error {
@@ -188,7 +188,9 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 		Logger:        log,
 		Registerer:    reg,
 	}
-	app, err := c.appHandler(conn, pipe, geo, log, reg)
+	hub := &queries.Hub{}
+	pipe.OnAccept = hub.Publish
+	app, err := c.appHandler(conn, pipe, hub, geo, log, reg)
 	if err != nil {
 		return err
 	}
@@ -245,7 +247,7 @@ func (c *serveConfig) demoOrigin(host, addr string) string {
 
 // appHandler builds everything the origins serve besides /probe, /healthz
 // and /metrics: the script and demo, the report endpoints, and the reports.
-func (c *serveConfig) appHandler(conn any, pipe *ingest.Pipeline, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {
+func (c *serveConfig) appHandler(conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {
 	mux := http.NewServeMux()
 	ih := &ingest.Handler{
 		Sink:           pipe,
@@ -267,5 +269,13 @@ func (c *serveConfig) appHandler(conn any, pipe *ingest.Pipeline, geo *ingest.Ge
 	mux.Handle("/ingest/ws", ih)
 	bh := &beacon.Handler{H3Origin: c.demoOrigin(c.srv.H3Host, c.srv.Addr), H2Origin: c.demoOrigin(c.srv.H2Host, c.srv.H2Addr)}
 	bh.Register(mux)
+	qh := &queries.Handler{
+		Conn:      conn,
+		Token:     c.reportToken,
+		AllowOpen: loopbackOnly(c.srv.Addr),
+		Hub:       hub,
+		Logger:    log,
+	}
+	qh.Register(mux)
 	return mux, nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/gorilla/websocket"
 
 	"github.com/h3rum/h3rum/collector"
 	"github.com/h3rum/h3rum/ingest"
@@ -141,12 +143,16 @@ func syntheticReport(site string) (id string, body []byte) {
 	return id, body
 }
 
+// browserUA is a desktop Chrome's User-Agent: reports with it are not bots.
+const browserUA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
+
 func postBeacon(ctx context.Context, c *http.Client, origin string, body []byte) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", origin+"/beacon", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("User-Agent", browserUA)
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
@@ -207,3 +213,149 @@ func uuidString(hexID string) string {
 }
 
 var errNotYet = errors.New("not yet")
+
+func TestReportCommandAgainstServe(t *testing.T) {
+	ts := startServe(t)
+	c := insecureClient()
+	const runs = 3
+	for range runs {
+		if code, err := postBeacon(context.Background(), c, ts.h3, mustReport("shop")); err != nil || code != 204 {
+			t.Fatalf("POST /beacon = %d, %v", code, err)
+		}
+	}
+	conn := ts.conn(t)
+	waitFor(t, 20*time.Second, "rows in ClickHouse", func() (bool, error) {
+		var n uint64
+		err := conn.QueryRow(context.Background(), "SELECT count() FROM samples").Scan(&n)
+		return n == 13*runs, err
+	})
+	// `report` finds the server `serve` manages through --data-dir.
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"report", "--data-dir", ts.dataDir, "--since", "1h", "--by", "none", "--format", "json", "--raw"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, errOut.String())
+	}
+	type stats struct {
+		Runs    int `json:"runs"`
+		Samples int `json:"samples"`
+	}
+	var rep struct {
+		Groups []struct {
+			H2 *stats `json:"h2"`
+			H3 *stats `json:"h3"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report JSON: %v\n%s", err, out.String())
+	}
+	want := stats{Runs: runs, Samples: 5 * runs}
+	if len(rep.Groups) != 1 || rep.Groups[0].H2 == nil || rep.Groups[0].H3 == nil ||
+		*rep.Groups[0].H2 != want || *rep.Groups[0].H3 != want {
+		t.Errorf("report groups: want one group with h2 and h3 each %+v\n%s", want, out.String())
+	}
+	// The table names both protocols; bad flags exit 2 with one line.
+	out.Reset()
+	if err := run(context.Background(), []string{"report", "--data-dir", ts.dataDir, "--since", "1h"}, &out, &errOut); err != nil {
+		t.Fatalf("report table: %v", err)
+	}
+	if !strings.Contains(out.String(), "h3") || !strings.Contains(out.String(), "h2") {
+		t.Errorf("table lacks protocols:\n%s", out.String())
+	}
+	for _, args := range [][]string{{"--by", "planet"}, {"--since", "soon"}, {"--since", "1h", "--until", "2h"}, {"--format", "xml"}} {
+		errOut.Reset()
+		err := run(context.Background(), append([]string{"report", "--data-dir", ts.dataDir}, args...), io.Discard, &errOut)
+		if code := exitCode(err, &errOut); code != 2 || strings.Count(strings.TrimSpace(errOut.String()), "\n") != 0 {
+			t.Errorf("report %v: exit %d, stderr %q; want 2 and one line", args, code, errOut.String())
+		}
+	}
+}
+
+func mustReport(site string) []byte {
+	_, b := syntheticReport(site)
+	return b
+}
+
+// TestLiveFeedAndReportAPI: a run accepted by /beacon is streamed to a
+// WebSocket client of /api/live and counted by /api/report, both served by
+// the same origins (open without a token because serve is on loopback).
+func TestLiveFeedAndReportAPI(t *testing.T) {
+	ts := startServe(t)
+	d := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 5 * time.Second}
+	wsURL := "wss" + strings.TrimPrefix(ts.h3, "https") + "/api/live"
+	ws, resp, err := d.Dial(wsURL, http.Header{"Origin": {ts.h3}})
+	if err != nil {
+		t.Fatalf("dialing %s: %v (%v)", wsURL, err, resp)
+	}
+	defer ws.Close()
+
+	id, body := syntheticReport("shop")
+	if code, err := postBeacon(context.Background(), insecureClient(), ts.h3, body); err != nil || code != 204 {
+		t.Fatalf("POST /beacon = %d, %v", code, err)
+	}
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, msg, err := ws.ReadMessage()
+	if err != nil {
+		t.Fatalf("reading the live feed: %v", err)
+	}
+	// syntheticReport's parallel batches have medians 25.5 ms (h3) and 30.5 ms (h2).
+	var live struct {
+		Site string  `json:"site"`
+		H2   float64 `json:"h2_median_ms"`
+		H3   float64 `json:"h3_median_ms"`
+	}
+	if err := json.Unmarshal(msg, &live); err != nil || live.Site != "shop" || live.H2 != 30.5 || live.H3 != 25.5 {
+		t.Errorf("live message for run %s: %s (%v); want site shop, medians h2 30.5, h3 25.5", id, msg, err)
+	}
+
+	c := insecureClient()
+	waitFor(t, 20*time.Second, "the run in /api/report", func() (bool, error) {
+		resp, err := c.Get(ts.h3 + "/api/report?since=1h&by=none&source=raw")
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		var rep struct {
+			Groups []struct {
+				Runs int `json:"runs"`
+			} `json:"groups"`
+		}
+		if resp.StatusCode != 200 {
+			return false, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+			return false, err
+		}
+		return len(rep.Groups) == 1 && rep.Groups[0].Runs == 1, nil
+	})
+	resp, err = c.Get(ts.h3 + "/api/report?by=planet")
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET /api/report?by=planet = %v, %v; want 400", resp.StatusCode, err)
+	}
+	resp, err = c.Get(ts.h3 + "/dashboard")
+	if err != nil || resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("GET /dashboard = %v, %v", resp.StatusCode, err)
+	}
+}
+
+// A report token closes the report routes to requests without it.
+func TestReportTokenRequired(t *testing.T) {
+	ts := startServe(t, "--report-token", "s3cret")
+	c := insecureClient()
+	for _, tc := range []struct {
+		auth string
+		want int
+	}{{"", http.StatusUnauthorized}, {"Bearer wrong", http.StatusUnauthorized}, {"Bearer s3cret", http.StatusOK}} {
+		req, _ := http.NewRequest("GET", ts.h3+"/api/report?since=1h", nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Authorization %q: %d, want %d", tc.auth, resp.StatusCode, tc.want)
+		}
+	}
+}

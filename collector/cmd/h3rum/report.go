@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"time"
+
+	"github.com/h3rum/h3rum/queries"
+)
+
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	var (
+		st                        storeFlags
+		since, until, format      string
+		o                         queries.Options
+		warmup, failed, bots, raw bool
+	)
+	st.register(fs)
+	fs.StringVar(&since, "since", "24h", `start of the window: a duration before now ("24h", "7d"), RFC 3339, or a date`)
+	fs.StringVar(&until, "until", "now", "end of the window, as --since")
+	fs.StringVar(&o.Site, "site", "", "only this data-site (default: all)")
+	fs.StringVar(&o.By, "by", queries.DefaultBy, "grouping: continent, country, subdivision, asn, browser, connection or none")
+	fs.StringVar(&format, "format", "table", "output: table, json or csv")
+	fs.IntVar(&o.MinRuns, "min-runs", 30, "groups with fewer runs are marked too small")
+	fs.BoolVar(&warmup, "include-warmup", false, "include warm-up requests")
+	fs.BoolVar(&failed, "include-failed", false, "include failed requests in the percentiles")
+	fs.BoolVar(&bots, "include-bots", false, "include runs from headless or automated browsers")
+	fs.BoolVar(&raw, "raw", false, "compute point estimates from raw rows even where the hourly rollup could answer")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	now := time.Now()
+	var err error
+	if o.Since, err = queries.ParseTime(since, now); err != nil {
+		return usagef("--since %q: %v", since, err)
+	}
+	if o.Until, err = queries.ParseTime(until, now); err != nil {
+		return usagef("--until %q: %v", until, err)
+	}
+	o.IncludeWarmup, o.IncludeFailed, o.IncludeBots, o.Now = warmup, failed, bots, now
+	if raw {
+		o.Source = queries.SourceRaw
+	}
+	if err := o.Validate(); err != nil {
+		return usageError{err.Error()}
+	}
+	switch format {
+	case "table", "json", "csv":
+	default:
+		return usagef("--format %q: want table, json or csv", format)
+	}
+
+	conn, closeStore, err := st.open(ctx, nil, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	rep, err := queries.Run(ctx, conn, o)
+	if err != nil {
+		if errors.Is(err, queries.ErrInvalidOptions) {
+			return usageError{err.Error()}
+		}
+		return err
+	}
+	switch format {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	case "csv":
+		return rep.WriteCSV(stdout)
+	default:
+		return rep.WriteTable(stdout)
+	}
+}
