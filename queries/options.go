@@ -97,7 +97,9 @@ func (o *Options) Validate() error {
 	if o.Since.IsZero() {
 		o.Since = o.Until.Add(-DefaultWindow)
 	}
-	o.Since, o.Until = o.Since.UTC().Truncate(time.Second), o.Until.UTC().Truncate(time.Second)
+	// Rows carry whole seconds (a row at second S arrived in [S, S+1)), so
+	// the end rounds up: a report "until now" includes the current second.
+	o.Since, o.Until = o.Since.UTC().Truncate(time.Second), o.Until.UTC().Add(time.Second-1).Truncate(time.Second)
 	if !o.Until.After(o.Since) {
 		return invalid("until (%s) must be after since (%s)", o.Until.Format(time.RFC3339), o.Since.Format(time.RFC3339))
 	}
