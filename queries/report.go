@@ -514,7 +514,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	if err != nil {
 		return err
 	}
-	args := append(rawArgs(o, w), names, thresholds)
+	args := append([]any{names, thresholds}, rawArgs(o, w)...)
 	rows, err := conn.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("querying per-run samples: %w", err)

@@ -279,9 +279,9 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				t.Fatalf("%s: unexpected group %q", src, g.Group)
 			}
 			label := string(src) + " " + g.Group
-			// Runs: uniq (exact below 65 536 values but for rare 32-bit
-			// hash collisions), from raw rows or merged from the rollup.
-			if g.Runs != len(e.runs) || g.Samples != e.samples {
+			// Runs: uniq from raw rows (exact below 65 536 values but for
+			// rare 32-bit hash collisions); HyperLogLog from the rollup.
+			if !runsMatch(src, g.Runs, len(e.runs)) || g.Samples != e.samples {
 				t.Errorf("%s: runs/samples %d/%d, want %d/%d", label, g.Runs, g.Samples, len(e.runs), e.samples)
 			}
 			for _, oc := range []string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther} {
@@ -293,7 +293,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				if s == nil {
 					continue
 				}
-				if s.Samples != len(e.out[oc]) || s.Runs != len(e.outRuns[oc]) {
+				if s.Samples != len(e.out[oc]) || !runsMatch(src, s.Runs, len(e.outRuns[oc])) {
 					t.Errorf("%s %s: samples/runs %d/%d, want %d/%d", label, oc, s.Samples, s.Runs, len(e.out[oc]), len(e.outRuns[oc]))
 				}
 				if s.TooSmall != (s.Runs < DefaultMinRuns) {
@@ -429,7 +429,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 	raw, roll := reports[SourceRaw], reports[SourceRollup]
 	for i := range raw.Groups {
 		a, b := &raw.Groups[i], &roll.Groups[i]
-		if a.Group != b.Group || a.Runs != b.Runs || a.Samples != b.Samples {
+		if a.Group != b.Group || !runsMatch(SourceRollup, b.Runs, a.Runs) || a.Samples != b.Samples {
 			t.Errorf("raw %s %d/%d vs rollup %s %d/%d", a.Group, a.Runs, a.Samples, b.Group, b.Runs, b.Samples)
 		}
 		if a.Paired.MedianMS != b.Paired.MedianMS || a.Availability.Share != b.Availability.Share {
@@ -520,4 +520,14 @@ func checkOutputs(t *testing.T, rep *Report) {
 	if strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") {
 		t.Errorf("CSV header %v", recs[0])
 	}
+}
+
+// runsMatch compares a reported run count with the exact one: raw rows
+// count with uniq (exact at test scale), the rollup with uniqHLL12, whose
+// standard error is 1.6 %; 5 % is three standard errors.
+func runsMatch(src Source, got, want int) bool {
+	if src != SourceRollup {
+		return got == want
+	}
+	return math.Abs(float64(got-want)) <= math.Max(1, 0.05*float64(want))
 }

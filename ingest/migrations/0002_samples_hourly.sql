@@ -1,6 +1,9 @@
 -- Hourly rollup for the default report: parallel, successful, non-bot
 -- samples by site × region × protocol, with t-digest quantile states (merged
 -- t-digests stay within ~0.1 ms of exact; merged sampling states read p95 low).
+-- Runs are counted with HyperLogLog states (uniqHLL12: 2.5 KiB, ~1.6 %
+-- standard error): merging uniq's exact-until-65 536 states cost five times
+-- as much and dominated the rollup report.
 CREATE TABLE IF NOT EXISTS samples_hourly
 (
     hour       DateTime('UTC'),
@@ -10,7 +13,7 @@ CREATE TABLE IF NOT EXISTS samples_hourly
     want       Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
     got        Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
     samples    AggregateFunction(count),
-    runs       AggregateFunction(uniq, UUID),
+    runs       AggregateFunction(uniqHLL12, UUID),
     duration   AggregateFunction(quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99), Float32)
 )
 ENGINE = AggregatingMergeTree

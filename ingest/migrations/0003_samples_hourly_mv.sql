@@ -7,7 +7,7 @@ SELECT
     want,
     got,
     countState() AS samples,
-    uniqState(run_id) AS runs,
+    uniqHLL12State(run_id) AS runs,
     quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(duration_ms) AS duration
 FROM samples
 WHERE phase = 'parallel' AND error = '' AND bot = 0

@@ -6,11 +6,11 @@ FROM
 (
     SELECT /*GROUP*/ AS grp, toString(want) AS origin, error AS err
     FROM samples
+    PREWHERE error != ''
     WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
       AND (? = 1 OR phase = 'parallel')
       AND (? = 1 OR bot = 0)
-      AND error != ''
 )
 GROUP BY grp, origin, err
 ORDER BY grp, n DESC, origin, err

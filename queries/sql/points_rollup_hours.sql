@@ -6,7 +6,7 @@ SELECT
             want = 'h3' AND got = 'h3', 'h3',
             want = 'h3' AND (got = 'h2' OR got = 'h1'), 'wanted_h3_got_h2',
             'other') AS outcome,
-    uniqMerge(runs_state) AS n_runs,
+    uniqHLL12Merge(runs_state) AS n_runs,
     countMerge(samples_state) AS n_samples,
     quantilesTDigestMerge(0.5, 0.75, 0.9, 0.95, 0.99)(duration_state) AS q
 FROM

@@ -3,8 +3,8 @@
 -- more runs than the cap is thinned to a uniform sample of runs by a hash
 -- of run_id (threshold per group, out of 1 000 000); the hash reads the
 -- UUID's bytes, which 18.16's hash functions do not take directly.
--- Parameters: since, until, site twice, include_warmup, include_failed,
--- include_bots, groups (Array(String)), thresholds (Array(UInt32)).
+-- Parameters: groups (Array(String)), thresholds (Array(UInt64)), since,
+-- until, site twice, include_warmup, include_failed, include_bots.
 SELECT
     grp,
     groupArray(duration_ms) AS d,
@@ -22,11 +22,14 @@ FROM
                         0)) AS outcome,
         toUInt8(phase = 'parallel') AS parallel
     FROM samples
+    -- The run sample is taken first, in PREWHERE, so the other columns
+    -- are read only for the runs kept (a third of the time at 10 M rows).
+    PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
+             < transform(/*GROUP*/, CAST(? AS Array(String)), CAST(? AS Array(UInt64)), toUInt64(1000000))
     WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
       AND (? = 1 OR phase = 'parallel')
       AND (? = 1 OR error = '')
       AND (? = 1 OR bot = 0)
 )
-WHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000 < transform(grp, CAST(? AS Array(String)), CAST(? AS Array(UInt64)), toUInt64(1000000))
 GROUP BY grp, run_id
