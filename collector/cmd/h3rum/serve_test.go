@@ -34,7 +34,7 @@ type testServe struct {
 	h3, h2  string // https://localhost:port
 }
 
-func startServe(t *testing.T, args ...string) *testServe {
+func startServe(t testing.TB, args ...string) *testServe {
 	t.Helper()
 	dataDir := t.TempDir()
 	base := []string{"--addr", "localhost:0", "--h2-addr", "localhost:0", "--data-dir", dataDir,
@@ -82,7 +82,7 @@ func startServe(t *testing.T, args ...string) *testServe {
 }
 
 // testWriter sends log lines to the test log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
