@@ -11,9 +11,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/h3rum/h3rum/collector"
 )
 
 func main() {
+	collector.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
