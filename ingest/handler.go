@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,12 +70,21 @@ type Handler struct {
 	// WSPingInterval is how often the server pings an idle WebSocket; a
 	// connection silent for two intervals is closed. Default 30 s.
 	WSPingInterval time.Duration
+	// MaxConcurrency is how many reports are decoded and enriched at once.
+	// It keeps a burst of reports from taking every core away from the
+	// probe, whose latency is what h3rum measures. Default GOMAXPROCS/2,
+	// at least 1.
+	MaxConcurrency int
+	// ConcurrencyWait is how long a report waits for a decoding slot before
+	// it is answered 503 with Retry-After. Default 2 s.
+	ConcurrencyWait time.Duration
 	// Logger receives connection-level events; per-request errors are only
 	// counted. Nil discards.
 	Logger *slog.Logger
 	// Registerer receives the handler's metrics; nil registers none.
 	Registerer prometheus.Registerer
 
+	slots   chan struct{} // decoding slots (MaxConcurrency)
 	once    sync.Once
 	initErr error
 	mux     *http.ServeMux
@@ -93,6 +103,7 @@ const (
 	ReasonTooEarly         = "too_early"
 	ReasonRateLimited      = "rate_limited"
 	ReasonBusy             = "busy"
+	ReasonOverloaded       = "overloaded"
 	ReasonShuttingDown     = "shutting_down"
 	ReasonSpoolError       = "spool_error"
 	ReasonCanceled         = "canceled"
@@ -128,7 +139,7 @@ func (h *Handler) init() {
 	h.m = m
 	// Create every label value so dashboards see zeros, not gaps.
 	for _, r := range []string{ReasonTooLarge, ReasonReadError, ReasonSiteNotAllowed, ReasonOriginNotAllowed,
-		ReasonTooEarly, ReasonRateLimited, ReasonBusy, ReasonShuttingDown, ReasonSpoolError, ReasonCanceled,
+		ReasonTooEarly, ReasonRateLimited, ReasonBusy, ReasonOverloaded, ReasonShuttingDown, ReasonSpoolError, ReasonCanceled,
 		ReasonUnauthorized, ReasonBadMessage} {
 		h.m.rejected.WithLabelValues(r)
 	}
@@ -138,6 +149,11 @@ func (h *Handler) init() {
 	if h.RateLimit > 0 {
 		h.limiter = newRateLimiter(h.RateLimit, h.RateBurst, h.RateClients)
 	}
+	n := h.MaxConcurrency
+	if n <= 0 {
+		n = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	h.slots = make(chan struct{}, n)
 	h.mux = http.NewServeMux()
 	h.routes(h.mux)
 	h.initErr = errors.Join(errs...)
@@ -259,23 +275,32 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusBadRequest, ReasonReadError, "reading the body failed")
 		return
 	}
+	if !h.acquire(r.Context()) {
+		retryAfter(w, time.Second)
+		h.reject(w, http.StatusServiceUnavailable, ReasonOverloaded, "collector busy decoding other reports; retry (or raise --ingest-concurrency)")
+		return
+	}
 	rep, err := beacon.Decode(body)
 	if err != nil {
+		h.release()
 		status, reason, detail := decodeRejection(err)
 		h.reject(w, status, reason, detail)
 		return
 	}
 	if !h.siteAllowed(rep.Site) {
+		h.release()
 		h.reject(w, http.StatusForbidden, ReasonSiteNotAllowed, fmt.Sprintf("site %q is not served by this collector", rep.Site))
 		return
 	}
 	if isEarlyData(r) {
+		h.release()
 		h.reject(w, http.StatusTooEarly, ReasonTooEarly, "report sent as TLS early data; retry after the handshake")
 		return
 	}
 	ip := ClientIP(r, h.TrustedProxies)
 	if h.limiter != nil {
 		if ok, wait := h.limiter.allow(ip, received); !ok {
+			h.release()
 			retryAfter(w, wait)
 			h.reject(w, http.StatusTooManyRequests, ReasonRateLimited, "too many reports from this address")
 			return
@@ -286,6 +311,8 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 		env.GeoCountry = r.Header.Get(h.GeoHeader)
 	}
 	run := h.Enricher.Enrich(env)
+	// The slot covers the CPU work only, not the wait for durability.
+	h.release()
 	if err := h.Sink.Accept(r.Context(), run); err != nil {
 		status, reason, detail, wait := acceptRejection(err)
 		if wait > 0 {
@@ -297,6 +324,32 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// acquire takes a decoding slot: at once if one is free, else within
+// ConcurrencyWait. It reports false when none came in time.
+func (h *Handler) acquire(ctx context.Context) bool {
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	default:
+	}
+	wait := h.ConcurrencyWait
+	if wait <= 0 {
+		wait = 2 * time.Second
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (h *Handler) release() { <-h.slots }
 
 // readBody reads r to EOF into buf.
 func readBody(r io.Reader, buf []byte) ([]byte, error) {

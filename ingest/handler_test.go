@@ -334,3 +334,36 @@ func TestWebSocketAckWaitsForDurability(t *testing.T) {
 		t.Errorf("ack %+v, want x refused as busy", a)
 	}
 }
+
+// With every decoding slot taken, a report waits ConcurrencyWait and is
+// then refused 503 with Retry-After; once a slot frees, reports go through
+// and every slot is given back.
+func TestHandlerConcurrencyLimit(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	sink := &recordingSink{}
+	h := &Handler{Sink: sink, MaxConcurrency: 1, ConcurrencyWait: 20 * time.Millisecond, Registerer: reg}
+	if err := h.Init(); err != nil {
+		t.Fatal(err)
+	}
+	post := func(body []byte) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/beacon", bytes.NewReader(body)))
+		return rec
+	}
+	h.slots <- struct{}{} // another report is being decoded
+	rec := post(wireReport(randomRunID(), "s", 1, 5))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.HasPrefix(rec.Body.String(), ReasonOverloaded) {
+		t.Errorf("all slots busy: %d %q Retry-After %q; want 503 %s", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"), ReasonOverloaded)
+	}
+	if got := rejectedCount(t, reg, ReasonOverloaded); got != 1 {
+		t.Errorf("overloaded counted %v, want 1", got)
+	}
+	<-h.slots
+	// Accepted and rejected reports alike give their slot back.
+	for _, body := range [][]byte{wireReport(randomRunID(), "s", 1, 5), []byte("not json"), wireReport(randomRunID(), "s", 1, 5)} {
+		post(body)
+	}
+	if len(h.slots) != 0 || len(sink.runs) != 2 {
+		t.Errorf("after three reports: %d slots held, %d runs accepted; want 0 and 2", len(h.slots), len(sink.runs))
+	}
+}

@@ -39,6 +39,7 @@ type serveConfig struct {
 	rateLimit      float64
 	maxBeaconBytes int64
 	agentToken     string
+	concurrency    int
 	batchRows      int
 	flushInterval  time.Duration
 	spoolMaxBytes  int64
@@ -81,6 +82,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.asnDB, "asn-db", "", "GeoLite2 ASN mmdb file")
 	fs.Float64Var(&c.rateLimit, "rate-limit", 10, "reports per second allowed per client address (0: unlimited)")
 	fs.Int64Var(&c.maxBeaconBytes, "max-beacon-bytes", beacon.MaxReportBytes, "largest /beacon body, in bytes")
+	fs.IntVar(&c.concurrency, "ingest-concurrency", 0, "reports decoded at once (default: half the cores, at least 1), so a burst of reports leaves CPU for the probe")
 	fs.StringVar(&c.agentToken, "agent-token", "", "bearer token for agents on /ingest/ws (empty: WebSocket ingest off)")
 	fs.IntVar(&c.batchRows, "batch-rows", 20000, "sample rows per ClickHouse insert")
 	fs.DurationVar(&c.flushInterval, "flush-interval", time.Second, "longest a sample waits before it is inserted (jittered ±20%)")
@@ -94,6 +96,9 @@ func (c *serveConfig) validate() error {
 	var errs []error
 	if c.altSvcMaxAge <= 0 {
 		errs = append(errs, errors.New("--alt-svc-max-age must be positive"))
+	}
+	if c.concurrency < 0 {
+		errs = append(errs, errors.New("--ingest-concurrency must not be negative"))
 	}
 	if c.rateLimit < 0 {
 		errs = append(errs, errors.New("--rate-limit must not be negative"))
@@ -259,6 +264,7 @@ func (c *serveConfig) appHandler(conn driver.Conn, pipe *ingest.Pipeline, hub *q
 		RateLimit:      c.rateLimit,
 		MaxBodyBytes:   c.maxBeaconBytes,
 		AgentToken:     c.agentToken,
+		MaxConcurrency: c.concurrency,
 		Logger:         log,
 		Registerer:     reg,
 	}
