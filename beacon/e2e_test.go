@@ -106,6 +106,7 @@ func newFixture(t testing.TB, slowH2 bool) *fixture {
 	(&beacon.Handler{H3Origin: f.h3, H2Origin: f.h2, Site: "e2e"}).Register(mux)
 	mux.HandleFunc("GET /{$}", f.servePage)
 	mux.HandleFunc("POST /beacon", f.serveBeacon)
+	mux.HandleFunc("GET /floor.js", f.serveFloor)
 	f.serveTCP(tcp, mux)
 	f.page = fmt.Sprintf("https://localhost:%d/", port)
 	return f
@@ -175,6 +176,10 @@ func (f *fixture) servePage(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hd.Set("Cross-Origin-Embedder-Policy", "require-corp")
 	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self' "+f.h3+" "+f.h2)
+	if r.URL.Query().Has("floor") { // the same page with only the requests
+		fmt.Fprint(w, `<!doctype html><html><head><meta charset="utf-8"><title>e2e</title><script async src="/floor.js"></script></head><body><p>page</p></body></html>`)
+		return
+	}
 	if r.URL.Query().Has("control") { // the same page without the script
 		fmt.Fprint(w, `<!doctype html><html><head><meta charset="utf-8"><title>e2e</title></head><body><p>page</p></body></html>`)
 		return
@@ -182,6 +187,22 @@ func (f *fixture) servePage(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `<!doctype html><html><head><meta charset="utf-8"><title>e2e</title>
 <script async src="/%s" data-h3="%s" data-h2="%s" data-site="e2e" data-sample="1" data-warmup="%d" data-parallel="%d"></script>
 </head><body><p>page</p></body></html>`, beacon.ScriptName(), f.h3, f.h2, e2eWarmup, e2eParallel)
+}
+
+// serveFloor is the least a script can do to run the protocol: the same
+// 2+1 warm-up and 5+5 parallel fetches, bodies read, with no Resource
+// Timing, no Server-Timing parsing and no report. Its main-thread cost is
+// the browser's own cost of the requests.
+func (f *fixture) serveFloor(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/javascript")
+	fmt.Fprintf(w, `(async () => {
+  const get = (o, i) => fetch(o + '/probe?bytes=0&r=' + Math.random() + '.' + i, {cache: 'no-store', credentials: 'omit', mode: 'cors'}).then(r => r.arrayBuffer());
+  await new Promise(r => addEventListener('load', r));
+  for (let i = 0; i < %d; i++) await get(%q, i);
+  await get(%q, 99);
+  await Promise.all([0, 1, 2, 3, 4].map(i => get(%q, 10 + i)));
+  await Promise.all([0, 1, 2, 3, 4].map(i => get(%q, 20 + i)));
+})();`, e2eWarmup, f.h3, f.h2, f.h3, f.h2)
 }
 
 func (f *fixture) serveBeacon(w http.ResponseWriter, r *http.Request) {
@@ -550,11 +571,12 @@ func mainThreadCPU(b *testing.B, f *fixture, url string, done func(*chromium.Bro
 // thread as Chromium itself accounts it: thread CPU time of script and of
 // all tasks for the page with the script (until its report arrives, plus
 // 500 ms) minus the same page without it (held as long). The budget is
-// 1 ms of script time per run.
+// 1 ms of script time per run. The floor is a page whose script only makes
+// the same fetches: what the protocol costs any implementation.
 // Run: go test ./beacon -run '^$' -bench E2EMainThreadCPU -benchtime 5x
 func BenchmarkE2EMainThreadCPU(b *testing.B) {
 	f := newFixture(b, false)
-	var dScript, dTask []float64
+	var dScript, dTask, fScript, fTask []float64
 	for b.Loop() {
 		start := time.Now()
 		ws, wt := mainThreadCPU(b, f, f.page, func(br *chromium.Browser) {
@@ -563,12 +585,19 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 		})
 		held := time.Since(start)
 		cs, ct := mainThreadCPU(b, f, f.page+"?control", func(*chromium.Browser) { time.Sleep(held) })
+		fs, ft := mainThreadCPU(b, f, f.page+"?floor", func(*chromium.Browser) { time.Sleep(held) })
 		dScript = append(dScript, ws-cs)
 		dTask = append(dTask, wt-ct)
+		fScript = append(fScript, fs-cs)
+		fTask = append(fTask, ft-ct)
 	}
-	slices.Sort(dScript)
-	slices.Sort(dTask)
+	for _, l := range [][]float64{dScript, dTask, fScript, fTask} {
+		slices.Sort(l)
+	}
 	b.ReportMetric(dScript[len(dScript)/2], "script-cpu-ms/run")
 	b.ReportMetric(dTask[len(dTask)/2], "task-cpu-ms/run")
+	b.ReportMetric(fScript[len(fScript)/2], "floor-script-cpu-ms/run")
+	b.ReportMetric(fTask[len(fTask)/2], "floor-task-cpu-ms/run")
 	b.Logf("extra main-thread CPU per run, ms, sorted: script %.2f, all tasks %.2f", dScript, dTask)
+	b.Logf("the same fetches alone (floor), ms, sorted: script %.2f, all tasks %.2f", fScript, fTask)
 }
