@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// faultDowntime is how long TestFaultClickHouseStop keeps ClickHouse down
-// (the manual check uses ~30 s; the mechanism is the same).
-const faultDowntime = 5 * time.Second
+// faultDowntime is how long TestFaultClickHouseStop keeps ClickHouse down:
+// long enough for several failed insert attempts and a spool that outgrows
+// the in-memory queue.
+const faultDowntime = 30 * time.Second
 
 // TestFaultClickHouseStop posts beacons from a bounded load generator
 // while the ClickHouse child is stopped and started again: every
@@ -29,7 +30,7 @@ func TestFaultClickHouseStop(t *testing.T) {
 	srv := httptest.NewServer(&Handler{Sink: p})
 	t.Cleanup(srv.Close)
 
-	const workers, maxPerWorker = 4, 4000
+	const workers, maxPerWorker = 4, 8000
 	var acked, refused atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -58,14 +59,16 @@ func TestFaultClickHouseStop(t *testing.T) {
 		})
 	}
 	time.Sleep(time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := l.Stop(ctx); err != nil {
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelStop()
+	if err := l.Stop(stopCtx); err != nil {
 		t.Fatal(err)
 	}
 	beforeDown := acked.Load()
 	time.Sleep(faultDowntime)
 	duringDown := acked.Load() - beforeDown
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	if err := l.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
