@@ -169,6 +169,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // serve runs the collector until ctx ends. Start-up goes storage, ingest,
 // HTTP; shutdown the reverse, so that nothing accepted is left behind.
 func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Logger, stdout io.Writer) error {
+	unlock, err := lockDataDir(c.store.dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	reg := prometheus.NewRegistry()
 	conn, closeStore, err := c.store.open(ctx, log, true)
 	if err != nil {

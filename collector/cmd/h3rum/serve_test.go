@@ -359,3 +359,17 @@ func TestReportTokenRequired(t *testing.T) {
 		}
 	}
 }
+
+// A second serve on the same data dir is refused before it touches the
+// first one's spool or ClickHouse, which keeps serving.
+func TestSecondServeOnSameDataDirRefused(t *testing.T) {
+	ts := startServe(t)
+	var errOut bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--addr", "localhost:0", "--h2-addr", "localhost:0", "--data-dir", ts.dataDir}, io.Discard, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "another h3rum serve") {
+		t.Fatalf("second serve: %v, want a refusal naming the other serve", err)
+	}
+	if code, err := postBeacon(context.Background(), insecureClient(), ts.h3, mustReport("shop")); err != nil || code != 204 {
+		t.Errorf("first serve after the refused second: POST /beacon = %d, %v", code, err)
+	}
+}
