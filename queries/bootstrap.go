@@ -99,38 +99,74 @@ type obs struct {
 
 // weightedQuantiles computes type-7 quantiles of the data set in which
 // each observation of xs (sorted by v) appears w[run] times: one bootstrap
-// replicate without materialising it. qs must be ascending. It returns
-// false when the replicate has no observation.
-func weightedQuantiles(xs []obs, w []int32, qs []float64, out []float64) bool {
+// replicate without materialising it. cnt[run] is how many observations
+// of xs belong to each run, so the replicate's size is a sum over runs,
+// not over observations (this halved the bootstrap's time). qs must be
+// ascending. It returns false when the replicate has no observation.
+func weightedQuantiles(xs []obs, cnt, w []int32, qs []float64, out []float64) bool {
 	var n int64
-	for _, x := range xs {
-		n += int64(w[x.run])
+	for r, c := range cnt {
+		n += int64(c) * int64(w[r])
 	}
 	if n == 0 {
 		return false
 	}
+	// Quantiles up to the median are found walking up from the smallest
+	// observation, the others walking down from the largest, so the tail
+	// percentiles cost a short walk instead of a whole pass.
 	i, cum := 0, int64(0) // xs[i] covers expanded positions [cum, cum+w)
-	for k, q := range qs {
-		h := float64(n-1) * q
-		lo := int64(math.Floor(h))
-		frac := h - float64(lo)
+	k := 0
+	for ; k < len(qs) && qs[k] <= 0.5; k++ {
+		lo, frac := position(n, qs[k])
 		for cum+int64(w[xs[i].run]) <= lo {
 			cum += int64(w[xs[i].run])
 			i++
 		}
-		a := xs[i].v
-		b := a
-		if frac > 0 && lo+1 >= cum+int64(w[xs[i].run]) {
-			for j := i + 1; j < len(xs); j++ {
-				if w[xs[j].run] > 0 {
-					b = xs[j].v
-					break
-				}
-			}
+		out[k] = interpolate(xs, w, i, frac, lo+1 >= cum+int64(w[xs[i].run]))
+	}
+	j, top := len(xs)-1, n // xs[j] covers expanded positions [top-w, top)
+	for h := len(qs) - 1; h >= k; h-- {
+		lo, frac := position(n, qs[h])
+		for top-int64(w[xs[j].run]) > lo {
+			top -= int64(w[xs[j].run])
+			j--
 		}
-		out[k] = a + frac*(b-a)
+		out[h] = interpolate(xs, w, j, frac, lo+1 >= top)
 	}
 	return true
+}
+
+// position is the 0-based expanded position of quantile q among n values
+// and the fraction towards the next one (type 7).
+func position(n int64, q float64) (lo int64, frac float64) {
+	h := float64(n-1) * q
+	lo = int64(math.Floor(h))
+	return lo, h - float64(lo)
+}
+
+// interpolate returns the value at position lo+frac, where xs[i] holds
+// position lo and next says position lo+1 lies in a later observation
+// (the next one with a non-zero weight).
+func interpolate(xs []obs, w []int32, i int, frac float64, next bool) float64 {
+	a := xs[i].v
+	if frac == 0 || !next {
+		return a
+	}
+	for j := i + 1; j < len(xs); j++ {
+		if w[xs[j].run] > 0 {
+			return a + frac*(xs[j].v-a)
+		}
+	}
+	return a
+}
+
+// runCounts counts the observations of xs per run, for m runs.
+func runCounts(xs []obs, m int) []int32 {
+	cnt := make([]int32, m)
+	for _, x := range xs {
+		cnt[x.run]++
+	}
+	return cnt
 }
 
 // interval returns the 2.5 % and 97.5 % points of bootstrap replicates,
@@ -188,10 +224,11 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 		unit[i] = 1
 	}
 	base2, base3 := make([]float64, len(qs)), make([]float64, len(qs))
-	has2 := weightedQuantiles(x2, unit, qs, base2)
-	has3 := weightedQuantiles(x3, unit, qs, base3)
+	cnt2, cnt3, cntP := runCounts(x2, m), runCounts(x3, m), runCounts(pd, m)
+	has2 := weightedQuantiles(x2, cnt2, unit, qs, base2)
+	has3 := weightedQuantiles(x3, cnt3, unit, qs, base3)
 	basePaired := make([]float64, 2)
-	hasPaired := weightedQuantiles(pd, unit, pairedQs, basePaired)
+	hasPaired := weightedQuantiles(pd, cntP, unit, pairedQs, basePaired)
 	baseWon := wonShare(pd, unit)
 	baseAvail, hasAvail := availShare(gotH3, fb, unit)
 
@@ -246,8 +283,8 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 		for i := 0; i < m; i++ {
 			w[rng.IntN(m)]++
 		}
-		ok2 := has2 && weightedQuantiles(x2, w, qs, q2)
-		ok3 := has3 && weightedQuantiles(x3, w, qs, q3)
+		ok2 := has2 && weightedQuantiles(x2, cnt2, w, qs, q2)
+		ok3 := has3 && weightedQuantiles(x3, cnt3, w, qs, q3)
 		for i := range qs {
 			if ok2 {
 				rep2[i] = append(rep2[i], q2[i])
@@ -262,7 +299,7 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 				}
 			}
 		}
-		if hasPaired && weightedQuantiles(pd, w, pairedQs, qp) {
+		if hasPaired && weightedQuantiles(pd, cntP, w, pairedQs, qp) {
 			repMed = append(repMed, qp[0])
 			repP90 = append(repP90, qp[1])
 			repWon = append(repWon, wonShare(pd, w))
