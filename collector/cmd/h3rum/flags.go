@@ -15,12 +15,15 @@ import (
 // command line from its H3RUM_* environment variable. Problems come back as
 // usage errors (exit 2) naming the flag or variable.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	fs.SetOutput(stderr)
+	// Parse quietly: a bad flag is one line (below), -h the full list.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return errUsage
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return errHelp
 		}
-		return errUsage // flag already printed the problem and the usage
+		return usagef("%s: %v (h3rum %s -h lists the flags)", fs.Name(), err, fs.Name())
 	}
 	if fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))

@@ -66,6 +66,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // errUsage marks a usage error whose message was already printed.
 var errUsage = errors.New("usage")
 
+// errHelp marks a -h whose flag list was printed: exit status 0.
+var errHelp = errors.New("help")
+
 // usageError is a bad flag or argument: one line, exit status 2.
 type usageError struct{ msg string }
 
@@ -76,7 +79,7 @@ func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(forma
 func exitCode(err error, stderr io.Writer) int {
 	var ue usageError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.Is(err, errUsage):
 		return 2

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Bad flags, variables and certificate files stop serve with one line and
+// exit status 2 before it creates, starts or listens on anything.
+func TestServeBadInputExitsBeforeListening(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  [2]string
+		want string
+	}{
+		{"unknown flag", []string{"--bogus"}, [2]string{}, "flag provided but not defined"},
+		{"missing certificate", []string{"--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.key"}, [2]string{}, "/nonexistent.pem"},
+		{"bad address", []string{"--addr", "nonsense"}, [2]string{}, "nonsense"},
+		{"bad log format", []string{"--log-format", "xml"}, [2]string{}, "--log-format"},
+		{"bad environment", nil, [2]string{"H3RUM_BATCH_ROWS", "abc"}, "H3RUM_BATCH_ROWS"},
+		{"negative retention", []string{"--retention", "-1"}, [2]string{}, "--retention"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env[0] != "" {
+				t.Setenv(tc.env[0], tc.env[1])
+			}
+			dataDir := filepath.Join(t.TempDir(), "var")
+			var errOut bytes.Buffer
+			err := run(context.Background(), append([]string{"serve", "--data-dir", dataDir}, tc.args...), io.Discard, &errOut)
+			code := exitCode(err, &errOut)
+			msg := strings.TrimSpace(errOut.String())
+			if code != 2 || strings.Contains(msg, "\n") || !strings.Contains(msg, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and one line naming %q", code, msg, tc.want)
+			}
+			if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+				t.Errorf("serve touched --data-dir before failing: %v", err)
+			}
+		})
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	var errOut bytes.Buffer
+	err := run(context.Background(), []string{"serve", "-h"}, io.Discard, &errOut)
+	if code := exitCode(err, io.Discard); code != 0 || !strings.Contains(errOut.String(), "-ingest-concurrency") {
+		t.Errorf("serve -h: exit %d, output %d bytes; want 0 and the flag list", code, errOut.Len())
+	}
+}
