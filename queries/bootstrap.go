@@ -245,20 +245,7 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 			Histogram:  histogram(diffs),
 		}
 	}
-	if g.H3 != nil || g.WantedH3GotH2 != nil {
-		a := &Availability{}
-		if g.H3 != nil {
-			a.GotH3 = g.H3.Samples
-		}
-		a.WantedH3 = a.GotH3
-		if g.WantedH3GotH2 != nil {
-			a.WantedH3 += g.WantedH3GotH2.Samples
-		}
-		if a.WantedH3 > 0 {
-			a.Share = float64(a.GotH3) / float64(a.WantedH3)
-		}
-		g.Availability = a
-	}
+	g.Availability = availability(g)
 	if g.H2 != nil && g.H3 != nil {
 		g.Diff = pointDiffs(g.H2, g.H3)
 	}
@@ -441,4 +428,25 @@ func niceStep(x float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// availability is the share of requests meant for H3 that used h3, from
+// the group's sample counts (nil when nothing was meant for H3); the
+// bootstrap adds its interval.
+func availability(g *Group) *Availability {
+	if g.H3 == nil && g.WantedH3GotH2 == nil {
+		return nil
+	}
+	a := &Availability{}
+	if g.H3 != nil {
+		a.GotH3 = g.H3.Samples
+	}
+	a.WantedH3 = a.GotH3
+	if g.WantedH3GotH2 != nil {
+		a.WantedH3 += g.WantedH3GotH2.Samples
+	}
+	if a.WantedH3 > 0 {
+		a.Share = float64(a.GotH3) / float64(a.WantedH3)
+	}
+	return a
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -50,6 +51,12 @@ type Report struct {
 	Timeline    []Hour    `json:"timeline"`
 	// Stages is how long each step of Run took (not part of the JSON).
 	Stages []Stage `json:"-"`
+
+	// What AddRuns needs to complete a report made by Estimate.
+	opts   Options
+	win    window
+	groups map[string]*Group
+	done   bool // AddRuns ran
 }
 
 // Stage is the wall time of one step of Run.
@@ -258,8 +265,24 @@ func rollupQuery(kind string, o *Options, w window) (string, []any) {
 }
 
 // Run computes the report for opts (validated and defaulted in place of a
-// copy) from the ClickHouse behind conn.
+// copy) from the ClickHouse behind conn: Estimate, then AddRuns.
 func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
+	rep, err := Estimate(ctx, conn, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.AddRuns(ctx, conn); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// Estimate computes the first part of the report: counts, percentiles and
+// their differences, failures, availability and the timeline — everything
+// but what needs per-run samples (confidence intervals and the paired
+// view), which AddRuns adds. The dashboard shows an estimate while the
+// rest is computed.
+func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 	o := opts
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -336,12 +359,35 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 	}
 	rep.Timeline = tl
 	stage("timeline")
-	if err := perRun(ctx, conn, &o, w, groups); err != nil {
-		return nil, err
+	rep.opts, rep.win, rep.groups = o, w, groups
+	rep.finish()
+	return rep, nil
+}
+
+// AddRuns completes a report made by Estimate with what needs per-run
+// samples: the bootstrap confidence intervals and the paired view.
+func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
+	if rep.groups == nil {
+		return errors.New("AddRuns needs a report made by Estimate")
 	}
-	stage("runs")
-	for _, g := range groups {
-		finishGroup(g, &o)
+	if rep.done {
+		return nil
+	}
+	start := time.Now()
+	if err := perRun(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
+		return err
+	}
+	rep.Stages = append(rep.Stages, Stage{"runs", time.Since(start)})
+	rep.done = true
+	rep.finish()
+	return nil
+}
+
+// finish turns the groups into the report's sorted Groups.
+func (rep *Report) finish() {
+	rep.Groups = rep.Groups[:0]
+	for _, g := range rep.groups {
+		finishGroup(g, &rep.opts)
 		rep.Groups = append(rep.Groups, *g)
 	}
 	slices.SortFunc(rep.Groups, func(a, b Group) int {
@@ -350,7 +396,6 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 		}
 		return cmp.Compare(a.Group, b.Group)
 	})
-	return rep, nil
 }
 
 // points reads counts and percentiles per group and outcome.
@@ -561,6 +606,9 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 // finishGroup sets the comparison fields that need both protocols.
 func finishGroup(g *Group, o *Options) {
 	g.TooSmall = g.H2 == nil || g.H3 == nil || g.H2.TooSmall || g.H3.TooSmall
+	if g.Availability == nil {
+		g.Availability = availability(g) // the bootstrap replaces it, with an interval
+	}
 	if g.H2 != nil && g.H3 != nil && len(g.Diff) == 0 {
 		// Bootstrap did not run (no intervals wanted): point differences only.
 		g.Diff = pointDiffs(g.H2, g.H3)
