@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
+	"io"
 	"math"
 	"strconv"
 	"time"
@@ -69,6 +70,7 @@ type dashView struct {
 	Query     string
 	Groupings []string
 	Live      bool
+	Complete  bool // intervals and the paired view are in
 	Outcomes  []outcomeRow
 	Charts    []chart
 	Hists     []chart
@@ -83,7 +85,16 @@ type outcomeRow struct {
 }
 
 func renderDashboard(r *Report, o *Options, live bool) ([]byte, error) {
-	v := dashView{R: r, O: o, Query: o.values().Encode(), Groupings: Groupings(), Live: live}
+	var b bytes.Buffer
+	if err := dashboardTmpl.Execute(&b, newDashView(r, o, live)); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// newDashView prepares what the dashboard template shows of r.
+func newDashView(r *Report, o *Options, live bool) *dashView {
+	v := &dashView{R: r, O: o, Query: o.values().Encode(), Groupings: Groupings(), Live: live, Complete: r.done}
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		first := true
@@ -99,11 +110,12 @@ func renderDashboard(r *Report, o *Options, live bool) ([]byte, error) {
 	}
 	v.Charts = append(v.Charts, percentileChart(r), availabilityChart(r), timelineChart(r))
 	v.Hists = histogramCharts(r)
-	var b bytes.Buffer
-	if err := dashboardTmpl.Execute(&b, &v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return v
+}
+
+// renderPart renders one of the page's parts: "top", "content" or "bottom".
+func renderPart(w io.Writer, part string, v *dashView) error {
+	return dashboardTmpl.ExecuteTemplate(w, part, v)
 }
 
 // maxGroups bounds the groups drawn in charts (the table shows all).

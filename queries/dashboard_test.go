@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -123,6 +124,13 @@ func TestDashboardInChromium(t *testing.T) {
 	if !strings.Contains(dom, `id="report"`) || !strings.Contains(dom, "<svg") {
 		t.Fatalf("dashboard did not render: %s", trim(dom))
 	}
+	// The page streams the estimate first; dashboard.js swapped in the
+	// complete report, leaving no trace of the estimate.
+	for _, gone := range []string{`id="estimate"`, `id="complete"`, `id="computing"`} {
+		if strings.Contains(dom, gone) {
+			t.Errorf("after load the page still has %s", gone)
+		}
+	}
 	got := map[string]float64{}
 	for _, m := range cellRE.FindAllStringSubmatch(dom, -1) {
 		v, err := strconv.ParseFloat(m[4], 64)
@@ -159,4 +167,29 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("screenshot: %v", err)
 	}
 	t.Logf("dashboard screenshot: %s", shot)
+}
+
+// The dashboard streams: the estimate (no intervals yet, a notice) comes
+// first, then the complete report in a template, in the same response.
+func TestDashboardStreamsEstimateThenComplete(t *testing.T) {
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 3, Runs: 400}))
+	h := &Handler{Conn: conn, AllowOpen: true}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/dashboard?since="+testSince.Format(time.RFC3339)+"&until="+testUntil.Format(time.RFC3339), nil))
+	body := rec.Body.String()
+	if rec.Code != 200 || !rec.Flushed {
+		t.Fatalf("status %d, flushed %v", rec.Code, rec.Flushed)
+	}
+	est, tmpl := strings.Index(body, `<div id="estimate">`), strings.Index(body, `<template id="complete">`)
+	if est < 0 || tmpl < est || !strings.Contains(body[est:tmpl], `id="computing"`) || strings.Contains(body[tmpl:], `id="computing"`) {
+		t.Fatalf("want the estimate with its notice, then the complete report: estimate at %d, template at %d", est, tmpl)
+	}
+	// Intervals appear only in the complete part.
+	if strings.Contains(body[est:tmpl], "95% CI [") || !strings.Contains(body[tmpl:], "95% CI [") {
+		t.Errorf("intervals: estimate has them %v, complete has them %v", strings.Contains(body[est:tmpl], "95% CI ["), strings.Contains(body[tmpl:], "95% CI ["))
+	}
+	if !strings.HasSuffix(strings.TrimSpace(body), "</html>") {
+		t.Errorf("page not closed: …%s", body[max(0, len(body)-80):])
+	}
 }

@@ -1,10 +1,13 @@
 package queries
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"html/template"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -140,12 +143,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, o Options) (*Repor
 	defer cancel()
 	rep, err := Run(ctx, h.Conn, o)
 	if err != nil {
-		if errors.Is(err, ErrInvalidOptions) {
-			fail(w, http.StatusBadRequest, "bad request: "+err.Error())
-			return nil, false
-		}
-		h.log.Warn("report failed", "err", err)
-		fail(w, http.StatusBadGateway, "report failed: "+err.Error())
+		h.reportFailed(w, err)
 		return nil, false
 	}
 	return rep, true
@@ -196,11 +194,30 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rep, ok := h.run(w, r, o)
-	if !ok {
+	h.streamDashboard(w, r, o)
+}
+
+// streamDashboard sends the dashboard in two steps: the point estimates as
+// soon as they are known (tens of ms from the rollup), flushed so the
+// browser paints them, then the complete report — intervals and the paired
+// view need the per-run bootstrap, most of the time — inside a <template>
+// that dashboard.js swaps in. Without JavaScript the estimate stays.
+func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Options) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
+	defer cancel()
+	rep, err := Estimate(ctx, h.Conn, o)
+	if err != nil {
+		h.reportFailed(w, err)
 		return
 	}
-	page, err := renderDashboard(rep, &o, h.Hub != nil)
+	live := h.Hub != nil
+	var first bytes.Buffer
+	v := newDashView(rep, &o, live)
+	if err := renderPart(&first, "top", v); err == nil {
+		first.WriteString(`<div id="estimate">`)
+		err = renderPart(&first, "content", v)
+		first.WriteString("</div>\n")
+	}
 	if err != nil {
 		h.log.Warn("rendering dashboard", "err", err)
 		fail(w, http.StatusInternalServerError, "rendering dashboard: "+err.Error())
@@ -208,7 +225,32 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 	}
 	securityHeaders(w)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(page)
+	w.Write(first.Bytes())
+	http.NewResponseController(w).Flush()
+
+	var rest bytes.Buffer
+	if err := rep.AddRuns(ctx, h.Conn); err != nil {
+		h.log.Warn("report failed", "err", err)
+		fmt.Fprintf(&rest, `<p class="error">Confidence intervals and the paired view failed: %s</p>`, template.HTMLEscapeString(err.Error()))
+	} else {
+		rest.WriteString(`<template id="complete">`)
+		if err := renderPart(&rest, "content", newDashView(rep, &o, live)); err != nil {
+			h.log.Warn("rendering dashboard", "err", err)
+		}
+		rest.WriteString("</template>\n")
+	}
+	renderPart(&rest, "bottom", v)
+	w.Write(rest.Bytes())
+}
+
+// reportFailed answers a report that could not be computed.
+func (h *Handler) reportFailed(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrInvalidOptions) {
+		fail(w, http.StatusBadRequest, "bad request: "+err.Error())
+		return
+	}
+	h.log.Warn("report failed", "err", err)
+	fail(w, http.StatusBadGateway, "report failed: "+err.Error())
 }
 
 func securityHeaders(w http.ResponseWriter) {

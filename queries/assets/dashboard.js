@@ -1,6 +1,14 @@
-// Live feed for the h3rum dashboard: one row per accepted run, newest first.
+// The h3rum dashboard's script: it swaps in the complete report, which the
+// server sends after the point estimates, and runs the live feed: one row
+// per accepted run, newest first.
 (function () {
   'use strict';
+  var complete = document.getElementById('complete');
+  var estimate = document.getElementById('estimate');
+  if (complete && estimate) {
+    estimate.replaceWith(complete.content);
+    complete.remove();
+  }
   if (document.body.dataset.live !== '1' || !window.WebSocket) return;
   var status = document.getElementById('live-status');
   var tbody = document.querySelector('#live tbody');
