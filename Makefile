@@ -60,6 +60,7 @@ test: deps vet
 
 fuzz: go-check
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
 
 ## bench: probe, ingest and report benchmarks, each against a baseline measured in the same run
 bench: deps build

@@ -321,6 +321,18 @@ func BenchmarkDecode(b *testing.B) {
 // TestProtocolExample decodes the example in PROTOCOL.md, so the document
 // cannot drift from the decoder.
 func TestProtocolExample(t *testing.T) {
+	r, err := Decode(protocolExample(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Samples) != 3 || r.Samples[2].Error != "http_503" || r.Samples[1].Server.MinRTT != -1 {
+		t.Errorf("example decoded to %+v", r)
+	}
+}
+
+// protocolExample is the example report in PROTOCOL.md.
+func protocolExample(t testing.TB) []byte {
+	t.Helper()
 	doc, err := os.ReadFile("PROTOCOL.md")
 	if err != nil {
 		t.Fatal(err)
@@ -330,11 +342,5 @@ func TestProtocolExample(t *testing.T) {
 	if !ok || !ok2 {
 		t.Fatal("PROTOCOL.md has no ```json example")
 	}
-	r, err := Decode([]byte(example))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Samples) != 3 || r.Samples[2].Error != "http_503" || r.Samples[1].Server.MinRTT != -1 {
-		t.Errorf("example decoded to %+v", r)
-	}
+	return []byte(example)
 }

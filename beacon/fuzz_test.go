@@ -3,6 +3,7 @@ package beacon
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -64,4 +65,48 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// FuzzFastPath is differential: whatever the fast path accepts, the
+// general path (encoding/json and the key checks) must accept too, with
+// the very same wire values, so that Decode's verdicts do not depend on
+// which path ran. Run: go test ./beacon -fuzz FuzzFastPath -fuzztime 30s
+func FuzzFastPath(f *testing.F) {
+	f.Add(marshal(f, validReport()))
+	minimal := validReport()
+	delete(minimal, "c")
+	f.Add(marshal(f, minimal))
+	for _, s := range []string{
+		`{"v":1}`, `{"v":1,"s":[]}`, `{"v":1,"c":{"br":[[],["a"],["a","b","c"]]}}`, `{"v":1,"c":{"br":[]}}`,
+		`{"v":1,"par":{}}`, `{"v":1,"v":1}`, `{"V":1}`, `{"v":1.0}`, `{"v":1e0}`, `{"v":-0}`, `{"v":1,"mt":1e400}`,
+		`{"v":1,"id":"\u0041"}`, `{"v":1,"id":"é"}`, `{"v":1,"p":null}`, ` {"v":1} `, `{"v":1}x`, `{"v":1}}`,
+		`{"v":1,"s":[{"q":01}]}`, `{"v":1,"s":[{"q":1.5}]}`, `{"v":1,"s":[{"sv":{"lost":99999999999999999999}}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := fastDecode(data)
+		if !ok {
+			return
+		}
+		general, err := decodeWire(data)
+		if err != nil {
+			t.Fatalf("fast path accepted what the general path rejects (%v): %q", err, data)
+		}
+		if !reflect.DeepEqual(fast, general) {
+			t.Fatalf("paths disagree on %q", data)
+		}
+	})
+}
+
+// The reports browsers send take the fast path.
+func TestFastPathTakesCanonicalReports(t *testing.T) {
+	for name, data := range map[string][]byte{"valid": marshal(t, validReport()), "example": protocolExample(t)} {
+		if _, ok := fastDecode(data); !ok {
+			t.Errorf("%s report fell back to the general path", name)
+		}
+	}
+	if _, ok := fastDecode([]byte(`{"v":1,"id":"\u0030"}`)); ok {
+		t.Error("an escaped string took the fast path")
+	}
 }

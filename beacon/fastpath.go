@@ -1,0 +1,482 @@
+package beacon
+
+import (
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// The fast path decodes the reports browsers actually send — canonical
+// JSON with known keys, no escapes, no nulls, ASCII strings — into the same
+// wire structs encoding/json would fill, about five times faster. Anything
+// outside that subset makes it give up, and Decode takes the general path,
+// whose verdicts and messages stay the reference: the fast path only ever
+// answers for inputs on which the two agree (FuzzFastPath checks this).
+// Decoding was half the collector's CPU under a load of reports.
+
+// fastParser walks one report. ok turns false at the first thing outside
+// the subset; every method is then a no-op, so callers check it once.
+type fastParser struct {
+	b  []byte
+	i  int
+	ok bool
+
+	// Backing arrays for the wire structs' pointers: one allocation each
+	// instead of one per field.
+	floats []float64
+	ints   []int
+	bools  []bool
+	strs   []string
+}
+
+// fastDecode returns the wire form of data, or ok false to fall back.
+func fastDecode(data []byte) (w wireReport, ok bool) {
+	p := &fastParser{b: data, ok: true}
+	// Capacity for the largest report the limits allow, so that pointers
+	// into the arrays stay valid (append never reallocates below it).
+	const perSample = 11
+	p.floats = make([]float64, 0, 3+MaxSamples*perSample)
+	p.ints = make([]int, 0, 4+MaxSamples*8)
+	p.bools = make([]bool, 0, 3+MaxSamples)
+	p.strs = make([]string, 0, 8+MaxSamples*5)
+	p.report(&w)
+	p.ws()
+	if !p.ok || p.i != len(p.b) || w.V == nil || *w.V != Version {
+		return wireReport{}, false
+	}
+	return w, true
+}
+
+func (p *fastParser) fail() { p.ok = false }
+
+func (p *fastParser) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips whitespace and returns the next byte (0 at the end).
+func (p *fastParser) next() byte {
+	p.ws()
+	if !p.ok || p.i >= len(p.b) {
+		p.fail()
+		return 0
+	}
+	return p.b[p.i]
+}
+
+func (p *fastParser) expect(c byte) {
+	if p.next() != c {
+		p.fail()
+		return
+	}
+	p.i++
+}
+
+// object calls field for each key of a JSON object; seen guards against
+// duplicates (bit per known key, set by field through the returned index).
+func (p *fastParser) object(field func(key string) int) {
+	p.expect('{')
+	if p.next() == '}' {
+		p.i++
+		return
+	}
+	var seen uint32
+	for p.ok {
+		key := p.rawString()
+		p.expect(':')
+		if !p.ok {
+			return
+		}
+		bit := field(key)
+		if bit < 0 || seen&(1<<bit) != 0 {
+			p.fail() // unknown or duplicate key
+			return
+		}
+		seen |= 1 << bit
+		switch p.next() {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return
+		default:
+			p.fail()
+		}
+	}
+}
+
+// array calls elem for each element of a JSON array.
+func (p *fastParser) array(elem func()) {
+	p.expect('[')
+	if p.next() == ']' {
+		p.i++
+		return
+	}
+	for p.ok {
+		elem()
+		switch p.next() {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return
+		default:
+			p.fail()
+		}
+	}
+}
+
+// rawString reads a string of printable ASCII without escapes; the
+// result aliases the input, so callers copy what they keep.
+func (p *fastParser) rawString() string {
+	if p.next() != '"' {
+		p.fail()
+		return ""
+	}
+	start := p.i + 1
+	for j := start; j < len(p.b); j++ {
+		switch c := p.b[j]; {
+		case c == '"':
+			p.i = j + 1
+			return unsafe.String(unsafe.SliceData(p.b[start:]), j-start)
+		case c < 0x20 || c >= 0x7f || c == '\\':
+			p.fail()
+			return ""
+		}
+	}
+	p.fail()
+	return ""
+}
+
+func (p *fastParser) str() *string {
+	s := p.rawString()
+	if !p.ok {
+		return nil
+	}
+	p.strs = append(p.strs, intern(s))
+	return &p.strs[len(p.strs)-1]
+}
+
+// intern returns the enum-like values every report repeats as constants,
+// and a copy of anything else (s aliases the request body).
+func intern(s string) string {
+	switch s {
+	case "w":
+		return "w"
+	case "p":
+		return "p"
+	case "h1":
+		return "h1"
+	case "h2":
+		return "h2"
+	case "h3":
+		return "h3"
+	case "unknown":
+		return "unknown"
+	case "h2first":
+		return "h2first"
+	case "h3first":
+		return "h3first"
+	case "load":
+		return "load"
+	case "manual":
+		return "manual"
+	}
+	return strings.Clone(s)
+}
+
+// number reads a JSON number literal (RFC 8259 grammar) and reports
+// whether it has a fraction or exponent.
+func (p *fastParser) number() (lit string, frac bool) {
+	p.ws()
+	start, b, j := p.i, p.b, p.i
+	digits := func() int {
+		n := 0
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+			n++
+		}
+		return n
+	}
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	if j < len(b) && b[j] == '0' {
+		j++
+	} else if digits() == 0 {
+		p.fail()
+		return "", false
+	}
+	if j < len(b) && b[j] == '.' {
+		j++
+		frac = true
+		if digits() == 0 {
+			p.fail()
+			return "", false
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		frac = true
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if digits() == 0 {
+			p.fail()
+			return "", false
+		}
+	}
+	p.i = j
+	return unsafe.String(unsafe.SliceData(b[start:]), j-start), frac
+}
+
+func (p *fastParser) float() *float64 {
+	lit, _ := p.number()
+	if !p.ok {
+		return nil
+	}
+	v, err := strconv.ParseFloat(lit, 64)
+	if err != nil {
+		p.fail()
+		return nil
+	}
+	p.floats = append(p.floats, v)
+	return &p.floats[len(p.floats)-1]
+}
+
+func (p *fastParser) integer() *int {
+	lit, frac := p.number()
+	if !p.ok || frac {
+		p.fail() // encoding/json refuses 1.0 and 1e3 for an int: let it say so
+		return nil
+	}
+	v, err := strconv.ParseInt(lit, 10, 64)
+	if err != nil {
+		p.fail()
+		return nil
+	}
+	p.ints = append(p.ints, int(v))
+	return &p.ints[len(p.ints)-1]
+}
+
+func (p *fastParser) boolean() *bool {
+	var v bool
+	switch {
+	case p.next() == 't' && len(p.b)-p.i >= 4 && string(p.b[p.i:p.i+4]) == "true":
+		v, p.i = true, p.i+4
+	case p.ok && p.b[p.i] == 'f' && len(p.b)-p.i >= 5 && string(p.b[p.i:p.i+5]) == "false":
+		p.i += 5
+	default:
+		p.fail()
+		return nil
+	}
+	p.bools = append(p.bools, v)
+	return &p.bools[len(p.bools)-1]
+}
+
+func (p *fastParser) report(w *wireReport) {
+	p.object(func(k string) int {
+		switch k {
+		case "v":
+			w.V = p.integer()
+			return 0
+		case "id":
+			w.ID = p.str()
+			return 1
+		case "site":
+			w.Site = p.str()
+			return 2
+		case "o":
+			w.O = p.str()
+			return 3
+		case "bv":
+			w.BV = p.str()
+			return 4
+		case "p":
+			w.P = p.boolean()
+			return 5
+		case "mt":
+			w.MT = p.float()
+			return 6
+		case "par":
+			w.Par = &wireParams{}
+			p.params(w.Par)
+			return 7
+		case "c":
+			w.C = &wireClient{}
+			p.client(w.C)
+			return 8
+		case "s":
+			w.S = make([]wireSample, 0, 2*MaxParallel+MaxWarmup+1)
+			p.array(func() {
+				if len(w.S) == cap(w.S) {
+					p.fail() // more than any report may carry: the general path says why
+					return
+				}
+				w.S = append(w.S, wireSample{})
+				p.sample(&w.S[len(w.S)-1])
+			})
+			return 9
+		}
+		return -1
+	})
+}
+
+func (p *fastParser) params(w *wireParams) {
+	p.object(func(k string) int {
+		switch k {
+		case "n":
+			w.N = p.integer()
+			return 0
+		case "w":
+			w.W = p.integer()
+			return 1
+		case "b":
+			w.B = p.integer()
+			return 2
+		case "ord":
+			w.Ord = p.str()
+			return 3
+		case "trg":
+			w.Trg = p.str()
+			return 4
+		}
+		return -1
+	})
+}
+
+func (p *fastParser) client(w *wireClient) {
+	p.object(func(k string) int {
+		switch k {
+		case "br":
+			w.BR = [][]string{}
+			p.array(func() {
+				pair := []string{}
+				p.array(func() {
+					if s := p.str(); s != nil {
+						pair = append(pair, *s)
+					}
+				})
+				w.BR = append(w.BR, pair)
+			})
+			return 0
+		case "pf":
+			w.PF = p.str()
+			return 1
+		case "mb":
+			w.MB = p.boolean()
+			return 2
+		case "et":
+			w.ET = p.str()
+			return 3
+		case "rtt":
+			w.RTT = p.float()
+			return 4
+		case "dl":
+			w.DL = p.float()
+			return 5
+		case "wd":
+			w.WD = p.boolean()
+			return 6
+		}
+		return -1
+	})
+}
+
+func (p *fastParser) sample(w *wireSample) {
+	p.object(func(k string) int {
+		switch k {
+		case "q":
+			w.Q = p.integer()
+			return 0
+		case "ph":
+			w.Ph = p.str()
+			return 1
+		case "w":
+			w.W = p.str()
+			return 2
+		case "g":
+			w.G = p.str()
+			return 3
+		case "st":
+			w.St = p.float()
+			return 4
+		case "d":
+			w.D = p.float()
+			return 5
+		case "dns":
+			w.DNS = p.float()
+			return 6
+		case "con":
+			w.Con = p.float()
+			return 7
+		case "tls":
+			w.TLS = p.float()
+			return 8
+		case "tf":
+			w.TF = p.float()
+			return 9
+		case "dl":
+			w.DL = p.float()
+			return 10
+		case "r":
+			w.R = p.boolean()
+			return 11
+		case "ts":
+			w.TS = p.integer()
+			return 12
+		case "e":
+			w.E = p.str()
+			return 13
+		case "sv":
+			w.SV = &wireServer{}
+			p.server(w.SV)
+			return 14
+		}
+		return -1
+	})
+}
+
+func (p *fastParser) server(w *wireServer) {
+	p.object(func(k string) int {
+		switch k {
+		case "proto":
+			w.Proto = p.str()
+			return 0
+		case "app":
+			w.App = p.float()
+			return 1
+		case "rtt":
+			w.RTT = p.float()
+			return 2
+		case "minrtt":
+			w.MinRTT = p.float()
+			return 3
+		case "rttvar":
+			w.RTTVar = p.float()
+			return 4
+		case "lost":
+			w.Lost = p.integer()
+			return 5
+		case "cid":
+			w.CID = p.str()
+			return 6
+		case "creq":
+			w.CReq = p.integer()
+			return 7
+		case "resumed":
+			w.Resumed = p.integer()
+			return 8
+		case "early":
+			w.Early = p.integer()
+			return 9
+		}
+		return -1
+	})
+}
