@@ -184,6 +184,28 @@ func (c *child) cpuTime() (time.Duration, error) {
 	return time.Duration(ut+st) * 10 * time.Millisecond, nil
 }
 
+// serveBaseline serves h on loopback over TCP (HTTP/1.1, HTTP/2) and UDP
+// (HTTP/3) with plain net/http and http3 servers: the baselines h3rum is
+// compared with.
+func serveBaseline(h http.Handler, cert tls.Certificate) (tcpAddr, udpAddr string, shutdown func(context.Context) error, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", "", nil, err
+	}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		ln.Close()
+		return "", "", nil, err
+	}
+	hs := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	h3 := &http3.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	go hs.ServeTLS(ln, "", "")
+	go h3.Serve(pc)
+	return ln.Addr().String(), pc.LocalAddr().String(), func(ctx context.Context) error {
+		return errors.Join(hs.Shutdown(ctx), h3.Shutdown(ctx), pc.Close())
+	}, nil
+}
+
 // serveChild runs one server under test until stdin closes.
 func serveChild(kind, certFile, keyFile, profile string, stdout io.Writer) error {
 	// Every server under test runs with the GC settings h3rum's main uses,
@@ -209,21 +231,8 @@ func serveChild(kind, certFile, keyFile, profile string, stdout io.Writer) error
 			return err
 		}
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		if tcpAddr, udpAddr, shutdown, err = serveBaseline(h, cert); err != nil {
 			return err
-		}
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		hs := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
-		h3 := &http3.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
-		go hs.ServeTLS(ln, "", "")
-		go h3.Serve(pc)
-		tcpAddr, udpAddr = ln.Addr().String(), pc.LocalAddr().String()
-		shutdown = func(ctx context.Context) error {
-			return errors.Join(hs.Shutdown(ctx), h3.Shutdown(ctx), pc.Close())
 		}
 	case "headers":
 		// A bare server that sends what /probe sends, header for header,
@@ -255,21 +264,8 @@ func serveChild(kind, certFile, keyFile, profile string, stdout io.Writer) error
 			hd["Server-Timing"] = []string{string(b)}
 			w.WriteHeader(http.StatusNoContent)
 		})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		if tcpAddr, udpAddr, shutdown, err = serveBaseline(h, cert); err != nil {
 			return err
-		}
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		hs := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
-		h3 := &http3.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
-		go hs.ServeTLS(ln, "", "")
-		go h3.Serve(pc)
-		tcpAddr, udpAddr = ln.Addr().String(), pc.LocalAddr().String()
-		shutdown = func(ctx context.Context) error {
-			return errors.Join(hs.Shutdown(ctx), h3.Shutdown(ctx), pc.Close())
 		}
 	case "h3rum":
 		dir, err := os.MkdirTemp("", "benchprobe-h3rum")
