@@ -62,10 +62,13 @@ fuzz: go-check
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
 
-## bench: probe, ingest and report benchmarks, each against a baseline measured in the same run
+## bench: probe, beacon, ingest and report benchmarks, each against a baseline measured in the same run
 bench: deps build
 	$(GO) run ./collector/benchprobe
-	$(GO) test ./ingest -run '^$$' -bench . -benchtime 1x -timeout 30m
+	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkDecode$$' -benchmem
+	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x
+	$(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m
+	$(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest$$' -benchtime 1x
 	$(GO) run ./queries/benchreport
 
 ## geoip: fetch DB-IP Lite's city database (CC BY 4.0) into $(DATA_DIR)/geoip
