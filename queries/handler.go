@@ -231,7 +231,7 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Opti
 	var rest bytes.Buffer
 	if err := rep.AddRuns(ctx, h.Conn); err != nil {
 		h.log.Warn("report failed", "err", err)
-		fmt.Fprintf(&rest, `<p class="error">Confidence intervals and the paired view failed: %s</p>`, template.HTMLEscapeString(err.Error()))
+		fmt.Fprintf(&rest, `<p class="error" id="complete-failed">Confidence intervals and the paired view failed: %s</p>`, template.HTMLEscapeString(err.Error()))
 	} else {
 		rest.WriteString(`<template id="complete">`)
 		if err := renderPart(&rest, "content", newDashView(rep, &o, live)); err != nil {

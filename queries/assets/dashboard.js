@@ -8,6 +8,9 @@
   if (complete && estimate) {
     estimate.replaceWith(complete.content);
     complete.remove();
+  } else if (document.getElementById('complete-failed')) {
+    var computing = document.getElementById('computing');
+    if (computing) computing.remove(); // the estimate stays, with the error below it
   }
   if (document.body.dataset.live !== '1' || !window.WebSocket) return;
   var status = document.getElementById('live-status');
