@@ -194,6 +194,7 @@ type Server struct {
 	h3Socks, h2Socks   sockets
 	tcpH3, tcpH2       *http.Server
 	quicSrv            *http3.Server
+	h3InFlight         atomic.Int64 // HTTP/3 requests being handled
 
 	wg       sync.WaitGroup
 	errMu    sync.Mutex
@@ -460,7 +461,7 @@ func (s *Server) start(ctx context.Context) error {
 	s.tcpH3 = newTCP(s.h3Origin, h3Cert)
 	s.tcpH2 = newTCP(s.h2Origin, h2Cert)
 	s.quicSrv = &http3.Server{
-		Handler: s.h3Origin,
+		Handler: inFlight{s.h3Origin, &s.h3InFlight},
 		TLSConfig: &tls.Config{
 			MinVersion:       tls.VersionTLS13,
 			GetCertificate:   h3Cert,
@@ -645,7 +646,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var errH3, errTCPH3, errTCPH2 error
 	wg.Go(func() { errTCPH3 = s.tcpH3.Shutdown(ctx) })
 	wg.Go(func() { errTCPH2 = s.tcpH2.Shutdown(ctx) })
-	wg.Go(func() { errH3 = s.quicSrv.Shutdown(ctx) })
+	wg.Go(func() { errH3 = s.shutdownQUIC(ctx) })
 	wg.Wait()
 	if ctx.Err() != nil {
 		// http.Server.Shutdown leaves connections open when ctx ends.
@@ -659,6 +660,58 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	<-s.done
 	return errors.Join(errTCPH3, errTCPH2, errH3)
+}
+
+// quicDrainGrace is how long Shutdown keeps HTTP/3 connections open once no
+// request is in flight: time for clients to act on GOAWAY and close.
+const quicDrainGrace = 250 * time.Millisecond
+
+// shutdownQUIC stops the HTTP/3 server gracefully. quic-go waits until
+// every client has closed its connection after GOAWAY; a client that is
+// gone (a killed browser, a lost network) never does, and shutdown would
+// take the whole deadline. So once no request has been in flight for
+// quicDrainGrace, the remaining, idle connections are closed.
+func (s *Server) shutdownQUIC(ctx context.Context) error {
+	drained, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(quicDrainGrace / 5)
+		defer t.Stop()
+		var quietSince time.Time
+		for {
+			select {
+			case <-drained.Done():
+				return
+			case now := <-t.C:
+				switch {
+				case s.h3InFlight.Load() > 0:
+					quietSince = time.Time{}
+				case quietSince.IsZero():
+					quietSince = now
+				case now.Sub(quietSince) >= quicDrainGrace:
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err := s.quicSrv.Shutdown(drained)
+	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		return nil // drained: only idle connections were left
+	}
+	return err
+}
+
+// inFlight counts the requests its handler is serving.
+type inFlight struct {
+	h http.Handler
+	n *atomic.Int64
+}
+
+func (f inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.n.Add(1)
+	defer f.n.Add(-1)
+	f.h.ServeHTTP(w, r)
 }
 
 // Run serves until ctx ends or a serve loop fails, then shuts down

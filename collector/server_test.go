@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
 
@@ -724,5 +725,43 @@ func TestGracefulShutdown(t *testing.T) {
 				t.Errorf("Wait: %v", err)
 			}
 		})
+	}
+}
+
+// A QUIC client that vanishes without closing its connection (a killed
+// browser) must not hold Shutdown until its deadline: once nothing is in
+// flight, the idle connections are closed.
+func TestShutdownDoesNotWaitForVanishedQUICClient(t *testing.T) {
+	s := &Server{}
+	ts := startServer(t, s)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qt := &quic.Transport{Conn: pc}
+	tr := &http3.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: ts.pool},
+		Dial: func(ctx context.Context, addr string, tlsCfg *tls.Config, cfg *quic.Config) (*quic.Conn, error) {
+			ua, err := net.ResolveUDPAddr("udp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return qt.DialEarly(ctx, ua, tlsCfg, cfg)
+		},
+	}
+	resp, body := do(t, &http.Client{Transport: tr, Timeout: 10 * time.Second}, "GET", ts.h3+"/probe", nil)
+	if resp.StatusCode != http.StatusNoContent || resp.ProtoMajor != 3 {
+		t.Fatalf("probe over HTTP/3: %d %s %q", resp.StatusCode, resp.Proto, body)
+	}
+	// The client disappears: its socket closes, no CONNECTION_CLOSE is sent.
+	pc.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Shutdown waited for its deadline")
 	}
 }
