@@ -2,7 +2,7 @@
 -- samples by site × region × protocol, with t-digest quantile states (merged
 -- t-digests stay within ~0.1 ms of exact; merged sampling states read p95 low).
 -- Runs are counted with HyperLogLog states (uniqHLL12: 2.5 KiB, ~1.6 %
--- standard error): merging uniq's exact-until-65 536 states cost five times
+-- standard error): merging uniq's exact-until-65 536 states cost three times
 -- as much and dominated the rollup report.
 CREATE TABLE IF NOT EXISTS samples_hourly
 (
