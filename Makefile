@@ -64,7 +64,7 @@ fuzz: go-check
 
 ## bench: probe, beacon, ingest and report benchmarks, each against a baseline measured in the same run
 bench: deps build
-	$(GO) run ./collector/benchprobe
+	$(GO) run ./collector/cmd/benchprobe
 	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkDecode$$' -benchmem
 	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x
 	$(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m

@@ -2,16 +2,10 @@ package beacon_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"slices"
@@ -69,7 +63,11 @@ func newFixture(t testing.TB, slowH2 bool) *fixture {
 	t.Helper()
 	f := &fixture{t: t, reports: make(chan result, 4), slowH2: slowH2, slowHit: make(chan struct{}, 1),
 		release: make(chan struct{})}
-	f.cert, f.spki = selfSigned(t)
+	c, err := chromium.NewCert() // localhost, 127.0.0.1 and ::1
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cert, f.spki = c.TLS, c.SPKI
 	t.Cleanup(func() {
 		close(f.release)
 		for i := len(f.shutdown) - 1; i >= 0; i-- {
@@ -382,35 +380,6 @@ func TestE2EDemo(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Errorf("demo page state %q, want \"done,13,2\" (status, sample rows, summary rows)", state)
-}
-
-// selfSigned makes a certificate for localhost, 127.0.0.1 and ::1, and
-// its SPKI hash for Chromium.
-func selfSigned(t testing.TB) (tls.Certificate, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}, chromium.SPKIHash(cert)
 }
 
 // listenBoth binds one port on 127.0.0.1 and ::1 for TCP (and UDP when

@@ -7,9 +7,6 @@ package chromium
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -74,12 +71,6 @@ func Find(path string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("chromium not found at %s nor on $PATH: run `make test` (it installs it) or `apt-get install chromium`", DefaultPath)
-}
-
-// SPKIHash is the value --ignore-certificate-errors-spki-list takes for cert.
-func SPKIHash(cert *x509.Certificate) string {
-	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // Browser is a running headless Chromium in its own process group and

@@ -12,11 +12,11 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/h3rum/h3rum/collector"
+	"github.com/h3rum/h3rum/collector/origin"
 )
 
 func main() {
-	collector.TuneGC()
+	origin.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -18,14 +18,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/h3rum/h3rum/beacon"
-	"github.com/h3rum/h3rum/collector"
+	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/ingest"
 	"github.com/h3rum/h3rum/queries"
 )
 
 // serveConfig is everything `serve` reads from its flags.
 type serveConfig struct {
-	srv   collector.Server
+	srv   origin.Server
 	store storeFlags
 	log   logFlags
 
@@ -46,7 +46,7 @@ type serveConfig struct {
 	retentionDays  int
 
 	// ready, when set (tests), is called once the origins listen.
-	ready func(*collector.Server)
+	ready func(*origin.Server)
 
 	// queries
 	reportToken string
@@ -54,8 +54,8 @@ type serveConfig struct {
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
 	s := &c.srv
-	fs.StringVar(&s.Addr, "addr", collector.DefaultAddr, "H3 origin address (TCP for HTTP/1.1+2 and UDP for HTTP/3, same port); \"localhost:8443\" binds 127.0.0.1 and ::1")
-	fs.StringVar(&s.H2Addr, "h2-addr", collector.DefaultH2Addr, "H2 origin address (TCP only, never advertises HTTP/3)")
+	fs.StringVar(&s.Addr, "addr", origin.DefaultAddr, "H3 origin address (TCP for HTTP/1.1+2 and UDP for HTTP/3, same port); \"localhost:8443\" binds 127.0.0.1 and ::1")
+	fs.StringVar(&s.H2Addr, "h2-addr", origin.DefaultH2Addr, "H2 origin address (TCP only, never advertises HTTP/3)")
 	fs.StringVar(&s.H3Host, "h3-host", "", "H3 origin host name, e.g. h3.rumtest.example.com (requests for the H2 host get 421)")
 	fs.StringVar(&s.H2Host, "h2-host", "", "H2 origin host name, e.g. h2.rumtest.example.com (requests for the H3 host get 421)")
 	fs.IntVar(&s.AltSvcPort, "alt-svc-port", 0, "UDP port advertised in Alt-Svc (default: the --addr port; set it behind a load balancer)")
@@ -69,9 +69,9 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.ACMEEmail, "acme-email", "", "contact e-mail for the ACME account")
 	s.AllowOrigins = []string{"*"}
 	fs.Var((*listFlag)(&s.AllowOrigins), "allow-origins", "comma-separated page origins allowed to run the test and read its timings, or *")
-	fs.IntVar(&s.MaxProbeBytes, "max-probe-bytes", collector.DefaultMaxProbeBytes, "largest /probe?bytes=N body, in bytes")
+	fs.IntVar(&s.MaxProbeBytes, "max-probe-bytes", origin.DefaultMaxProbeBytes, "largest /probe?bytes=N body, in bytes")
 	fs.BoolVar(&s.Echo, "echo", false, "serve /echo, a request echo for debugging")
-	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", collector.DefaultShutdownTimeout, "how long in-flight requests may finish at shutdown")
+	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", origin.DefaultShutdownTimeout, "how long in-flight requests may finish at shutdown")
 	c.store.register(fs)
 	c.log.register(fs)
 
@@ -199,7 +199,7 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 		Registerer:    reg,
 	}
 	hub := &queries.Hub{}
-	pipe.OnAccept = hub.Publish
+	pipe.Feed = hub
 	app, err := c.appHandler(conn, pipe, hub, geo, log, reg)
 	if err != nil {
 		return err

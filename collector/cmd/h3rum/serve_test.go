@@ -21,15 +21,15 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/gorilla/websocket"
 
-	"github.com/h3rum/h3rum/collector"
-	"github.com/h3rum/h3rum/ingest"
+	"github.com/h3rum/h3rum/collector/origin"
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // testServe runs `serve` in-process with args (on loopback, free ports,
 // a fresh data dir and its own ClickHouse unless args say otherwise) and
 // returns once it listens. Cleanup stops it and checks it exited cleanly.
 type testServe struct {
-	srv     *collector.Server
+	srv     *origin.Server
 	dataDir string
 	h3, h2  string // https://localhost:port
 }
@@ -48,8 +48,8 @@ func startServe(t testing.TB, args ...string) *testServe {
 	if err := c.validate(); err != nil {
 		t.Fatalf("validate: %v", err)
 	}
-	ready := make(chan *collector.Server, 1)
-	c.ready = func(s *collector.Server) { ready <- s }
+	ready := make(chan *origin.Server, 1)
+	c.ready = func(s *origin.Server) { ready <- s }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -97,11 +97,11 @@ func (ts *testServe) conn(t *testing.T) driver.Conn {
 
 func openLocal(t *testing.T, dataDir string) driver.Conn {
 	t.Helper()
-	dsn, err := ingest.ReadLocalDSN(filepath.Join(dataDir, "clickhouse"))
+	dsn, err := store.ReadLocalDSN(filepath.Join(dataDir, "clickhouse"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := ingest.Open(context.Background(), dsn)
+	conn, err := store.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

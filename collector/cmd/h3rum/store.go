@@ -10,7 +10,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/h3rum/h3rum/ingest"
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // storeFlags choose the ClickHouse server: a DSN, or "local" — the server
@@ -30,17 +30,17 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 // running serve recorded (migrate, report). The returned func releases both.
 func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (driver.Conn, func(), error) {
 	dsn := s.clickhouse
-	var local *ingest.Local
+	var local *store.Local
 	if dsn == "local" {
 		dir := filepath.Join(s.dataDir, "clickhouse")
 		if start {
-			local = &ingest.Local{Dir: dir, Logger: log}
+			local = &store.Local{Dir: dir, Logger: log}
 			if err := local.Start(ctx); err != nil {
 				return nil, nil, err
 			}
 			dsn = local.DSN()
 		} else {
-			d, err := ingest.ReadLocalDSN(dir)
+			d, err := store.ReadLocalDSN(dir)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -56,7 +56,7 @@ func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (dr
 			}
 		}
 	}
-	conn, err := ingest.Open(ctx, dsn)
+	conn, err := store.Open(ctx, dsn)
 	if err != nil {
 		stopLocal()
 		return nil, nil, err
@@ -65,7 +65,7 @@ func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (dr
 }
 
 func migrateConn(ctx context.Context, conn driver.Conn) ([]string, error) {
-	applied, err := ingest.Migrate(ctx, conn)
+	applied, err := store.Migrate(ctx, conn)
 	if err != nil {
 		return applied, fmt.Errorf("migrating the schema: %w", err)
 	}

@@ -1,4 +1,4 @@
-package collector
+package origin
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 // origin is one of the two test origins: the H3 origin (TCP with Alt-Svc,
 // plus QUIC) or the H2 origin (TCP only, Alt-Svc: clear). It is the
 // http.Handler of every server of that origin, whatever the protocol.
-type origin struct {
+type testOrigin struct {
 	srv       *Server
 	idx       int    // 0 for the H3 origin, 1 for the H2 origin: index into metrics arrays
 	label     string // originH3 or originH2
@@ -33,7 +33,7 @@ const (
 	pathEcho    = "/echo"
 )
 
-func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (o *testOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != pathProbe {
 		o.serveOther(w, r)
 		return
@@ -58,7 +58,7 @@ func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the request on its connection, sets the origin's Alt-Svc on TCP, counts
 // early data, and refuses requests for the other origin's host (421) and
 // oversized headers (431). ok is false when it answered.
-func (o *origin) admit(w http.ResponseWriter, r *http.Request, pi int) (ci *connInfo, creq uint64, ok bool) {
+func (o *testOrigin) admit(w http.ResponseWriter, r *http.Request, pi int) (ci *connInfo, creq uint64, ok bool) {
 	ci = connInfoFrom(r.Context())
 	if ci != nil {
 		creq = ci.reqs.Add(1)
@@ -83,18 +83,18 @@ func (o *origin) admit(w http.ResponseWriter, r *http.Request, pi int) (ci *conn
 }
 
 //go:noinline
-func (o *origin) misdirected(w http.ResponseWriter, pi int) {
+func (o *testOrigin) misdirected(w http.ResponseWriter, pi int) {
 	o.reject(w, pi, http.StatusMisdirectedRequest, "misdirected request: "+o.otherHost+" is served by the other origin")
 }
 
 //go:noinline
-func (o *origin) headersTooLarge(w http.ResponseWriter, pi int) {
+func (o *testOrigin) headersTooLarge(w http.ResponseWriter, pi int) {
 	o.reject(w, pi, http.StatusRequestHeaderFieldsTooLarge,
 		"request header fields too large: over "+strconv.Itoa(o.srv.maxHeaderBytes)+" bytes")
 }
 
 // serveOther serves every path but /probe.
-func (o *origin) serveOther(w http.ResponseWriter, r *http.Request) {
+func (o *testOrigin) serveOther(w http.ResponseWriter, r *http.Request) {
 	pi := protoIndex(r.ProtoMajor)
 	ci, creq, ok := o.admit(w, r, pi)
 	if !ok {
@@ -128,12 +128,12 @@ func (o *origin) serveOther(w http.ResponseWriter, r *http.Request) {
 }
 
 // reject answers with a one-line plain-text reason and counts the answer.
-func (o *origin) reject(w http.ResponseWriter, pi, code int, reason string) {
+func (o *testOrigin) reject(w http.ResponseWriter, pi, code int, reason string) {
 	http.Error(w, reason, code)
 	o.srv.metrics.countRequest(o.idx, pi, code)
 }
 
-func (o *origin) healthz(w http.ResponseWriter, r *http.Request, pi int) {
+func (o *testOrigin) healthz(w http.ResponseWriter, r *http.Request, pi int) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header()["Allow"] = o.srv.hdr.getHead
 		o.reject(w, pi, http.StatusMethodNotAllowed, "method not allowed: /healthz answers GET and HEAD")
@@ -151,7 +151,7 @@ func (o *origin) healthz(w http.ResponseWriter, r *http.Request, pi int) {
 
 // delegate passes the request to Server.Handler (404 when there is none)
 // and counts its answer.
-func (o *origin) delegate(w http.ResponseWriter, r *http.Request, pi int) {
+func (o *testOrigin) delegate(w http.ResponseWriter, r *http.Request, pi int) {
 	h := o.srv.Handler
 	if h == nil {
 		o.reject(w, pi, http.StatusNotFound, "404 page not found")
@@ -160,7 +160,7 @@ func (o *origin) delegate(w http.ResponseWriter, r *http.Request, pi int) {
 	o.serveCounted(h, w, r, pi)
 }
 
-func (o *origin) serveCounted(h http.Handler, w http.ResponseWriter, r *http.Request, pi int) {
+func (o *testOrigin) serveCounted(h http.Handler, w http.ResponseWriter, r *http.Request, pi int) {
 	rec := &statusRecorder{ResponseWriter: w}
 	h.ServeHTTP(rec, r)
 	code := rec.code

@@ -1,4 +1,4 @@
-package collector
+package origin
 
 import (
 	"fmt"

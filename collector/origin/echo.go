@@ -1,4 +1,4 @@
-package collector
+package origin
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // the request and its connection, as plain text, for debugging a client or
 // a proxy in front of the server. It can reveal cookies and internal
 // headers, hence off by default.
-func (o *origin) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, creq uint64) {
+func (o *testOrigin) echo(w http.ResponseWriter, r *http.Request, ci *connInfo, creq uint64) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "origin: %s\n%s %s %s\nhost: %s\nremote: %s\n", o.label, r.Method, r.RequestURI, r.Proto, r.Host, r.RemoteAddr)
 	if r.TLS != nil {

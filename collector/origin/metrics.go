@@ -1,4 +1,4 @@
-package collector
+package origin
 
 import (
 	"errors"
@@ -54,35 +54,33 @@ type metrics struct {
 	probeObs [3]prometheus.Observer
 }
 
+// Every metric is named h3rum_collector_<name>.
+const metricNamespace, metricSubsystem = "h3rum", "collector"
+
 func newMetrics() *metrics {
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "h3rum", Subsystem: "collector", Name: "requests_total",
-			Help: "HTTP requests answered, by origin (h3 or h2 test origin), protocol the request arrived over and status code (101 for hijacked connections).",
-		}, []string{"origin", "proto", "code"}),
-		conns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "h3rum", Subsystem: "collector", Name: "connections_total",
-			Help: "Connections accepted, by origin and transport (tcp or quic).",
-		}, []string{"origin", "transport"}),
-		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "h3rum", Subsystem: "collector", Name: "open_connections",
-			Help: "Connections currently open, by origin and transport (tcp or quic).",
-		}, []string{"origin", "transport"}),
-		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "h3rum", Subsystem: "collector", Name: "tls_handshakes_total",
-			Help: "Completed TLS handshakes, by origin, negotiated protocol (h1, h2, h3) and whether the session was resumed.",
-		}, []string{"origin", "proto", "resumed"}),
-		early: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "h3rum", Subsystem: "collector", Name: "early_data_requests_total",
-			Help: "Requests that arrived as 0-RTT early data, before the TLS handshake completed.",
-		}, []string{"origin", "proto"}),
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: metricNamespace, Subsystem: metricSubsystem, Name: name, Help: help}
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts(opts(name, help)), labels)
+	}
+	return &metrics{
+		requests: counter("requests_total", "HTTP requests answered, by origin (h3 or h2 test origin), protocol the request arrived over and status code (101 for hijacked connections).",
+			"origin", "proto", "code"),
+		conns: counter("connections_total", "Connections accepted, by origin and transport (tcp or quic).",
+			"origin", "transport"),
+		open: prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("open_connections", "Connections currently open, by origin and transport (tcp or quic).")),
+			[]string{"origin", "transport"}),
+		handshakes: counter("tls_handshakes_total", "Completed TLS handshakes, by origin, negotiated protocol (h1, h2, h3) and whether the session was resumed.",
+			"origin", "proto", "resumed"),
+		early: counter("early_data_requests_total", "Requests that arrived as 0-RTT early data, before the TLS handshake completed.",
+			"origin", "proto"),
 		probe: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "h3rum", Subsystem: "collector", Name: "probe_handling_seconds",
+			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "probe_handling_seconds",
 			Help:    "Server handling time of /probe (the app entry of its Server-Timing), by protocol.",
 			Buckets: []float64{5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 10e-3, 100e-3, 1},
 		}, []string{"proto"}),
 	}
-	return m
 }
 
 // register registers the metrics, the Go runtime and the process collector
@@ -116,10 +114,10 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 			return err
 		}
 	}
-	for o, origin := range [2]string{originH3, originH2} {
+	for o, oLabel := range [2]string{originH3, originH2} {
 		for p, proto := range protoLabels {
-			m.ok[o][p][0] = m.requests.WithLabelValues(origin, proto, "204")
-			m.ok[o][p][1] = m.requests.WithLabelValues(origin, proto, "200")
+			m.ok[o][p][0] = m.requests.WithLabelValues(oLabel, proto, "204")
+			m.ok[o][p][1] = m.requests.WithLabelValues(oLabel, proto, "200")
 		}
 	}
 	for p, proto := range protoLabels {
@@ -142,14 +140,14 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C,
 }
 
 // countRequest counts one answered request.
-func (m *metrics) countRequest(origin, proto int, code int) {
+func (m *metrics) countRequest(o, proto int, code int) {
 	switch code {
 	case 204:
-		m.ok[origin][proto][0].Inc()
+		m.ok[o][proto][0].Inc()
 	case 200:
-		m.ok[origin][proto][1].Inc()
+		m.ok[o][proto][1].Inc()
 	default:
-		m.requests.WithLabelValues(originLabel(origin), protoLabels[proto], strconv.Itoa(code)).Inc()
+		m.requests.WithLabelValues(originLabel(o), protoLabels[proto], strconv.Itoa(code)).Inc()
 	}
 }
 

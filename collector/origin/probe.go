@@ -1,4 +1,4 @@
-package collector
+package origin
 
 import (
 	"io"
@@ -21,7 +21,7 @@ type probeAnswer struct {
 // Server-Timing header describing the connection. It is the endpoint every
 // measurement hits, so it uses precomputed header values and builds
 // Server-Timing in one allocation.
-func (o *origin) probe(w http.ResponseWriter, r *http.Request) probeAnswer {
+func (o *testOrigin) probe(w http.ResponseWriter, r *http.Request) probeAnswer {
 	start := time.Now()
 	pi := protoIndex(r.ProtoMajor)
 	ci, creq, ok := o.admit(w, r, pi)
@@ -46,7 +46,7 @@ func (o *origin) probe(w http.ResponseWriter, r *http.Request) probeAnswer {
 // answered with an error.
 //
 //go:noinline
-func (o *origin) probeHeaders(w http.ResponseWriter, r *http.Request, pi int) (code, n int) {
+func (o *testOrigin) probeHeaders(w http.ResponseWriter, r *http.Request, pi int) (code, n int) {
 	s := o.srv
 	h := w.Header()
 	h["Cache-Control"] = s.hdr.noStore
@@ -84,7 +84,7 @@ func (o *origin) probeHeaders(w http.ResponseWriter, r *http.Request, pi int) (c
 // stack frame stays small (see ServeHTTP).
 
 //go:noinline
-func (o *origin) probeMethodNotAllowed(w http.ResponseWriter, pi int) {
+func (o *testOrigin) probeMethodNotAllowed(w http.ResponseWriter, pi int) {
 	w.Header()["Allow"] = o.srv.hdr.probeAllow
 	o.reject(w, pi, http.StatusMethodNotAllowed, "method not allowed: /probe answers GET, HEAD, POST and OPTIONS")
 }
@@ -93,7 +93,7 @@ func (o *origin) probeMethodNotAllowed(w http.ResponseWriter, pi int) {
 // and the timing includes it, refusing more than MaxProbeBytes.
 //
 //go:noinline
-func (o *origin) readProbeBody(w http.ResponseWriter, r *http.Request, pi int) bool {
+func (o *testOrigin) readProbeBody(w http.ResponseWriter, r *http.Request, pi int) bool {
 	if r.Body == nil || r.Body == http.NoBody {
 		return true
 	}

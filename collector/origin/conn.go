@@ -1,4 +1,4 @@
-package collector
+package origin
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func (s *Server) newConnID() string {
 }
 
 // tcpConnContext is the http.Server.ConnContext of an origin's TCP server.
-func (o *origin) tcpConnContext(ctx context.Context, c net.Conn) context.Context {
+func (o *testOrigin) tcpConnContext(ctx context.Context, c net.Conn) context.Context {
 	ci := &connInfo{id: o.srv.newConnID()}
 	nc := c
 	if tc, ok := c.(*tls.Conn); ok {
@@ -102,7 +102,7 @@ func (o *origin) tcpConnContext(ctx context.Context, c net.Conn) context.Context
 }
 
 // tcpConnState is the http.Server.ConnState of an origin's TCP server.
-func (o *origin) tcpConnState(_ net.Conn, st http.ConnState) {
+func (o *testOrigin) tcpConnState(_ net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew:
 		o.openTCP.Inc()
@@ -114,7 +114,7 @@ func (o *origin) tcpConnState(_ net.Conn, st http.ConnState) {
 // quicConnContext is the http3.Server.ConnContext. It runs when quic-go
 // hands the connection to HTTP/3, which for a 0-RTT connection is before
 // the handshake completes.
-func (o *origin) quicConnContext(ctx context.Context, c *quic.Conn) context.Context {
+func (o *testOrigin) quicConnContext(ctx context.Context, c *quic.Conn) context.Context {
 	ci := &connInfo{id: o.srv.newConnID(), quic: c}
 	o.srv.metrics.conns.WithLabelValues(o.label, transportQUIC).Inc()
 	open := o.openQUIC
@@ -126,7 +126,7 @@ func (o *origin) quicConnContext(ctx context.Context, c *quic.Conn) context.Cont
 // verifyConnection is the tls.Config.VerifyConnection of every listener:
 // crypto/tls calls it on the server at the end of each handshake, full or
 // resumed, which makes it the one place to count handshakes.
-func (o *origin) verifyConnection(cs tls.ConnectionState) error {
+func (o *testOrigin) verifyConnection(cs tls.ConnectionState) error {
 	if p, ok := alpnProto(cs.NegotiatedProtocol); ok {
 		resumed := "false"
 		if cs.DidResume {

@@ -1,4 +1,4 @@
-package collector
+package origin
 
 import (
 	"crypto/ecdsa"
@@ -21,6 +21,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"golang.org/x/crypto/acme/autocert"
 )
 
 // DevCert describes the self-signed development certificate the server
@@ -300,4 +302,43 @@ func withNextProtos(protos []string, extra ...string) []string {
 		}
 	}
 	return out
+}
+
+// certificates returns the GetCertificate functions of the two origins,
+// and whether ACME is in use.
+func (s *Server) certificates() (h3, h2 func(*tls.ClientHelloInfo) (*tls.Certificate, error), acme bool, err error) {
+	switch {
+	case s.CertFile != "":
+		fc, err := newFileCert(s.CertFile, s.KeyFile, s.logger)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("h3 origin TLS: %w", err)
+		}
+		h3 = fc.GetCertificate
+	case len(s.ACMEDomains) > 0:
+		m := &autocert.Manager{
+			Prompt:     autocert.AcceptTOS,
+			Cache:      autocert.DirCache(s.acmeCache()),
+			HostPolicy: autocert.HostWhitelist(s.ACMEDomains...),
+			Email:      s.ACMEEmail,
+		}
+		h3, acme = m.GetCertificate, true
+		s.logger.Info("TLS certificates from ACME", "domains", s.ACMEDomains, "cache", s.acmeCache())
+	default:
+		cert, dev, err := loadOrCreateDevCert(s.dataDir(), time.Now())
+		if err != nil {
+			return nil, nil, false, err
+		}
+		s.dev = &dev
+		h3 = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }
+		s.logger.Info("using the self-signed development certificate", "cert", dev.CertFile, "spki", dev.SPKI)
+	}
+	h2 = h3
+	if s.H2CertFile != "" {
+		fc, err := newFileCert(s.H2CertFile, s.H2KeyFile, s.logger)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("h2 origin TLS: %w", err)
+		}
+		h2 = fc.GetCertificate
+	}
+	return h3, h2, acme, nil
 }

@@ -1,4 +1,4 @@
-package collector
+package origin
 
 import (
 	"context"
@@ -102,4 +102,44 @@ func bindAll(ctx context.Context, hosts []string, port int, udp bool, logger *sl
 		s.udp = append(s.udp, pc.(*net.UDPConn))
 	}
 	return s, nil
+}
+
+// quicBufferSize is the UDP socket buffer size quic-go asks for.
+const quicBufferSize = 7 << 20
+
+// checkUDPBuffers grows the UDP socket buffers to what quic-go wants
+// (which then leaves them alone) and warns once if the kernel refuses.
+func (s *Server) checkUDPBuffers() {
+	for _, c := range s.h3Socks.udp {
+		_ = c.SetReadBuffer(quicBufferSize)
+		_ = c.SetWriteBuffer(quicBufferSize)
+		forceUDPBuffers(c, quicBufferSize)
+		rcv, snd, err := udpBufferSizes(c)
+		if err != nil {
+			s.logger.Debug("cannot read UDP buffer sizes", "error", err)
+			return
+		}
+		if rcv < quicBufferSize || snd < quicBufferSize {
+			s.logger.Warn("the kernel limits UDP buffers below what QUIC needs under load; raise them with "+
+				"sysctl -w net.core.rmem_max=7500000 net.core.wmem_max=7500000",
+				"receive_kib", rcv/1024, "send_kib", snd/1024, "wanted_kib", quicBufferSize/1024)
+		}
+		return // one warning is enough: all sockets get the same limits
+	}
+}
+
+func addrList(ls []net.Listener) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.Addr().String()
+	}
+	return out
+}
+
+func udpList(cs []*net.UDPConn) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.LocalAddr().String()
+	}
+	return out
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/h3rum/h3rum/beacon/chromium"
+)
+
+// result is one measured run.
+type result struct {
+	server   string
+	reqs     int
+	errs     int
+	elapsed  time.Duration
+	cpu      time.Duration
+	lat      []time.Duration // client-side, per request
+	app      []time.Duration // server handling time from Server-Timing (h3rum only)
+	firstErr error
+}
+
+func (r result) rate() float64 { return float64(r.reqs) / r.elapsed.Seconds() }
+func (r result) cpuPerReq() time.Duration {
+	if r.reqs == 0 {
+		return 0
+	}
+	return r.cpu / time.Duration(r.reqs)
+}
+
+func bench(ctx context.Context, c config, stdout io.Writer) error {
+	dir, err := os.MkdirTemp("", "benchprobe")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cert, err := chromium.NewCert("localhost", "127.0.0.1")
+	if err != nil {
+		return err
+	}
+	certFile, keyFile, err := cert.WriteFiles(dir, "localhost")
+	if err != nil {
+		return err
+	}
+	pool := cert.Pool()
+
+	var servers []*child
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	for _, name := range strings.Split(c.servers, ",") {
+		ch, err := startChild(ctx, name, certFile, keyFile, c)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, ch)
+	}
+
+	fmt.Fprintf(stdout, "benchprobe: %d rounds of %v per server and scenario, keep-alive: %d requests in flight over %d connections, new-connection: %d at once; GOMAXPROCS client=%d\n",
+		c.rounds, c.duration, c.concurrency, c.conns, c.newConnConc, runtimeProcs())
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tserver\trun\treq/s\tp50\tp99\tCPU/req\tapp p50\tapp p99\terrors\t")
+	var summary []string
+	for _, sc := range strings.Split(c.scenarios, ",") {
+		sc = strings.TrimSpace(sc)
+		load, err := scenario(sc, c, pool)
+		if err != nil {
+			return err
+		}
+		for _, s := range servers { // warm up both
+			if _, err := load(ctx, s, c.warmup); err != nil {
+				return err
+			}
+		}
+		byServer := map[string][]result{}
+		for round := 1; round <= c.rounds; round++ {
+			for _, s := range servers { // bare, h3rum, bare, h3rum …
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				r, err := load(ctx, s, c.duration)
+				if err != nil {
+					return err
+				}
+				byServer[s.name] = append(byServer[s.name], r)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%d\t\n", sc, s.name, round, r.rate(),
+					fmtDur(pct(r.lat, 50)), fmtDur(pct(r.lat, 99)), fmtDur(r.cpuPerReq()),
+					fmtDur(pct(r.app, 50)), fmtDur(pct(r.app, 99)), r.errs)
+				if r.firstErr != nil {
+					fmt.Fprintf(tw, "\t\t\tfirst error: %v\t\t\t\t\t\t\t\n", r.firstErr)
+				}
+			}
+		}
+		th := total(byServer["h3rum"])
+		for _, base := range []string{"bare", "headers"} {
+			tb := total(byServer[base])
+			if tb.reqs == 0 || th.reqs == 0 {
+				continue
+			}
+			summary = append(summary, fmt.Sprintf("%-12s h3rum/%-7s req/s %.3f  CPU/req %.3f  (%s %.0f req/s %s/req, h3rum %.0f req/s %s/req; h3rum app p99 %s)",
+				sc, base+":", th.rate()/tb.rate(), float64(th.cpuPerReq())/float64(tb.cpuPerReq()),
+				base, tb.rate(), fmtDur(tb.cpuPerReq()), th.rate(), fmtDur(th.cpuPerReq()), fmtDur(pct(th.app, 99))))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	for _, s := range summary {
+		fmt.Fprintln(stdout, s)
+	}
+	fmt.Fprintln(stdout, "targets: req/s >= 0.95, CPU/req <= 1.05 (keep-alive), new-connection rate >= 0.95, h3rum app p99 < 100µs")
+	return nil
+}
+
+// total merges the runs of one server.
+func total(rs []result) result {
+	var t result
+	for _, r := range rs {
+		t.reqs += r.reqs
+		t.errs += r.errs
+		t.elapsed += r.elapsed
+		t.cpu += r.cpu
+		t.lat = append(t.lat, r.lat...)
+		t.app = append(t.app, r.app...)
+	}
+	return t
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return -1
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+	default:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -1,0 +1,345 @@
+// Package origin serves h3rum's two test origins, a no-op /probe over
+// HTTP/2 and HTTP/3 with per-connection Server-Timing plus /healthz and
+// /metrics, and hands every other path to the application's handler.
+package origin
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// Start validates the configuration, prepares TLS (creating the
+// development certificate if needed), binds every socket and starts
+// serving in background goroutines. It returns once all sockets are bound,
+// so a client may connect as soon as it returns. ctx bounds only the
+// start-up; stop the server with Shutdown (or use Run).
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("collector: server already started")
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	s.started = true
+	if err := s.start(ctx); err != nil {
+		s.h3Socks.close()
+		s.h2Socks.close()
+		s.shutDown = true
+		s.done = make(chan struct{})
+		close(s.done)
+		return err
+	}
+	return nil
+}
+
+func (s *Server) start(ctx context.Context) error {
+	s.logger = s.Logger
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	s.maxProbeBytes = cmp.Or(s.MaxProbeBytes, DefaultMaxProbeBytes)
+	s.maxHeaderBytes = cmp.Or(s.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	s.hdr = newHeaderValues()
+	s.cors, _ = newCORSPolicy(s.AllowOrigins) // checked by Validate
+	s.payload = make([]byte, s.maxProbeBytes)
+	rand.Read(s.payload) // incompressible, so that no layer shrinks it
+	var prefix [4]byte
+	rand.Read(prefix[:])
+	s.connPrefix = hex.EncodeToString(prefix[:])
+	s.failed = make(chan struct{})
+	s.done = make(chan struct{})
+
+	s.metrics = newMetrics()
+	if err := s.metrics.register(s.Registerer); err != nil {
+		return err
+	}
+	gatherer := s.Gatherer
+	if gatherer == nil {
+		gatherer, _ = s.Registerer.(prometheus.Gatherer)
+	}
+	var metricsHandler http.Handler
+	if gatherer != nil {
+		metricsHandler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		})
+	}
+
+	h3Cert, h2Cert, acme, err := s.certificates()
+	if err != nil {
+		return err
+	}
+
+	s.h3Origin = &testOrigin{srv: s, idx: 0, label: originH3, otherHost: s.H2Host, metrics: metricsHandler}
+	s.h2Origin = &testOrigin{srv: s, idx: 1, label: originH2, otherHost: s.H3Host, metrics: metricsHandler,
+		altSvc: []string{"clear"}}
+	for _, o := range []*testOrigin{s.h3Origin, s.h2Origin} {
+		o.openTCP = s.metrics.open.WithLabelValues(o.label, transportTCP)
+		o.openQUIC = s.metrics.open.WithLabelValues(o.label, transportQUIC)
+	}
+
+	if s.h3Socks, err = bindOrigin(ctx, s.addr(), true, s.logger); err != nil {
+		return fmt.Errorf("h3 origin: %w", err)
+	}
+	if s.h2Socks, err = bindOrigin(ctx, s.h2Addr(), false, s.logger); err != nil {
+		return fmt.Errorf("h2 origin: %w", err)
+	}
+	altSvcPort := s.AltSvcPort
+	if altSvcPort == 0 {
+		altSvcPort = int(s.h3Socks.addrPort().Port())
+	}
+	s.h3Origin.altSvc = []string{fmt.Sprintf(`h3=":%d"; ma=%d`, altSvcPort, int64(s.altSvcMaxAge()/time.Second))}
+
+	tcpProtos := []string{"h2", "http/1.1"}
+	if acme {
+		tcpProtos = append(tcpProtos, "acme-tls/1")
+	}
+	errorLog := slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug) // TLS handshake errors from scanners
+	newTCP := func(o *testOrigin, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *http.Server {
+		conf := &tls.Config{
+			MinVersion:       tls.VersionTLS12,
+			GetCertificate:   getCert,
+			NextProtos:       tcpProtos,
+			VerifyConnection: o.verifyConnection,
+		}
+		// Make the session ticket keys before ServeTLS clones the config
+		// per listener, so that a session resumes on any of them.
+		_, _ = conf.DecryptTicket(nil, tls.ConnectionState{})
+		return &http.Server{
+			Handler:           o,
+			TLSConfig:         conf,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       s.idleTimeout(),
+			MaxHeaderBytes:    2 * s.maxHeaderBytes,
+			ConnContext:       o.tcpConnContext,
+			ConnState:         o.tcpConnState,
+			ErrorLog:          errorLog,
+		}
+	}
+	s.tcpH3 = newTCP(s.h3Origin, h3Cert)
+	s.tcpH2 = newTCP(s.h2Origin, h2Cert)
+	s.quicSrv = &http3.Server{
+		Handler: inFlight{s.h3Origin, &s.h3InFlight},
+		TLSConfig: &tls.Config{
+			MinVersion:       tls.VersionTLS13,
+			GetCertificate:   h3Cert,
+			VerifyConnection: s.h3Origin.verifyConnection,
+		},
+		QUICConfig: &quic.Config{
+			Allow0RTT:            true, // /probe is idempotent; EarlyData tells handlers that care
+			HandshakeIdleTimeout: 5 * time.Second,
+			MaxIdleTimeout:       s.idleTimeout(),
+		},
+		MaxHeaderBytes: 2 * s.maxHeaderBytes,
+		IdleTimeout:    s.idleTimeout(),
+		ConnContext:    s.h3Origin.quicConnContext,
+		// Logger stays nil: quic-go logs every request at debug level,
+		// which costs allocations on the probe path even when disabled.
+	}
+
+	s.checkUDPBuffers()
+	for _, ln := range s.h3Socks.tcp {
+		s.serve("h3 origin tcp "+ln.Addr().String(), func() error { return s.tcpH3.ServeTLS(ln, "", "") })
+	}
+	for _, pc := range s.h3Socks.udp {
+		s.serve("h3 origin udp "+pc.LocalAddr().String(), func() error { return s.quicSrv.Serve(pc) })
+	}
+	for _, ln := range s.h2Socks.tcp {
+		s.serve("h2 origin tcp "+ln.Addr().String(), func() error { return s.tcpH2.ServeTLS(ln, "", "") })
+	}
+	go func() {
+		s.wg.Wait()
+		close(s.done)
+	}()
+
+	s.logger.Info("h3 origin listening", "tcp", addrList(s.h3Socks.tcp), "udp", udpList(s.h3Socks.udp),
+		"alt_svc", s.h3Origin.altSvc[0], "host", s.H3Host)
+	s.logger.Info("h2 origin listening", "tcp", addrList(s.h2Socks.tcp), "alt_svc", "clear", "host", s.H2Host)
+	return nil
+}
+
+// serve runs one serve loop and records how it ended.
+func (s *Server) serve(name string, f func() error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := f(); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, quic.ErrServerClosed) {
+			s.errMu.Lock()
+			s.errs = append(s.errs, fmt.Errorf("serving %s: %w", name, err))
+			s.errMu.Unlock()
+			s.logger.Error("serving stopped", "listener", name, "error", err)
+			s.failOnce.Do(func() { close(s.failed) })
+		}
+	}()
+}
+
+// Addrs returns the addresses the two origins listen on once Start has
+// returned: the H3 origin's (TCP and UDP share the port) and the H2
+// origin's. With a "localhost" address it is the IPv4 one.
+func (s *Server) Addrs() (h3, h2 netip.AddrPort) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.h3Socks.addrPort(), s.h2Socks.addrPort()
+}
+
+// DevCert describes the development certificate in use; ok is false before
+// Start and when certificates come from files or ACME.
+func (s *Server) DevCert() (d DevCert, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dev == nil {
+		return DevCert{}, false
+	}
+	return *s.dev, true
+}
+
+// Wait blocks until every serve loop has returned — after Shutdown, or
+// after all of them failed — and returns their errors (nil after a clean
+// Shutdown). Use Run to also stop when just one of them fails.
+func (s *Server) Wait() error {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if !started {
+		return errors.New("collector: Wait called before Start")
+	}
+	<-s.done
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return errors.Join(s.errs...)
+}
+
+// Shutdown stops both origins gracefully and in parallel: listeners close
+// at once, HTTP/3 clients get GOAWAY, idle connections close, and in-flight
+// requests may finish until ctx ends, when the remaining connections are
+// closed and ctx's error is returned. It returns after every serve loop
+// has ended. Connections hijacked by Handler (WebSockets) are not waited
+// for; their owner closes them.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.started || s.shutDown {
+		s.mu.Unlock()
+		return nil
+	}
+	s.shutDown = true
+	s.mu.Unlock()
+
+	var wg sync.WaitGroup
+	var errH3, errTCPH3, errTCPH2 error
+	wg.Go(func() { errTCPH3 = s.tcpH3.Shutdown(ctx) })
+	wg.Go(func() { errTCPH2 = s.tcpH2.Shutdown(ctx) })
+	wg.Go(func() { errH3 = s.shutdownQUIC(ctx) })
+	wg.Wait()
+	if ctx.Err() != nil {
+		// http.Server.Shutdown leaves connections open when ctx ends.
+		s.tcpH3.Close()
+		s.tcpH2.Close()
+		s.quicSrv.Close()
+	}
+	// The HTTP/3 server does not close sockets it was handed.
+	for _, c := range s.h3Socks.udp {
+		c.Close()
+	}
+	<-s.done
+	return errors.Join(errTCPH3, errTCPH2, errH3)
+}
+
+// quicDrainGrace is how long Shutdown keeps HTTP/3 connections open once no
+// request is in flight: time for clients to act on GOAWAY and close.
+const quicDrainGrace = 250 * time.Millisecond
+
+// shutdownQUIC stops the HTTP/3 server gracefully. quic-go waits until
+// every client has closed its connection after GOAWAY; a client that is
+// gone (a killed browser, a lost network) never does, and shutdown would
+// take the whole deadline. So once no request has been in flight for
+// quicDrainGrace, the remaining, idle connections are closed.
+func (s *Server) shutdownQUIC(ctx context.Context) error {
+	drained, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(quicDrainGrace / 5)
+		defer t.Stop()
+		var quietSince time.Time
+		for {
+			select {
+			case <-drained.Done():
+				return
+			case now := <-t.C:
+				switch {
+				case s.h3InFlight.Load() > 0:
+					quietSince = time.Time{}
+				case quietSince.IsZero():
+					quietSince = now
+				case now.Sub(quietSince) >= quicDrainGrace:
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err := s.quicSrv.Shutdown(drained)
+	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		return nil // drained: only idle connections were left
+	}
+	return err
+}
+
+// inFlight counts the requests its handler is serving.
+type inFlight struct {
+	h http.Handler
+	n *atomic.Int64
+}
+
+func (f inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.n.Add(1)
+	defer f.n.Add(-1)
+	f.h.ServeHTTP(w, r)
+}
+
+// Run serves until ctx ends or a serve loop fails, then shuts down
+// gracefully within ShutdownTimeout. It calls Start first unless Start was
+// already called (call Start yourself to print the addresses or the
+// development certificate before serving). An expired shutdown deadline is
+// logged, not returned: the server did stop. It returns serve errors.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if !started {
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		s.logger.Info("shutting down", "timeout", s.shutdownTimeout())
+	case <-s.failed:
+		s.logger.Info("shutting down after a serve error", "timeout", s.shutdownTimeout())
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdownTimeout())
+	defer cancel()
+	if err := s.Shutdown(sctx); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return errors.Join(fmt.Errorf("shutting down: %w", err), s.Wait())
+		}
+		s.logger.Warn("shutdown timeout passed; closed the remaining connections", "timeout", s.shutdownTimeout())
+	}
+	return s.Wait()
+}
