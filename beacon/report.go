@@ -2,13 +2,6 @@
 // built assets, and the Go side of its wire format (see PROTOCOL.md).
 package beacon
 
-import (
-	"context"
-	"errors"
-	"net/netip"
-	"time"
-)
-
 // Version is the wire-format version this package decodes.
 const Version = 1
 
@@ -117,24 +110,4 @@ type ServerTiming struct {
 	ConnReqs  int     // requests served on this connection, this one included
 	Resumed   bool    // TLS session resumption
 	EarlyData bool    // the request arrived as 0-RTT early data
-}
-
-// Envelope is a decoded report with what the collector knows about its
-// arrival. The client address is used for enrichment only and never stored.
-type Envelope struct {
-	Report     *Report
-	Received   time.Time
-	ClientIP   netip.Addr
-	UserAgent  string
-	GeoCountry string // country from a trusted CDN header, "" when not configured
-}
-
-// ErrBusy is returned by a Sink that cannot take more reports now; the
-// caller answers 503 with Retry-After.
-var ErrBusy = errors.New("ingest queue and spool are full")
-
-// A Sink takes decoded reports. Accept returns nil only once the report is
-// durable (stored, or spooled to disk), so the caller may acknowledge it.
-type Sink interface {
-	Accept(ctx context.Context, e Envelope) error
 }

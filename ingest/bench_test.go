@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // BenchmarkIngest measures, in one run against the local ClickHouse,
@@ -27,12 +29,12 @@ func BenchmarkIngest(b *testing.B) {
 		beacons      = 20000
 		clients      = 64
 	)
-	var cols sampleColumns
+	var raw store.Batch
 	for range rawBatchRows / 12 {
 		run := testRun(b, "raw")
-		cols.add(&run)
+		raw.Add(&run)
 	}
-	body := wireReport(randomRunID(), "bench", 1, 5)
+	body := wireReport("bench")
 	idAt := bytes.Index(body, []byte(`"id":"`)) + len(`"id":"`)
 
 	var raws, rates, ackedRates, fsyncs []float64
@@ -40,7 +42,7 @@ func BenchmarkIngest(b *testing.B) {
 		conn.Exec(context.Background(), "TRUNCATE TABLE samples")
 		start := time.Now()
 		for range rawBatches {
-			if err := insertColumns(context.Background(), conn, &cols); err != nil {
+			if err := raw.Insert(context.Background(), conn); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -92,11 +94,11 @@ func BenchmarkIngest(b *testing.B) {
 		ackedRates = append(ackedRates, float64(beacons)/acked.Seconds())
 		fsyncs = append(fsyncs, counterValue(b, p.m.fsyncs))
 	}
-	raw, rate := median(raws), median(rates)
-	b.ReportMetric(raw, "raw_samples/s")
+	rawMedian, rate := median(raws), median(rates)
+	b.ReportMetric(rawMedian, "raw_samples/s")
 	b.ReportMetric(rate, "beacons/s")
 	b.ReportMetric(rate*12, "beacon_samples/s")
-	b.ReportMetric(rate*12/raw, "ratio")
+	b.ReportMetric(rate*12/rawMedian, "ratio")
 	b.ReportMetric(median(ackedRates), "acked_beacons/s")
 	b.ReportMetric(median(fsyncs), "fsyncs")
 	b.Logf("raw samples/s %.0f, beacons/s %.0f (per iteration)", raws, rates)

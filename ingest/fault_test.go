@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
 // faultDowntime is how long TestFaultClickHouseStop keeps ClickHouse down:
@@ -20,8 +22,8 @@ const faultDowntime = 30 * time.Second
 // while the ClickHouse child is stopped and started again: every
 // acknowledged sample must end up in ClickHouse exactly once.
 func TestFaultClickHouseStop(t *testing.T) {
-	l := startLocal(t)
-	conn := openMigrated(t, l.DSN())
+	l := storetest.Private(t)
+	conn := storetest.Open(t, l.DSN())
 	p := &Pipeline{Conn: conn, Dir: t.TempDir(), FlushInterval: 100 * time.Millisecond, QueueRuns: 256,
 		InsertTimeout: 5 * time.Second}
 	if err := p.Start(context.Background()); err != nil {
@@ -43,7 +45,7 @@ func TestFaultClickHouseStop(t *testing.T) {
 					return
 				default:
 				}
-				resp, err := client.Post(srv.URL+"/beacon", "text/plain", bytes.NewReader(wireReport(randomRunID(), "fault", 1, 5)))
+				resp, err := client.Post(srv.URL+"/beacon", "text/plain", bytes.NewReader(wireReport("fault")))
 				if err != nil {
 					refused.Add(1)
 					continue

@@ -8,6 +8,8 @@ import (
 
 	"github.com/oschwald/geoip2-golang/v2"
 	"github.com/oschwald/maxminddb-golang/v2"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // GeoIP maps client addresses to regions with MaxMind-format databases: a
@@ -28,7 +30,6 @@ type GeoIP struct {
 type location struct {
 	city *geoip2.Reader    // GeoIP2 layout
 	flat *maxminddb.Reader // DB-IP flat layout
-	kind string            // metadata type
 }
 
 // OpenGeoIP opens the location database at path and, when asnPath is not
@@ -74,7 +75,7 @@ func (g *GeoIP) openLocation(path string) error {
 			r.Close()
 			return fmt.Errorf("opening GeoIP database %q: type %q has no location data", path, t)
 		}
-		g.locs = append(g.locs, &location{city: r, kind: r.Metadata().DatabaseType})
+		g.locs = append(g.locs, &location{city: r})
 		return nil
 	}
 	if r != nil {
@@ -95,16 +96,8 @@ func (g *GeoIP) openLocation(path string) error {
 	if err != nil {
 		return fmt.Errorf("opening GeoIP database %q: %w", path, err)
 	}
-	g.locs = append(g.locs, &location{flat: fr, kind: unknown.DatabaseType})
+	g.locs = append(g.locs, &location{flat: fr})
 	return nil
-}
-
-// Kind is the metadata type of the (first) location database ("" without one).
-func (g *GeoIP) Kind() string {
-	if g == nil || len(g.locs) == 0 {
-		return ""
-	}
-	return g.locs[0].kind
 }
 
 // Close releases the databases.
@@ -137,8 +130,8 @@ type flatRecord struct {
 // Lookup returns the region of ip. Unknown parts are left empty; lookup
 // errors (a damaged database) give an empty Geo rather than an error,
 // because a sample without a region is still worth keeping.
-func (g *GeoIP) Lookup(ip netip.Addr) Geo {
-	var geo Geo
+func (g *GeoIP) Lookup(ip netip.Addr) store.Geo {
+	var geo store.Geo
 	if g == nil || !ip.IsValid() {
 		return geo
 	}
@@ -162,7 +155,7 @@ func (g *GeoIP) Lookup(ip netip.Addr) Geo {
 }
 
 // lookup fills geo's location fields from one database.
-func (l *location) lookup(ip netip.Addr, geo *Geo) {
+func (l *location) lookup(ip netip.Addr, geo *store.Geo) {
 	switch {
 	case l.city != nil:
 		if c, err := l.city.City(ip); err == nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 
 	"github.com/h3rum/h3rum/beacon"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // writeMMDB writes a database of the given metadata type with one record per
@@ -94,22 +96,22 @@ func TestGeoIPLayouts(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, db, asn, ip string
-		want              Geo
+		want              store.Geo
 	}{
-		{"city", cityDB, "", "203.0.113.9", Geo{Continent: "NA", Country: "US", Subdivision: "US-CA", CityID: 5391959}},
-		{"city continent derived", cityDB, "", "198.51.100.1", Geo{Continent: "EU", Country: "DE", Subdivision: "DE-BE", CityID: 2950159}},
-		{"city placeholder ZZ", cityDB, "", "192.0.2.1", Geo{}},
-		{"city placeholder T1", cityDB, "", "192.0.2.200", Geo{}},
-		{"city ipv6 lower case", cityDB, "", "2001:db8::1", Geo{Continent: "OC", Country: "AU", Subdivision: "AU-NSW", CityID: 2147714}},
-		{"city ipv4-mapped", cityDB, "", "::ffff:203.0.113.9", Geo{Continent: "NA", Country: "US", Subdivision: "US-CA", CityID: 5391959}},
-		{"city not found", cityDB, "", "10.0.0.1", Geo{}},
-		{"country", countryDB, "", "203.0.113.9", Geo{Continent: "EU", Country: "FR"}},
-		{"flat", flatDB, "", "203.0.113.9", Geo{Continent: "AS", Country: "JP"}},
-		{"flat south america", flatDB, "", "198.51.100.7", Geo{Continent: "SA", Country: "BR"}},
-		{"flat placeholder", flatDB, "", "192.0.2.7", Geo{}},
-		{"with asn", cityDB, asnDB, "203.0.113.9", Geo{Continent: "NA", Country: "US", Subdivision: "US-CA", CityID: 5391959, ASN: 64500, ASOrg: "Example Net"}},
-		{"asn only", "", asnDB, "203.0.113.9", Geo{ASN: 64500, ASOrg: "Example Net"}},
-		{"nothing", "", "", "203.0.113.9", Geo{}},
+		{"city", cityDB, "", "203.0.113.9", store.Geo{Continent: "NA", Country: "US", Subdivision: "US-CA", CityID: 5391959}},
+		{"city continent derived", cityDB, "", "198.51.100.1", store.Geo{Continent: "EU", Country: "DE", Subdivision: "DE-BE", CityID: 2950159}},
+		{"city placeholder ZZ", cityDB, "", "192.0.2.1", store.Geo{}},
+		{"city placeholder T1", cityDB, "", "192.0.2.200", store.Geo{}},
+		{"city ipv6 lower case", cityDB, "", "2001:db8::1", store.Geo{Continent: "OC", Country: "AU", Subdivision: "AU-NSW", CityID: 2147714}},
+		{"city ipv4-mapped", cityDB, "", "::ffff:203.0.113.9", store.Geo{Continent: "NA", Country: "US", Subdivision: "US-CA", CityID: 5391959}},
+		{"city not found", cityDB, "", "10.0.0.1", store.Geo{}},
+		{"country", countryDB, "", "203.0.113.9", store.Geo{Continent: "EU", Country: "FR"}},
+		{"flat", flatDB, "", "203.0.113.9", store.Geo{Continent: "AS", Country: "JP"}},
+		{"flat south america", flatDB, "", "198.51.100.7", store.Geo{Continent: "SA", Country: "BR"}},
+		{"flat placeholder", flatDB, "", "192.0.2.7", store.Geo{}},
+		{"with asn", cityDB, asnDB, "203.0.113.9", store.Geo{Continent: "NA", Country: "US", Subdivision: "US-CA", CityID: 5391959, ASN: 64500, ASOrg: "Example Net"}},
+		{"asn only", "", asnDB, "203.0.113.9", store.Geo{ASN: 64500, ASOrg: "Example Net"}},
+		{"nothing", "", "", "203.0.113.9", store.Geo{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := OpenGeoIP(tc.db, tc.asn)
@@ -160,33 +162,34 @@ func TestEnrich(t *testing.T) {
 	ip := netip.MustParseAddr("203.0.113.9")
 	rep := &beacon.Report{Client: beacon.Client{Brands: []beacon.Brand{{Brand: "Not A(Brand", Version: "99"}, {Brand: "Google Chrome", Version: "121"}, {Brand: "Chromium", Version: "121"}}}}
 
-	run := en.Enrich(beacon.Envelope{Report: rep, ClientIP: ip, UserAgent: "Mozilla/5.0 Chrome/121.0.0.0 Safari/537.36"})
-	if run.ClientIP.IsValid() {
-		t.Error("Enrich kept the client address")
+	run := en.Enrich(Envelope{Report: rep, ClientIP: ip, UserAgent: "Mozilla/5.0 Chrome/121.0.0.0 Safari/537.36"})
+	if rec, err := appendRecord(nil, &store.Run{Report: rep, Wire: []byte("{}"), Enrichment: run.Enrichment}); err != nil ||
+		strings.Contains(string(rec), "203.0.113.9") {
+		t.Errorf("spool record %q (%v) keeps the client address", rec, err)
 	}
 	if run.Geo.Subdivision != "US-CA" || run.Browser != BrowserChrome || run.BrowserMajor != 121 || run.Bot {
 		t.Errorf("Enrich = %+v %s %d bot=%v", run.Geo, run.Browser, run.BrowserMajor, run.Bot)
 	}
 	// A trusted CDN country header overrides the database and drops its detail.
-	run = en.Enrich(beacon.Envelope{Report: rep, ClientIP: ip, GeoCountry: "gb"})
-	if want := (Geo{Continent: "EU", Country: "GB"}); run.Geo != want {
+	run = en.Enrich(Envelope{Report: rep, ClientIP: ip, GeoCountry: "gb"})
+	if want := (store.Geo{Continent: "EU", Country: "GB"}); run.Geo != want {
 		t.Errorf("with header GB: Geo = %+v, want %+v", run.Geo, want)
 	}
-	run = en.Enrich(beacon.Envelope{Report: rep, ClientIP: ip, GeoCountry: "US"})
+	run = en.Enrich(Envelope{Report: rep, ClientIP: ip, GeoCountry: "US"})
 	if run.Geo.Subdivision != "US-CA" {
 		t.Errorf("with agreeing header: Geo = %+v, want the database's detail kept", run.Geo)
 	}
-	run = en.Enrich(beacon.Envelope{Report: rep, ClientIP: ip, GeoCountry: "XX"})
+	run = en.Enrich(Envelope{Report: rep, ClientIP: ip, GeoCountry: "XX"})
 	if run.Geo.Country != "US" {
 		t.Errorf("with placeholder header: Geo = %+v, want the database's country", run.Geo)
 	}
 	// Without a database the header alone gives the country.
-	run = (&Enricher{}).Enrich(beacon.Envelope{Report: rep, ClientIP: ip, GeoCountry: "NZ"})
-	if want := (Geo{Continent: "OC", Country: "NZ"}); run.Geo != want {
+	run = (&Enricher{}).Enrich(Envelope{Report: rep, ClientIP: ip, GeoCountry: "NZ"})
+	if want := (store.Geo{Continent: "OC", Country: "NZ"}); run.Geo != want {
 		t.Errorf("header only: Geo = %+v, want %+v", run.Geo, want)
 	}
 	rep.Client.Webdriver = true
-	if run = en.Enrich(beacon.Envelope{Report: rep}); !run.Bot {
+	if run = en.Enrich(Envelope{Report: rep}); !run.Bot {
 		t.Error("navigator.webdriver not flagged as bot")
 	}
 }
@@ -226,7 +229,7 @@ func TestGeoIPSeveralDatabases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	for ip, want := range map[string]Geo{
+	for ip, want := range map[string]store.Geo{
 		"81.2.69.1":   {Continent: "EU", Country: "GB"},
 		"2001:db8::1": {Continent: "AS", Country: "JP"},
 		"192.0.2.1":   {},

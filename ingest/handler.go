@@ -19,12 +19,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest/access"
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // Sink is where the Handler hands enriched runs; *Pipeline is one. Accept
 // returns nil only once the run is durable.
 type Sink interface {
-	Accept(ctx context.Context, run Run) error
+	Accept(ctx context.Context, run store.Run) error
 }
 
 // Handler receives reports: POST /beacon from browsers (with its CORS
@@ -280,45 +282,24 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusServiceUnavailable, ReasonOverloaded, "collector busy decoding other reports; retry (or raise --ingest-concurrency)")
 		return
 	}
-	rep, err := beacon.Decode(body)
-	if err != nil {
-		h.release()
-		status, reason, detail := decodeRejection(err)
-		h.reject(w, status, reason, detail)
-		return
-	}
-	if !h.siteAllowed(rep.Site) {
-		h.release()
-		h.reject(w, http.StatusForbidden, ReasonSiteNotAllowed, fmt.Sprintf("site %q is not served by this collector", rep.Site))
-		return
-	}
-	if isEarlyData(r) {
-		h.release()
-		h.reject(w, http.StatusTooEarly, ReasonTooEarly, "report sent as TLS early data; retry after the handshake")
-		return
-	}
-	ip := ClientIP(r, h.TrustedProxies)
-	if h.limiter != nil {
-		if ok, wait := h.limiter.allow(ip, received); !ok {
-			h.release()
-			retryAfter(w, wait)
-			h.reject(w, http.StatusTooManyRequests, ReasonRateLimited, "too many reports from this address")
-			return
-		}
-	}
-	env := beacon.Envelope{Report: rep, Received: received, ClientIP: ip, UserAgent: r.UserAgent()}
+	sub := submission{wire: body, received: received, client: access.ClientIP(r, h.TrustedProxies),
+		userAgent: r.UserAgent(), earlyData: isEarlyData(r), rateLimited: true}
 	if h.GeoHeader != "" {
-		env.GeoCountry = r.Header.Get(h.GeoHeader)
+		sub.geoCountry = r.Header.Get(h.GeoHeader)
 	}
-	run := h.Enricher.Enrich(env)
+	run, rej := h.admit(sub)
 	// The slot covers the CPU work only, not the wait for durability.
 	h.release()
-	if err := h.Sink.Accept(r.Context(), run); err != nil {
-		status, reason, detail, wait := acceptRejection(err)
-		if wait > 0 {
-			retryAfter(w, wait)
+	if rej == nil {
+		if err := h.Sink.Accept(r.Context(), run); err != nil {
+			rej = acceptRejection(err)
 		}
-		h.reject(w, status, reason, detail)
+	}
+	if rej != nil {
+		if rej.retryAfter > 0 {
+			retryAfter(w, rej.retryAfter)
+		}
+		h.reject(w, rej.status, rej.reason, rej.detail)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -365,34 +346,5 @@ func readBody(r io.Reader, buf []byte) ([]byte, error) {
 		if err != nil {
 			return buf, err
 		}
-	}
-}
-
-// decodeRejection maps a decode error to a status, reason label and detail.
-func decodeRejection(err error) (int, string, string) {
-	de, ok := errors.AsType[*beacon.DecodeError](err)
-	if !ok {
-		return http.StatusBadRequest, reasonDecodePrefix + beacon.ReasonJSON, err.Error()
-	}
-	status := http.StatusBadRequest
-	if de.Reason == beacon.ReasonSize {
-		status = http.StatusRequestEntityTooLarge
-	}
-	return status, reasonDecodePrefix + de.Reason, de.Msg
-}
-
-// acceptRejection maps a Sink error to a status, reason, detail and
-// Retry-After.
-func acceptRejection(err error) (int, string, string, time.Duration) {
-	switch {
-	case errors.Is(err, beacon.ErrBusy):
-		return http.StatusServiceUnavailable, ReasonBusy,
-			"ingest queue and spool are full (ClickHouse is behind; raise --spool-max-bytes or check ClickHouse)", 5 * time.Second
-	case errors.Is(err, ErrClosed):
-		return http.StatusServiceUnavailable, ReasonShuttingDown, "collector is shutting down", 5 * time.Second
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, ReasonCanceled, "request ended before the report was stored", time.Second
-	default:
-		return http.StatusServiceUnavailable, ReasonSpoolError, "could not store the report", 5 * time.Second
 	}
 }

@@ -16,22 +16,23 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/beacon/beacontest"
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // sinkFunc is a Sink for handler tests.
-type sinkFunc func(ctx context.Context, run Run) error
+type sinkFunc func(ctx context.Context, run store.Run) error
 
-func (f sinkFunc) Accept(ctx context.Context, run Run) error { return f(ctx, run) }
+func (f sinkFunc) Accept(ctx context.Context, run store.Run) error { return f(ctx, run) }
 
 // recordingSink keeps what it accepts.
 type recordingSink struct {
 	mu   sync.Mutex
-	runs []Run
+	runs []store.Run
 	err  error
 }
 
-func (s *recordingSink) Accept(_ context.Context, run Run) error {
+func (s *recordingSink) Accept(_ context.Context, run store.Run) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -42,7 +43,7 @@ func (s *recordingSink) Accept(_ context.Context, run Run) error {
 }
 
 func TestHandlerPost(t *testing.T) {
-	valid := wireReport(randomRunID(), "shop", 1, 5)
+	valid := wireReport("shop")
 	for _, tc := range []struct {
 		name       string
 		body       []byte
@@ -74,7 +75,7 @@ func TestHandlerPost(t *testing.T) {
 		{name: "after handshake", body: valid, setup: func(_ *Handler, r *http.Request) { r.TLS = &tls.ConnectionState{HandshakeComplete: true} }, status: 204},
 		{name: "rate limited", body: valid, setup: func(h *Handler, _ *http.Request) { h.RateLimit, h.RateBurst = 0.5, 2 }, repeat: 3, status: 429, reason: ReasonRateLimited, retryAfter: true},
 		{name: "within rate", body: valid, setup: func(h *Handler, _ *http.Request) { h.RateLimit, h.RateBurst = 0.5, 2 }, repeat: 2, status: 204},
-		{name: "busy", body: valid, sinkErr: beacon.ErrBusy, status: 503, reason: ReasonBusy, retryAfter: true},
+		{name: "busy", body: valid, sinkErr: ErrBusy, status: 503, reason: ReasonBusy, retryAfter: true},
 		{name: "shutting down", body: valid, sinkErr: ErrClosed, status: 503, reason: ReasonShuttingDown, retryAfter: true},
 		{name: "spool error", body: valid, sinkErr: errors.New("disk full"), status: 503, reason: ReasonSpoolError, retryAfter: true},
 	} {
@@ -117,8 +118,8 @@ func TestHandlerPost(t *testing.T) {
 					t.Fatal("204 without a run reaching the sink")
 				}
 				run := sink.runs[len(sink.runs)-1]
-				if run.ClientIP.IsValid() {
-					t.Error("the client address travelled past enrichment")
+				if rec, err := appendRecord(nil, &run); err != nil || bytes.Contains(rec, []byte("203.0.113.7")) || bytes.Contains(rec, []byte("192.0.2.1")) {
+					t.Errorf("spool record %q (%v): the client address travelled past enrichment", rec, err)
 				}
 				if run.Received.IsZero() || run.Browser == "" {
 					t.Errorf("run not enriched: %+v", run)
@@ -168,7 +169,7 @@ func TestHandlerPreflightAndCORS(t *testing.T) {
 	}
 	// Any origin when none are configured.
 	h = &Handler{Sink: &recordingSink{}}
-	r = httptest.NewRequest("POST", "/beacon", bytes.NewReader(wireReport(randomRunID(), "s", 1, 5)))
+	r = httptest.NewRequest("POST", "/beacon", bytes.NewReader(wireReport("s")))
 	r.Header.Set("Origin", "https://anyone.example")
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
@@ -188,7 +189,7 @@ func TestHandlerTrustedProxyAndGeoHeader(t *testing.T) {
 	h := &Handler{Sink: sink, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, GeoHeader: "CF-IPCountry",
 		RateLimit: 1, RateBurst: 1}
 	post := func(remote, xff string) int {
-		r := httptest.NewRequest("POST", "/beacon", bytes.NewReader(wireReport(randomRunID(), "s", 1, 5)))
+		r := httptest.NewRequest("POST", "/beacon", bytes.NewReader(wireReport("s")))
 		r.RemoteAddr = remote
 		r.Header.Set("X-Forwarded-For", xff)
 		r.Header.Set("CF-IPCountry", "JP")
@@ -250,11 +251,11 @@ func TestWebSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := []string{
-		`{"id":"a","report":` + string(wireReport(randomRunID(), "shop", 1, 5)) + `}`,
+		`{"id":"a","report":` + string(wireReport("shop")) + `}`,
 		`{"id":"b","report":{"v":1}}`,
 		`not json`,
-		`{"id":"c","report":` + string(wireReport(randomRunID(), "elsewhere", 1, 5)) + `}`,
-		`{"id":"d","report":` + string(wireReport(randomRunID(), "shop", 2, 3)) + `}`,
+		`{"id":"c","report":` + string(wireReport("elsewhere")) + `}`,
+		`{"id":"d","report":` + string(beacontest.Report(beacontest.Run{ID: randomRunID(), Site: "shop", Warmup: 2, Parallel: 3})) + `}`,
 	}
 	for _, m := range msgs {
 		if err := conn.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
@@ -302,9 +303,9 @@ func TestWebSocket(t *testing.T) {
 // returns, and carries its failure.
 func TestWebSocketAckWaitsForDurability(t *testing.T) {
 	release := make(chan struct{})
-	h := &Handler{Sink: sinkFunc(func(ctx context.Context, run Run) error {
+	h := &Handler{Sink: sinkFunc(func(ctx context.Context, run store.Run) error {
 		<-release
-		return beacon.ErrBusy
+		return ErrBusy
 	}), AgentToken: "t", WSPingInterval: 50 * time.Millisecond}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -313,7 +314,7 @@ func TestWebSocketAckWaitsForDurability(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	conn.WriteMessage(websocket.TextMessage, []byte(`{"id":"x","report":`+string(wireReport(randomRunID(), "s", 1, 5))+`}`))
+	conn.WriteMessage(websocket.TextMessage, []byte(`{"id":"x","report":`+string(wireReport("s"))+`}`))
 	pings := 0
 	conn.SetPingHandler(func(string) error {
 		pings++
@@ -351,7 +352,7 @@ func TestHandlerConcurrencyLimit(t *testing.T) {
 		return rec
 	}
 	h.slots <- struct{}{} // another report is being decoded
-	rec := post(wireReport(randomRunID(), "s", 1, 5))
+	rec := post(wireReport("s"))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.HasPrefix(rec.Body.String(), ReasonOverloaded) {
 		t.Errorf("all slots busy: %d %q Retry-After %q; want 503 %s", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"), ReasonOverloaded)
 	}
@@ -360,7 +361,7 @@ func TestHandlerConcurrencyLimit(t *testing.T) {
 	}
 	<-h.slots
 	// Accepted and rejected reports alike give their slot back.
-	for _, body := range [][]byte{wireReport(randomRunID(), "s", 1, 5), []byte("not json"), wireReport(randomRunID(), "s", 1, 5)} {
+	for _, body := range [][]byte{wireReport("s"), []byte("not json"), wireReport("s")} {
 		post(body)
 	}
 	if len(h.slots) != 0 || len(sink.runs) != 2 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,11 +16,21 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // ErrClosed is returned by Accept after Shutdown has begun.
 var ErrClosed = errors.New("ingest pipeline is shutting down")
+
+// ErrBusy is returned by Accept when the spool budget is used up; the
+// caller answers 503 with Retry-After.
+var ErrBusy = errors.New("ingest queue and spool are full")
+
+// Feed is told of each run once it is durable: the live view of what is
+// arriving. Ingest owns the interface; the reports implement it.
+type Feed interface {
+	Publish(run store.Run)
+}
 
 // Pipeline takes enriched runs to ClickHouse without losing any it has
 // acknowledged. Accept writes the run to an append-only, checksummed spool
@@ -34,7 +43,7 @@ var ErrClosed = errors.New("ingest pipeline is shutting down")
 // replayed at Start. Replays are idempotent: rows are keyed by (site, day,
 // run_id, seq) in a ReplacingMergeTree, with the receive time fixed before
 // spooling. Only when the spool budget is used up does Accept refuse with
-// beacon.ErrBusy.
+// ErrBusy.
 //
 // Set the fields, call Start, and Shutdown when done.
 type Pipeline struct {
@@ -54,7 +63,7 @@ type Pipeline struct {
 	// Default 4096.
 	QueueRuns int
 	// SpoolMaxBytes is the disk budget of the spool; beyond it Accept
-	// returns beacon.ErrBusy. Default 1 GiB.
+	// returns ErrBusy. Default 1 GiB.
 	SpoolMaxBytes int64
 	// SegmentBytes is the size at which a spool segment is closed and a new
 	// one begun. Default SpoolMaxBytes/16, at most 4 MiB, at least 64 KiB.
@@ -64,10 +73,10 @@ type Pipeline struct {
 	Retention time.Duration
 	// InsertTimeout bounds one insert attempt. Default 30 s.
 	InsertTimeout time.Duration
-	// OnAccept, if set, is called with each run once it is durable, from a
-	// goroutine of its own; when it falls behind by more than 1024 runs,
-	// runs are skipped for it (and counted) rather than slowing ingestion.
-	OnAccept func(Run)
+	// Feed, if set, is given each run once it is durable, from a goroutine
+	// of its own; when it falls behind by more than 1024 runs, runs are
+	// skipped for it (and counted) rather than slowing ingestion.
+	Feed Feed
 	// Logger receives spool and insert events; nil discards them. Client
 	// addresses are never logged.
 	Logger *slog.Logger
@@ -78,7 +87,7 @@ type Pipeline struct {
 	m                       *pipelineMetrics
 	reqs                    chan *writeReq
 	queue                   chan queued
-	live                    chan Run
+	live                    chan store.Run
 	wake                    chan struct{}
 	closing                 chan struct{}   // closed by Shutdown once no more writes can come
 	abort                   context.Context // ends when Shutdown's deadline passes
@@ -107,7 +116,7 @@ type Pipeline struct {
 	buf    []byte
 
 	// Batcher-owned.
-	cols    sampleColumns
+	batch   store.Batch
 	pending []queued // read from the spool, not yet inserted
 }
 
@@ -131,13 +140,13 @@ func (a position) less(b position) bool {
 
 // queued is a durable run waiting for its insert, and where it is spooled.
 type queued struct {
-	run *Run
+	run *store.Run
 	pos position
 }
 
 type writeReq struct {
 	frame []byte // record payload
-	run   *Run
+	run   *store.Run
 	done  chan error
 }
 
@@ -211,7 +220,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 		return err
 	}
 	p.reqs = make(chan *writeReq, 1024)
-	p.live = make(chan Run, 1024)
+	p.live = make(chan store.Run, 1024)
 	p.wake = make(chan struct{}, 1)
 	p.closing = make(chan struct{})
 	p.abort, p.cancelAbort = context.WithCancel(context.Background())
@@ -289,10 +298,10 @@ func (p *Pipeline) updateSpoolGauges() {
 	p.m.spoolSegments.Set(float64(len(p.segs)))
 }
 
-// Accept makes run durable and returns nil, or returns beacon.ErrBusy when
+// Accept makes run durable and returns nil, or returns ErrBusy when
 // the spool budget is used up, ErrClosed after Shutdown, ctx's error, or a
 // spool write error. It never touches ClickHouse.
-func (p *Pipeline) Accept(ctx context.Context, run Run) error {
+func (p *Pipeline) Accept(ctx context.Context, run store.Run) error {
 	p.acceptMu.RLock()
 	if !p.started || p.closed {
 		p.acceptMu.RUnlock()
@@ -302,14 +311,20 @@ func (p *Pipeline) Accept(ctx context.Context, run Run) error {
 	p.acceptMu.RUnlock()
 	defer p.inflight.Done()
 
-	run.ClientIP = netip.Addr{}
-	req := &writeReq{frame: appendRecord(nil, &run), run: &run, done: make(chan error, 1)}
+	frame, err := appendRecord(nil, &run)
+	if err != nil {
+		return err
+	}
+	// From here on the run's wire bytes are the frame's: the caller may
+	// reuse its buffer once Accept returns.
+	run.Wire = frame[len(frame)-len(run.Wire):]
+	req := &writeReq{frame: frame, run: &run, done: make(chan error, 1)}
 	n := int64(len(req.frame) + frameHeaderLen)
 	p.mu.Lock()
 	if p.spoolBytes+p.reserved+n > p.spoolMax() {
 		p.mu.Unlock()
 		p.m.busy.Inc()
-		return beacon.ErrBusy
+		return ErrBusy
 	}
 	p.reserved += n
 	p.mu.Unlock()
@@ -329,7 +344,7 @@ func (p *Pipeline) Accept(ctx context.Context, run Run) error {
 	}
 	p.m.acceptedRuns.Inc()
 	p.m.acceptedSamples.Add(float64(sampleCount(&run)))
-	if p.OnAccept != nil {
+	if p.Feed != nil {
 		select {
 		case p.live <- run:
 		default:
@@ -342,9 +357,7 @@ func (p *Pipeline) Accept(ctx context.Context, run Run) error {
 func (p *Pipeline) liveLoop() {
 	defer p.done.Done()
 	for run := range p.live {
-		if p.OnAccept != nil {
-			p.OnAccept(run)
-		}
+		p.Feed.Publish(run)
 	}
 }
 
@@ -750,18 +763,18 @@ func (p *Pipeline) readFrames(path string, id uint64, from, to int64) ([]queued,
 // gives up only when Shutdown's deadline passes, leaving the rows in the
 // spool for the next start.
 func (p *Pipeline) insertRetry(batch []queued) bool {
-	p.cols.reset()
+	p.batch.Reset()
 	for _, q := range batch {
-		p.cols.add(q.run)
+		p.batch.Add(q.run)
 	}
-	rows := len(p.cols.time)
+	rows := p.batch.Rows()
 	backoff := 100 * time.Millisecond
 	var failingSince time.Time
 	var lastLog time.Time
 	for {
 		ctx, cancel := context.WithTimeout(p.abort, p.insertTimeout())
 		start := time.Now()
-		err := insertColumns(ctx, p.Conn, &p.cols)
+		err := p.batch.Insert(ctx, p.Conn)
 		cancel()
 		if err == nil {
 			p.m.insertBatches.Inc()
@@ -838,7 +851,7 @@ func (p *Pipeline) Stats() Stats {
 	return Stats{QueuedRuns: len(p.queue), SpoolBytes: p.spoolBytes, SpoolSegments: len(p.segs), Replaying: p.disk}
 }
 
-func sampleCount(run *Run) int {
+func sampleCount(run *store.Run) int {
 	if run.Report == nil {
 		return 0
 	}

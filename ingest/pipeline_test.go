@@ -1,12 +1,12 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,39 +15,29 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/beacon/beacontest"
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
 	run := testRun(t, "rt")
 	run.Bot = true
-	run.Report.Samples[3].Error = "timeout"
-	run.Report.Client.Webdriver = true
-	got, err := decodeRecord(appendRecord(nil, &run))
+	rec, err := appendRecord(nil, &run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The record keeps what the table stores, floats as Float32.
-	want := *run.Report
-	want.Client.Brands = nil
-	want.MainThreadMS = f32(want.MainThreadMS)
-	want.Client.RTT, want.Client.Downlink = f32(want.Client.RTT), f32(want.Client.Downlink)
-	want.Samples = slices.Clone(want.Samples)
-	for i := range want.Samples {
-		s := &want.Samples[i]
-		for _, p := range []*float64{&s.Start, &s.Duration, &s.DNS, &s.Connect, &s.TLS, &s.TTFB, &s.Download,
-			&s.Server.Handle, &s.Server.RTT, &s.Server.MinRTT, &s.Server.RTTVar} {
-			*p = f32(*p)
-		}
+	got, err := decodeRecord(rec)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(*got.Report, want) {
-		t.Errorf("round trip changed the report:\n got %+v\nwant %+v", *got.Report, want)
+	// The record keeps the wire bytes, so the report comes back exactly.
+	if !reflect.DeepEqual(got.Report, run.Report) || !bytes.Equal(got.Wire, run.Wire) {
+		t.Errorf("round trip changed the report:\n got %+v\nwant %+v", *got.Report, *run.Report)
 	}
-	if got.Geo != run.Geo || got.Browser != run.Browser || got.BrowserMajor != run.BrowserMajor || got.Bot != run.Bot ||
-		!got.Received.Equal(run.Received) {
-		t.Errorf("round trip changed the enrichment: got %+v %s %d %v %v", got.Geo, got.Browser, got.BrowserMajor, got.Bot, got.Received)
+	if got.Enrichment != run.Enrichment || !got.Received.Equal(run.Received) {
+		t.Errorf("round trip changed the enrichment: got %+v %v, want %+v %v", got.Enrichment, got.Received, run.Enrichment, run.Received)
 	}
 	// Every truncation fails cleanly.
-	rec := appendRecord(nil, &run)
 	for n := range len(rec) {
 		if _, err := decodeRecord(rec[:n]); err == nil {
 			t.Fatalf("decoding %d of %d bytes succeeded", n, len(rec))
@@ -56,31 +46,72 @@ func TestRecordRoundTrip(t *testing.T) {
 	if _, err := decodeRecord(append(rec, 0)); err == nil {
 		t.Error("trailing byte accepted")
 	}
+	if _, err := appendRecord(nil, &store.Run{Report: run.Report}); !errors.Is(err, errNoWire) {
+		t.Errorf("a run without wire bytes spooled: %v", err)
+	}
+}
+
+// TestRecordV1Replays reads a spool segment written by the release before
+// the spool kept wire bytes (testdata, two runs): an upgrade must replay
+// what the earlier process acknowledged.
+func TestRecordV1Replays(t *testing.T) {
+	data, err := os.ReadFile("testdata/0000000000000001.seg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, tail, err := scanFrames(data[len(segmentMagic):], int64(len(segmentMagic)))
+	if err != nil || tail != int64(len(data)) || len(frames) != 2 {
+		t.Fatalf("scanning the v1 segment: %d frames, tail %d of %d, %v", len(frames), tail, len(data), err)
+	}
+	ids := []string{"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"}
+	for i, f := range frames {
+		run, err := decodeRecord(f.payload)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		want, err := beacon.Decode(beacontest.Report(beacontest.Run{ID: ids[i], Warmup: 1 + i}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Version 1 kept what the table stores: no brands, floats as Float32.
+		want.Client.Brands = nil
+		want.MainThreadMS = f32(want.MainThreadMS)
+		want.Client.RTT, want.Client.Downlink = f32(want.Client.RTT), f32(want.Client.Downlink)
+		for j := range want.Samples {
+			s := &want.Samples[j]
+			for _, p := range []*float64{&s.Start, &s.Duration, &s.DNS, &s.Connect, &s.TLS, &s.TTFB, &s.Download,
+				&s.Server.Handle, &s.Server.RTT, &s.Server.MinRTT, &s.Server.RTTVar} {
+				*p = f32(*p)
+			}
+		}
+		if !reflect.DeepEqual(run.Report, want) {
+			t.Errorf("record %d report:\n got %+v\nwant %+v", i, *run.Report, *want)
+		}
+		wantEnr := store.Enrichment{Geo: store.Geo{Continent: "EU", Country: "DE", Subdivision: "DE-BE", CityID: 2950159, ASN: 64500, ASOrg: "Example"},
+			Browser: "Chrome", BrowserMajor: 121, Bot: i == 1}
+		if run.Enrichment != wantEnr || !run.Received.Equal(time.Date(2026, 11, 30, 10, 0, i, 500, time.UTC)) {
+			t.Errorf("record %d enrichment %+v at %v", i, run.Enrichment, run.Received)
+		}
+	}
 }
 
 func f32(v float64) float64 { return float64(float32(v)) }
 
-func TestInsertColumnList(t *testing.T) {
-	sql := insertSamplesSQL[strings.Index(insertSamplesSQL, "(")+1 : strings.LastIndex(insertSamplesSQL, ")")]
-	var names []string
-	for f := range strings.FieldsFuncSeq(sql, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
-		names = append(names, f)
-	}
-	var cols []string
-	for _, c := range (&sampleColumns{}).columns() {
-		cols = append(cols, c.name)
-	}
-	if !reflect.DeepEqual(names, cols) {
-		t.Errorf("insert_samples.sql columns\n%v\ndiffer from the Go buffers\n%v", names, cols)
-	}
+type recordingFeed struct {
+	mu   sync.Mutex
+	runs []store.Run
+}
+
+func (f *recordingFeed) Publish(run store.Run) {
+	f.mu.Lock()
+	f.runs = append(f.runs, run)
+	f.mu.Unlock()
 }
 
 func TestPipelineInsertsRows(t *testing.T) {
 	conn := testDB(t)
-	var live []Run
-	var liveMu sync.Mutex
-	p := startPipeline(t, &Pipeline{Conn: conn, Dir: t.TempDir(), FlushInterval: 50 * time.Millisecond,
-		OnAccept: func(r Run) { liveMu.Lock(); live = append(live, r); liveMu.Unlock() }})
+	feed := &recordingFeed{}
+	p := startPipeline(t, &Pipeline{Conn: conn, Dir: t.TempDir(), FlushInterval: 50 * time.Millisecond, Feed: feed})
 	run := testRun(t, "rows")
 	run.Bot = true
 	run.Report.Samples[2].Error = "timeout"
@@ -126,38 +157,26 @@ func TestPipelineInsertsRows(t *testing.T) {
 	if n := countRows(t, conn, "SELECT count() FROM samples WHERE phase = 'warmup'"); n != 2 {
 		t.Errorf("%d warm-up rows, want 2", n)
 	}
+	// The outcome is stored as ingest classified it: the H3 warm-up and
+	// batch over h3, the H2 warm-up and batch over h2.
+	if n := countRows(t, conn, "SELECT count() FROM samples WHERE outcome = 'h3' AND want = 'h3'"); n != 6 {
+		t.Errorf("%d rows with outcome h3, want 6", n)
+	}
+	if n := countRows(t, conn, "SELECT count() FROM samples WHERE outcome = 'h2' AND want = 'h2'"); n != 6 {
+		t.Errorf("%d rows with outcome h2, want 6", n)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	liveMu.Lock()
-	defer liveMu.Unlock()
-	if len(live) != 1 || live[0].Report.RunID != run.Report.RunID {
-		t.Errorf("OnAccept saw %d runs, want the one accepted", len(live))
+	feed.mu.Lock()
+	defer feed.mu.Unlock()
+	if len(feed.runs) != 1 || feed.runs[0].Report.RunID != run.Report.RunID {
+		t.Errorf("the feed saw %d runs, want the one accepted", len(feed.runs))
 	}
 	if segs, _ := listSegments(p.Dir); len(segs) != 0 {
 		t.Errorf("spool still holds segments %v after everything was inserted", segs)
-	}
-}
-
-func TestInsertIdempotent(t *testing.T) {
-	conn := testDB(t)
-	var cols sampleColumns
-	for range 10 {
-		run := testRun(t, "idem")
-		cols.add(&run)
-	}
-	for i := range 2 {
-		if err := insertColumns(context.Background(), conn, &cols); err != nil {
-			t.Fatalf("insert %d: %v", i, err)
-		}
-	}
-	if n := countRows(t, conn, "SELECT count() FROM samples"); n != 240 {
-		t.Fatalf("%d rows stored, want two copies of 120", n)
-	}
-	if n := countRows(t, conn, "SELECT count() FROM samples FINAL"); n != 120 {
-		t.Errorf("SELECT count() FROM samples FINAL = %d, want 120 (one copy)", n)
 	}
 }
 
@@ -300,8 +319,8 @@ func TestBusyWhenSpoolFull(t *testing.T) {
 		}
 		accepted++
 	}
-	if !errors.Is(busy, beacon.ErrBusy) {
-		t.Fatalf("after %d runs Accept = %v, want beacon.ErrBusy", accepted, busy)
+	if !errors.Is(busy, ErrBusy) {
+		t.Fatalf("after %d runs Accept = %v, want ErrBusy", accepted, busy)
 	}
 	if st := p.Stats(); st.SpoolBytes > 64<<10 {
 		t.Errorf("spool holds %d bytes, over its 64 KiB budget", st.SpoolBytes)
@@ -340,34 +359,4 @@ func TestGroupCommit(t *testing.T) {
 		t.Errorf("%v fsyncs for %d concurrent Accepts: no group commit", fsyncs, n)
 	}
 	t.Logf("%d concurrent Accepts, %v fsyncs", n, fsyncs)
-}
-
-func TestRetentionDropsOldPartitions(t *testing.T) {
-	conn := testDB(t)
-	now := time.Date(2025, 6, 15, 12, 0, 0, 0, time.UTC)
-	var cols sampleColumns
-	for _, at := range []time.Time{now, now.AddDate(0, -1, -10), now.AddDate(0, -3, 0), now.AddDate(-1, 0, 0)} {
-		run := testRun(t, "ret")
-		run.Received = at
-		cols.add(&run)
-	}
-	if err := insertColumns(context.Background(), conn, &cols); err != nil {
-		t.Fatal(err)
-	}
-	p := &Pipeline{Conn: conn, Retention: 60 * 24 * time.Hour}
-	dropped, err := p.DropExpired(context.Background(), now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Cutoff 2025-04-16: March 2025 and June 2024 are wholly older; April is not.
-	want := []string{"samples/202406", "samples/202503", "samples_hourly/202406", "samples_hourly/202503"}
-	if !reflect.DeepEqual(dropped, want) {
-		t.Errorf("dropped %v, want %v", dropped, want)
-	}
-	if n := countRows(t, conn, "SELECT count() FROM samples"); n != 24 {
-		t.Errorf("%d rows left, want the 24 of May and June", n)
-	}
-	if dropped, err := p.DropExpired(context.Background(), now); err != nil || len(dropped) != 0 {
-		t.Errorf("second run dropped %v, %v; want nothing", dropped, err)
-	}
 }

@@ -2,77 +2,10 @@ package ingest
 
 import (
 	"context"
-	_ "embed"
-	"fmt"
-	"strconv"
 	"time"
-)
 
-var (
-	//go:embed sql/retention_partitions.sql
-	retentionPartitionsSQL string
-	//go:embed sql/drop_samples_partition.sql
-	dropSamplesPartitionSQL string
-	//go:embed sql/drop_samples_hourly_partition.sql
-	dropHourlyPartitionSQL string
+	"github.com/h3rum/h3rum/ingest/store"
 )
-
-// DropExpired drops the month partitions of samples and samples_hourly
-// that lie entirely before now − Retention, and returns them as
-// "table/YYYYMM". A zero Retention drops nothing. Dropping whole partitions
-// is the retention mechanism both ClickHouse 18.16 (no TTL) and current
-// versions support.
-func (p *Pipeline) DropExpired(ctx context.Context, now time.Time) ([]string, error) {
-	if p.Retention <= 0 {
-		return nil, nil
-	}
-	cutoff := now.UTC().Add(-p.Retention)
-	// A month partition is entirely expired when it ends before the
-	// cutoff, that is when it is before the cutoff's month.
-	keepFrom := uint32(cutoff.Year()*100 + int(cutoff.Month()))
-	rows, err := p.Conn.Query(ctx, retentionPartitionsSQL)
-	if err != nil {
-		return nil, fmt.Errorf("listing partitions for retention: %w", err)
-	}
-	type part struct {
-		table string
-		month uint32
-	}
-	var expired []part
-	for rows.Next() {
-		var table, partition string
-		if err := rows.Scan(&table, &partition); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("listing partitions for retention: %w", err)
-		}
-		m, err := strconv.ParseUint(partition, 10, 32)
-		if err != nil {
-			continue // not a toYYYYMM partition
-		}
-		if uint32(m) < keepFrom {
-			expired = append(expired, part{table, uint32(m)})
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("listing partitions for retention: %w", err)
-	}
-	var dropped []string
-	for _, pt := range expired {
-		q := dropSamplesPartitionSQL
-		if pt.table == "samples_hourly" {
-			q = dropHourlyPartitionSQL
-		}
-		if err := p.Conn.Exec(ctx, q, pt.month); err != nil {
-			return dropped, fmt.Errorf("dropping partition %d of %s: %w", pt.month, pt.table, err)
-		}
-		dropped = append(dropped, fmt.Sprintf("%s/%d", pt.table, pt.month))
-		if p.m != nil {
-			p.m.droppedParts.Inc()
-		}
-	}
-	return dropped, nil
-}
 
 // retentionLoop runs DropExpired shortly after Start and then daily.
 func (p *Pipeline) retentionLoop() {
@@ -86,7 +19,8 @@ func (p *Pipeline) retentionLoop() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(p.abort, 5*time.Minute)
-		dropped, err := p.DropExpired(ctx, time.Now())
+		dropped, err := store.DropExpired(ctx, p.Conn, p.Retention, time.Now())
+		p.m.droppedParts.Add(float64(len(dropped)))
 		cancel()
 		if err != nil {
 			p.log.Warn("retention: dropping old partitions failed; will retry", "err", err)

@@ -1,18 +1,15 @@
 package ingest
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 
-	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest/access"
 )
 
 // WSMessage is one report sent over /ingest/ws: an id of the agent's
@@ -46,15 +43,11 @@ func (h *Handler) pingInterval() time.Duration {
 // authorized checks the agent token from "Authorization: Bearer …" or
 // ?token=, in constant time.
 func (h *Handler) authorized(r *http.Request) bool {
-	tok := r.URL.Query().Get("token")
-	if a := r.Header.Get("Authorization"); a != "" {
-		scheme, t, ok := strings.Cut(a, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
-			return false
-		}
-		tok = strings.TrimSpace(t)
+	tok, present := access.Bearer(r)
+	if !present {
+		tok = r.URL.Query().Get("token")
 	}
-	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.AgentToken)) == 1
+	return access.Token(h.AgentToken).Matches(tok)
 }
 
 func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
@@ -102,7 +95,7 @@ func (s *wsSession) serve() {
 	go s.writeLoop(ping, writerDone)
 
 	sem := make(chan struct{}, wsInFlight)
-	ip := ClientIP(s.req, h.TrustedProxies)
+	ip := access.ClientIP(s.req, h.TrustedProxies)
 	ua := s.req.UserAgent()
 	geo := ""
 	if h.GeoHeader != "" {
@@ -124,25 +117,19 @@ func (s *wsSession) serve() {
 			s.refuse(msg.ID, ReasonBadMessage, `want {"id": "…", "report": {…}}`)
 			continue
 		}
-		rep, err := beacon.Decode(msg.Report)
-		if err != nil {
-			_, reason, detail := decodeRejection(err)
-			s.refuse(msg.ID, reason, detail)
+		run, rej := h.admit(submission{wire: msg.Report, received: received, client: ip, userAgent: ua, geoCountry: geo})
+		if rej != nil {
+			s.refuse(msg.ID, rej.reason, rej.detail)
 			continue
 		}
-		if !h.siteAllowed(rep.Site) {
-			s.refuse(msg.ID, ReasonSiteNotAllowed, fmt.Sprintf("site %q is not served by this collector", rep.Site))
-			continue
-		}
-		run := h.Enricher.Enrich(beacon.Envelope{Report: rep, Received: received, ClientIP: ip, UserAgent: ua, GeoCountry: geo})
 		sem <- struct{}{}
 		s.wg.Add(1)
 		go func(id string) {
 			defer s.wg.Done()
 			defer func() { <-sem }()
 			if err := h.Sink.Accept(s.req.Context(), run); err != nil {
-				_, reason, detail, _ := acceptRejection(err)
-				s.refuse(id, reason, detail)
+				rej := acceptRejection(err)
+				s.refuse(id, rej.reason, rej.detail)
 				return
 			}
 			s.acks <- WSAck{ID: id, OK: true}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // runSamples are one run's selected samples, split by outcome. Durations
@@ -18,14 +20,6 @@ type runSamples struct {
 	gotH3, fb    int       // selected requests to the H3 origin: got h3 / got h2 or h1
 }
 
-// Outcome codes of runs.sql.
-const (
-	codeOther = iota
-	codeH2
-	codeH3
-	codeFallback
-)
-
 func splitRun(d []float32, oc, par []uint8) runSamples {
 	var r runSamples
 	for i, v := range d {
@@ -34,19 +28,19 @@ func splitRun(d []float32, oc, par []uint8) runSamples {
 		}
 		x := float64(v)
 		p := par[i] == 1
-		switch oc[i] {
-		case codeH2:
+		switch store.Outcome(oc[i]) {
+		case store.OutcomeH2:
 			r.h2 = append(r.h2, x)
 			if p {
 				r.h2Par = append(r.h2Par, x)
 			}
-		case codeH3:
+		case store.OutcomeH3:
 			r.h3 = append(r.h3, x)
 			r.gotH3++
 			if p {
 				r.h3Par = append(r.h3Par, x)
 			}
-		case codeFallback:
+		case store.OutcomeWantedH3GotH2:
 			r.fb++
 			if p {
 				r.fbPar++

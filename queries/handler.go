@@ -49,9 +49,6 @@ type Handler struct {
 	mux      *http.ServeMux
 }
 
-// Paths are the paths Register mounts.
-var Paths = []string{"/api/report", "/api/live", "/dashboard", "/dashboard.js", "/dashboard.css"}
-
 func (h *Handler) init() {
 	h.once.Do(func() {
 		h.log = h.Logger

@@ -1,6 +1,7 @@
 package queries
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"math"
@@ -10,7 +11,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon"
-	"github.com/h3rum/h3rum/ingest"
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // LiveRun is the message /api/live sends for each accepted run.
@@ -30,8 +31,8 @@ type LiveRun struct {
 }
 
 // NewLiveRun summarises an accepted run for the live feed.
-func NewLiveRun(run ingest.Run) LiveRun {
-	m := LiveRun{Time: run.Received.UTC(), Continent: orUnknown(run.Geo.Continent), Country: orUnknown(run.Geo.Country), Bot: run.Bot}
+func NewLiveRun(run store.Run) LiveRun {
+	m := LiveRun{Time: run.Received.UTC(), Continent: cmp.Or(run.Geo.Continent, "unknown"), Country: cmp.Or(run.Geo.Country, "unknown"), Bot: run.Bot}
 	if run.Report == nil {
 		return m
 	}
@@ -42,14 +43,14 @@ func NewLiveRun(run ingest.Run) LiveRun {
 		if s.Phase != beacon.PhaseParallel || s.Error != "" {
 			continue
 		}
-		switch {
-		case s.Want == beacon.ProtoH2 && s.Got == beacon.ProtoH2:
+		switch store.OutcomeOf(s.Want, s.Got) {
+		case store.OutcomeH2:
 			h2 = append(h2, s.Duration)
-		case s.Want == beacon.ProtoH3 && s.Got == beacon.ProtoH3:
+		case store.OutcomeH3:
 			h3 = append(h3, s.Duration)
 			got++
 			wanted++
-		case s.Want == beacon.ProtoH3 && (s.Got == beacon.ProtoH2 || s.Got == beacon.ProtoH1):
+		case store.OutcomeWantedH3GotH2:
 			wanted++
 		}
 	}
@@ -70,13 +71,6 @@ func NewLiveRun(run ingest.Run) LiveRun {
 		m.H3Availability = &a
 	}
 	return m
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
 }
 
 // ErrTooManyClients is returned by Hub.Subscribe when MaxClients are
@@ -162,7 +156,7 @@ func (h *Hub) Unsubscribe(s *Subscription) {
 
 // Publish sends run to every client without blocking; it is meant for
 // ingest.Pipeline.OnAccept.
-func (h *Hub) Publish(run ingest.Run) {
+func (h *Hub) Publish(run store.Run) {
 	msg, err := json.Marshal(NewLiveRun(run))
 	if err != nil {
 		return // cannot happen: no NaN or channels in LiveRun

@@ -9,11 +9,14 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 //go:embed sql/*.sql
@@ -22,16 +25,31 @@ var sqlFiles embed.FS
 // ReportVersion is the version of the JSON shape (see REPORT.md).
 const ReportVersion = 1
 
-// Percentiles reported for every protocol, in percent.
+// Percentiles reported for every protocol, in percent: the one list. The
+// SQL files take it as /*LEVELS*/ (the rollup's t-digest states were built
+// with the same levels, see the samples_hourly migration).
 var percentiles = [...]float64{50, 75, 90, 95, 99}
 
-// Outcome names: the classification of a request by the origin it was sent
-// to (want) and the protocol it used (got).
-const (
-	OutcomeH2            = "h2"               // want h2, got h2
-	OutcomeH3            = "h3"               // want h3, got h3
-	OutcomeWantedH3GotH2 = "wanted_h3_got_h2" // want h3, got h2 or h1: UDP blocked or QUIC broken
-	OutcomeOther         = "other"            // anything else (unknown protocol, h1 on the h2 origin, …)
+// levelsSQL is percentiles as quantile levels for the SQL files.
+var levelsSQL = func() string {
+	var b strings.Builder
+	for i, p := range percentiles {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatFloat(p/100, 'f', -1, 64))
+	}
+	return b.String()
+}()
+
+// Outcome names, as the samples' outcome column spells them: the
+// classification of a request by the origin it was sent to (want) and the
+// protocol it used (got), made once at ingest (store.OutcomeOf).
+var (
+	OutcomeH2            = store.OutcomeH2.String()            // want h2, got h2
+	OutcomeH3            = store.OutcomeH3.String()            // want h3, got h3
+	OutcomeWantedH3GotH2 = store.OutcomeWantedH3GotH2.String() // want h3, got h2 or h1: UDP blocked or QUIC broken
+	OutcomeOther         = store.OutcomeOther.String()         // anything else (unknown protocol, h1 on the h2 origin, …)
 )
 
 // Report is the regional comparison of HTTP/3 and HTTP/2 for one window.
@@ -208,7 +226,7 @@ func query(name, by string) (string, error) {
 	if !ok {
 		return "", invalid("unknown grouping %q", by)
 	}
-	return strings.ReplaceAll(string(b), "/*GROUP*/", expr), nil
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL).Replace(string(b)), nil
 }
 
 // window is the report window in the forms the SQL files bind.

@@ -1,4 +1,6 @@
-package ingest
+// Package access decides who a request comes from and what it may do:
+// the client address behind trusted proxies and bearer tokens.
+package access
 
 import (
 	"net/http"

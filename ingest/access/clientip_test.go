@@ -1,4 +1,4 @@
-package ingest
+package access
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package ingest
+package store_test
 
 import (
 	"context"
@@ -7,49 +7,32 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
+
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
-// startLocal runs a private ClickHouse for one test and migrates it.
-func startLocal(t *testing.T) *Local {
-	t.Helper()
-	l := &Local{Dir: filepath.Join(t.TempDir(), "clickhouse")}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := l.Start(ctx); err != nil {
-		t.Fatalf("starting local ClickHouse: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := l.Stop(ctx); err != nil {
-			t.Errorf("stopping local ClickHouse: %v", err)
-		}
-	})
-	return l
-}
-
 func TestMigrateAppliesOnceThenNoop(t *testing.T) {
-	l := startLocal(t)
+	l := storetest.Private(t)
 	ctx := context.Background()
-	conn, err := Open(ctx, l.DSN())
+	conn, err := store.Open(ctx, l.DSN())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 
-	all, err := Migrations()
+	all, err := store.Migrations()
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied, err := Migrate(ctx, conn)
+	applied, err := store.Migrate(ctx, conn)
 	if err != nil {
 		t.Fatalf("first migrate: %v", err)
 	}
 	if len(applied) != len(all) || len(all) == 0 {
 		t.Fatalf("first migrate applied %v, want all %d migrations", applied, len(all))
 	}
-	again, err := Migrate(ctx, conn)
+	again, err := store.Migrate(ctx, conn)
 	if err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}
@@ -84,9 +67,9 @@ func TestMigrateAppliesOnceThenNoop(t *testing.T) {
 }
 
 func TestLocalRestartKeepsPortAndData(t *testing.T) {
-	l := startLocal(t)
+	l := storetest.Private(t)
 	ctx := context.Background()
-	conn, err := Open(ctx, l.DSN())
+	conn, err := store.Open(ctx, l.DSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,14 +81,14 @@ func TestLocalRestartKeepsPortAndData(t *testing.T) {
 	}
 	conn.Close()
 	dsn := l.DSN()
-	recorded, err := ReadLocalDSN(l.Dir)
+	recorded, err := store.ReadLocalDSN(l.Dir)
 	if err != nil || recorded != dsn {
 		t.Fatalf("ReadLocalDSN = %q, %v; want %q", recorded, err, dsn)
 	}
 	if err := l.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(l.Dir, AddressFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(l.Dir, store.AddressFile)); !os.IsNotExist(err) {
 		t.Errorf("address file still present after Stop: %v", err)
 	}
 	if err := l.Start(ctx); err != nil {
@@ -114,7 +97,7 @@ func TestLocalRestartKeepsPortAndData(t *testing.T) {
 	if l.DSN() != dsn {
 		t.Errorf("DSN changed across restart: %s → %s", dsn, l.DSN())
 	}
-	conn, err = Open(ctx, l.DSN())
+	conn, err = store.Open(ctx, l.DSN())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +109,7 @@ func TestLocalRestartKeepsPortAndData(t *testing.T) {
 }
 
 func TestLocalMissingBinary(t *testing.T) {
-	l := &Local{Dir: t.TempDir(), Binary: filepath.Join(t.TempDir(), "no-such-clickhouse")}
+	l := &store.Local{Dir: t.TempDir(), Binary: filepath.Join(t.TempDir(), "no-such-clickhouse")}
 	if err := l.Start(context.Background()); err == nil {
 		l.Stop(context.Background())
 		t.Fatal("Start with a missing binary succeeded")
@@ -135,17 +118,17 @@ func TestLocalMissingBinary(t *testing.T) {
 
 func TestOpenRejectsBadDSN(t *testing.T) {
 	for _, dsn := range []string{"http://127.0.0.1:8123/db", "::not a dsn"} {
-		if c, err := Open(context.Background(), dsn); err == nil {
+		if c, err := store.Open(context.Background(), dsn); err == nil {
 			c.Close()
-			t.Errorf("Open(%q) succeeded", dsn)
+			t.Errorf("store.Open(%q) succeeded", dsn)
 		}
 	}
 }
 
 func TestOpenCreatesMissingDatabase(t *testing.T) {
-	l := startLocal(t)
+	l := storetest.Private(t)
 	dsn := fmt.Sprintf("clickhouse://default@127.0.0.1:%d/fresh_db", l.Port)
-	conn, err := Open(context.Background(), dsn)
+	conn, err := store.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatalf("Open with a missing database: %v", err)
 	}

@@ -1,13 +1,28 @@
-// Package ingest takes beacon reports from the collector to ClickHouse:
-// enrichment with GeoIP, a bounded queue, an on-disk spool, batched inserts,
-// schema migrations and a managed local ClickHouse server.
-package ingest
+package store
 
-import "github.com/h3rum/h3rum/beacon"
+import (
+	"time"
 
-// Run is an accepted report with its enrichment, as stored.
+	"github.com/h3rum/h3rum/beacon"
+)
+
+// Run is one accepted report as it is stored: the decoded report, the wire
+// bytes it was decoded from, when it arrived, and what enrichment added.
+// Every row of the samples table is one of its samples (see columns.go).
 type Run struct {
-	beacon.Envelope
+	Report *beacon.Report
+	// Wire is the validated report as received. The spool keeps these
+	// bytes (and the enrichment) and decodes them again on replay, so a
+	// new report field needs no spool codec of its own.
+	Wire     []byte
+	Received time.Time
+	Enrichment
+}
+
+// Enrichment is what the collector adds to a report at ingest. It holds
+// nothing that identifies the client: the address is used to find Geo and
+// then dropped.
+type Enrichment struct {
 	Geo          Geo
 	Browser      string // browser family from UA-CH brands or User-Agent: "Chrome", "Firefox", "Safari", "Edge", …
 	BrowserMajor int

@@ -1,4 +1,4 @@
-package ingest
+package store_test
 
 import (
 	"io/fs"
@@ -10,7 +10,7 @@ import (
 )
 
 // The tests run every statement on ClickHouse 18.16; deployments run 24.x.
-// This check keeps the shipped SQL (ingest/ and queries/) inside what both
+// This check keeps the shipped SQL (ingest/store/ and queries/) inside what both
 // versions accept, by rejecting constructs one of them lacks or reads
 // differently (see the project's ClickHouse notes).
 var notPortable = []struct {
@@ -56,7 +56,7 @@ func TestSQLIsPortable(t *testing.T) {
 		t.Fatalf("column lists not parsed from the migrations: %v", columns)
 	}
 	var files int
-	for _, root := range []string{".", "../queries"} {
+	for _, root := range []string{".", "../../queries"} {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".sql") {
 				return err

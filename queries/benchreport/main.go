@@ -24,7 +24,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
-	"github.com/h3rum/h3rum/ingest"
+	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries"
 	"github.com/h3rum/h3rum/queries/internal/synth"
 )
@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		defer os.RemoveAll(d)
 		*dir = d
 	}
-	local := &ingest.Local{Dir: filepath.Join(*dir, "clickhouse")}
+	local := &store.Local{Dir: filepath.Join(*dir, "clickhouse")}
 	if err := local.Start(ctx); err != nil {
 		return err
 	}
@@ -76,12 +76,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		defer cancel()
 		local.Stop(sctx)
 	}()
-	conn, err := ingest.Open(ctx, local.DSN())
+	conn, err := store.Open(ctx, local.DSN())
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if _, err := ingest.Migrate(ctx, conn); err != nil {
+	if _, err := store.Migrate(ctx, conn); err != nil {
 		return err
 	}
 

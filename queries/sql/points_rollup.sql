@@ -7,30 +7,27 @@
 -- as four unix seconds, then site twice.
 SELECT
     grp,
-    multiIf(want = 'h2' AND got = 'h2', 'h2',
-            want = 'h3' AND got = 'h3', 'h3',
-            want = 'h3' AND (got = 'h2' OR got = 'h1'), 'wanted_h3_got_h2',
-            'other') AS outcome,
+    oc,
     uniqHLL12Merge(runs_state) AS n_runs,
     countMerge(samples_state) AS n_samples,
-    quantilesTDigestMerge(0.5, 0.75, 0.9, 0.95, 0.99)(duration_state) AS q
+    quantilesTDigestMerge(/*LEVELS*/)(duration_state) AS q
 FROM
 (
-    SELECT /*GROUP*/ AS grp, want, got,
+    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc,
            runs AS runs_state, samples AS samples_state, duration AS duration_state
     FROM samples_hourly
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
     UNION ALL
-    SELECT /*GROUP*/ AS grp, want, got,
+    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc,
            uniqHLL12State(run_id) AS runs_state, countState() AS samples_state,
-           quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(duration_ms) AS duration_state
+           quantilesTDigestState(/*LEVELS*/)(duration_ms) AS duration_state
     FROM samples
     WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
         OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
       AND (? = '' OR site = ?)
       AND phase = 'parallel' AND error = '' AND bot = 0
-    GROUP BY grp, want, got
+    GROUP BY grp, oc
 )
-GROUP BY grp, outcome WITH ROLLUP
-ORDER BY grp, outcome
+GROUP BY grp, oc WITH ROLLUP
+ORDER BY grp, oc

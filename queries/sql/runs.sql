@@ -1,5 +1,5 @@
 -- Per-run samples of each group, for the bootstrap and the paired view.
--- Outcome codes: 1 h2, 2 h3, 3 wanted h3 got h2/h1, 0 other. A group with
+-- Outcome codes are the Enum8 values of the outcome column (store.Outcome). A group with
 -- more runs than the cap is thinned to a uniform sample of runs by a hash
 -- of run_id (threshold per group, out of 1 000 000); the hash reads the
 -- UUID's bytes, which 18.16's hash functions do not take directly.
@@ -8,7 +8,7 @@
 SELECT
     grp,
     groupArray(duration_ms) AS d,
-    groupArray(outcome) AS o,
+    groupArray(oc) AS o,
     groupArray(parallel) AS p
 FROM
 (
@@ -16,10 +16,7 @@ FROM
         /*GROUP*/ AS grp,
         run_id,
         duration_ms,
-        toUInt8(multiIf(want = 'h2' AND got = 'h2', 1,
-                        want = 'h3' AND got = 'h3', 2,
-                        want = 'h3' AND (got = 'h2' OR got = 'h1'), 3,
-                        0)) AS outcome,
+        toUInt8(outcome) AS oc,
         toUInt8(phase = 'parallel') AS parallel
     FROM samples
     -- The run sample is taken first, in PREWHERE, so the other columns

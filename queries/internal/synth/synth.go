@@ -11,6 +11,9 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
+
+	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // Region is one place visitors come from.
@@ -213,51 +216,38 @@ func All(cfg Config) []Sample {
 	return out
 }
 
-const insertSQL = "INSERT INTO samples (time, site, run_id, seq, phase, want, got, duration_ms, error, continent, country, subdivision, asn, browser, ect, bot)"
-
-// Insert writes rows in one batch (callers keep batches time-ordered and
-// bounded: current servers refuse inserts touching > 100 partitions).
+// Insert writes rows in one batch through the samples table's one row
+// definition (store.Batch), each run's rows becoming one store.Run. Callers
+// keep batches time-ordered and bounded: current servers refuse inserts
+// touching > 100 partitions.
 func Insert(ctx context.Context, conn driver.Conn, rows []Sample) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	b, err := conn.PrepareBatch(ctx, insertSQL)
-	if err != nil {
-		return fmt.Errorf("preparing synthetic insert: %w", err)
-	}
-	n := len(rows)
-	var (
-		times     = make([]time.Time, n)
-		sites     = make([]string, n)
-		ids       = make([]uuid.UUID, n)
-		seqs      = make([]uint8, n)
-		phases    = make([]string, n)
-		wants     = make([]string, n)
-		gots      = make([]string, n)
-		durs      = make([]float32, n)
-		errs      = make([]string, n)
-		conts     = make([]string, n)
-		countries = make([]string, n)
-		subs      = make([]string, n)
-		asns      = make([]uint32, n)
-		brs       = make([]string, n)
-		ectsCol   = make([]string, n)
-		bots      = make([]uint8, n)
-	)
-	for i, r := range rows {
-		times[i], sites[i], ids[i], seqs[i] = r.Time, r.Site, r.RunID, r.Seq
-		phases[i], wants[i], gots[i], durs[i], errs[i] = r.Phase, r.Want, r.Got, r.Duration, r.Error
-		conts[i], countries[i], subs[i], asns[i] = r.Continent, r.Country, r.Subdivision, r.ASN
-		brs[i], ectsCol[i], bots[i] = r.Browser, r.ECT, r.Bot
-	}
-	for i, col := range []any{times, sites, ids, seqs, phases, wants, gots, durs, errs, conts, countries, subs, asns, brs, ectsCol, bots} {
-		if err := b.Column(i).Append(col); err != nil {
-			b.Abort()
-			return fmt.Errorf("appending synthetic column %d: %w", i, err)
+	var b store.Batch
+	for len(rows) > 0 {
+		n := 1
+		for n < len(rows) && rows[n].RunID == rows[0].RunID {
+			n++
 		}
+		run := toRun(rows[:n])
+		b.Add(&run)
+		rows = rows[n:]
 	}
-	if err := b.Send(); err != nil {
-		return fmt.Errorf("sending synthetic insert: %w", err)
+	if err := b.Insert(ctx, conn); err != nil {
+		return fmt.Errorf("inserting synthetic samples: %w", err)
 	}
 	return nil
+}
+
+// toRun makes the store.Run that rows, the samples of one run, come from.
+func toRun(rows []Sample) store.Run {
+	r := rows[0]
+	rep := &beacon.Report{RunID: r.RunID, Site: r.Site, Client: beacon.Client{EffectiveType: r.ECT},
+		Samples: make([]beacon.Sample, len(rows))}
+	for i, s := range rows {
+		rep.Samples[i] = beacon.Sample{Seq: int(s.Seq), Phase: beacon.Phase(s.Phase), Want: beacon.Proto(s.Want),
+			Got: beacon.Proto(s.Got), Duration: float64(s.Duration), Error: s.Error}
+	}
+	return store.Run{Report: rep, Received: r.Time, Enrichment: store.Enrichment{
+		Geo:     store.Geo{Continent: r.Continent, Country: r.Country, Subdivision: r.Subdivision, ASN: r.ASN},
+		Browser: r.Browser, Bot: r.Bot == 1,
+	}}
 }

@@ -1,0 +1,175 @@
+package store
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/h3rum/h3rum/beacon"
+)
+
+// sampleColumns is the one definition of a samples row: every column's
+// name, its ClickHouse type as the migrations leave it, and how a sample of
+// a run fills it. The insert's column list and the columnar buffers are
+// derived from it, and a test checks it against the migrated table. Adding
+// a column is: a migration, a line here, and the decoder field it reads.
+func sampleColumns() []column {
+	type (
+		r = *Run
+		s = *beacon.Sample
+	)
+	return []column{
+		col("time", "DateTime('UTC')", func(r r, _ s) time.Time { return r.Received.UTC().Truncate(time.Second) }),
+		col("site", "String", func(r r, _ s) string { return r.Report.Site }),
+		col("run_id", "UUID", func(r r, _ s) uuid.UUID { return uuid.UUID(r.Report.RunID) }),
+		col("seq", "UInt8", func(_ r, s s) uint8 { return clampU8(s.Seq) }),
+		col("phase", phaseEnum, func(_ r, s s) int8 { return phaseValue(s.Phase) }),
+		col("want", protoEnum, func(_ r, s s) int8 { return protoValue(s.Want) }),
+		col("got", protoEnum, func(_ r, s s) int8 { return protoValue(s.Got) }),
+		col("outcome", outcomeEnum, func(_ r, s s) int8 { return int8(OutcomeOf(s.Want, s.Got)) }),
+		col("start_ms", "Float32", func(_ r, s s) float32 { return float32(s.Start) }),
+		col("duration_ms", "Float32", func(_ r, s s) float32 { return float32(s.Duration) }),
+		col("dns_ms", "Float32", func(_ r, s s) float32 { return float32(s.DNS) }),
+		col("connect_ms", "Float32", func(_ r, s s) float32 { return float32(s.Connect) }),
+		col("tls_ms", "Float32", func(_ r, s s) float32 { return float32(s.TLS) }),
+		col("ttfb_ms", "Float32", func(_ r, s s) float32 { return float32(s.TTFB) }),
+		col("download_ms", "Float32", func(_ r, s s) float32 { return float32(s.Download) }),
+		col("reused", "UInt8", func(_ r, s s) uint8 { return b2u(s.Reused) }),
+		col("transfer_size", "UInt32", func(_ r, s s) uint32 { return clampU32(s.TransferSize) }),
+		col("error", "String", func(_ r, s s) string { return s.Error }),
+		col("srv_present", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.Present) }),
+		col("srv_proto", protoEnum, func(_ r, s s) int8 { return protoValue(s.Server.Proto) }),
+		col("srv_handle_ms", "Float32", func(_ r, s s) float32 { return float32(s.Server.Handle) }),
+		col("srv_rtt_ms", "Float32", func(_ r, s s) float32 { return float32(s.Server.RTT) }),
+		col("srv_min_rtt_ms", "Float32", func(_ r, s s) float32 { return float32(s.Server.MinRTT) }),
+		col("srv_rttvar_ms", "Float32", func(_ r, s s) float32 { return float32(s.Server.RTTVar) }),
+		col("srv_lost", "UInt32", func(_ r, s s) uint32 { return clampU32(s.Server.Lost) }),
+		col("srv_conn_id", "String", func(_ r, s s) string { return s.Server.ConnID }),
+		col("srv_conn_reqs", "UInt32", func(_ r, s s) uint32 { return clampU32(s.Server.ConnReqs) }),
+		col("srv_resumed", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.Resumed) }),
+		col("srv_early", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.EarlyData) }),
+		col("partial", "UInt8", func(r r, _ s) uint8 { return b2u(r.Report.Partial) }),
+		col("page_origin", "String", func(r r, _ s) string { return r.Report.PageOrigin }),
+		col("beacon_version", "String", func(r r, _ s) string { return r.Report.BeaconVersion }),
+		col("param_parallel", "UInt8", func(r r, _ s) uint8 { return clampU8(r.Report.Params.Parallel) }),
+		col("param_warmup", "UInt8", func(r r, _ s) uint8 { return clampU8(r.Report.Params.Warmup) }),
+		col("param_bytes", "UInt32", func(r r, _ s) uint32 { return clampU32(r.Report.Params.Bytes) }),
+		col("param_order", "Enum8('h2first' = 1, 'h3first' = 2)", func(r r, _ s) int8 { return orderValue(r.Report.Params.Order) }),
+		col("param_trigger", "Enum8('load' = 1, 'manual' = 2)", func(r r, _ s) int8 { return triggerValue(r.Report.Params.Trigger) }),
+		col("continent", "String", func(r r, _ s) string { return r.Geo.Continent }),
+		col("country", "String", func(r r, _ s) string { return r.Geo.Country }),
+		col("subdivision", "String", func(r r, _ s) string { return r.Geo.Subdivision }),
+		col("city_id", "UInt32", func(r r, _ s) uint32 { return r.Geo.CityID }),
+		col("asn", "UInt32", func(r r, _ s) uint32 { return r.Geo.ASN }),
+		col("as_org", "String", func(r r, _ s) string { return r.Geo.ASOrg }),
+		col("browser", "String", func(r r, _ s) string { return r.Browser }),
+		col("browser_major", "UInt16", func(r r, _ s) uint16 { return uint16(min(max(r.BrowserMajor, 0), math.MaxUint16)) }),
+		col("platform", "String", func(r r, _ s) string { return r.Report.Client.Platform }),
+		col("mobile", "UInt8", func(r r, _ s) uint8 { return b2u(r.Report.Client.Mobile) }),
+		col("ect", "String", func(r r, _ s) string { return r.Report.Client.EffectiveType }),
+		col("net_rtt_ms", "Float32", func(r r, _ s) float32 { return float32(r.Report.Client.RTT) }),
+		col("net_downlink", "Float32", func(r r, _ s) float32 { return float32(r.Report.Client.Downlink) }),
+		col("bot", "UInt8", func(r r, _ s) uint8 { return b2u(r.Bot) }),
+	}
+}
+
+// Enum types shared by several columns, as the migrations spell them.
+const (
+	protoEnum   = "Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3)"
+	phaseEnum   = "Enum8('warmup' = 1, 'parallel' = 2)"
+	outcomeEnum = "Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3)"
+)
+
+// column buffers one column of an insert batch: clickhouse-go appends a
+// whole slice per column far faster than row by row.
+type column interface {
+	name() string
+	chType() string
+	add(r *Run, s *beacon.Sample)
+	values() any
+	reset()
+}
+
+type typedColumn[T any] struct {
+	colName, typ string
+	fill         func(*Run, *beacon.Sample) T
+	data         []T
+}
+
+func col[T any](name, typ string, fill func(*Run, *beacon.Sample) T) column {
+	return &typedColumn[T]{colName: name, typ: typ, fill: fill}
+}
+
+func (c *typedColumn[T]) name() string                 { return c.colName }
+func (c *typedColumn[T]) chType() string               { return c.typ }
+func (c *typedColumn[T]) add(r *Run, s *beacon.Sample) { c.data = append(c.data, c.fill(r, s)) }
+func (c *typedColumn[T]) values() any                  { return c.data }
+func (c *typedColumn[T]) reset()                       { c.data = c.data[:0] }
+
+// insertSamplesSQL is the INSERT for every column of sampleColumns, in
+// order (PrepareBatch needs the explicit list on 18.16).
+var insertSamplesSQL = func() string {
+	var names []string
+	for _, c := range sampleColumns() {
+		names = append(names, c.name())
+	}
+	return "INSERT INTO samples (" + strings.Join(names, ", ") + ")"
+}()
+
+func b2u(v bool) uint8 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func clampU8(v int) uint8   { return uint8(min(max(v, 0), math.MaxUint8)) }
+func clampU32(v int) uint32 { return uint32(min(max(v, 0), math.MaxUint32)) }
+
+// Enum8 values as numbered in the migrations. Values the decoder should
+// never let through map to the least harmful member: an unknown phase to
+// warmup, which reports leave out.
+func protoValue(p beacon.Proto) int8 {
+	switch p {
+	case beacon.ProtoH1:
+		return 1
+	case beacon.ProtoH2:
+		return 2
+	case beacon.ProtoH3:
+		return 3
+	}
+	return 0
+}
+
+func phaseValue(p beacon.Phase) int8 {
+	if p == beacon.PhaseParallel {
+		return 2
+	}
+	return 1
+}
+
+func orderValue(o string) int8 {
+	if o == "h3first" {
+		return 2
+	}
+	return 1
+}
+
+func triggerValue(t string) int8 {
+	if t == "manual" {
+		return 2
+	}
+	return 1
+}
+
+// SampleColumnTypes maps each samples column to its ClickHouse type, as
+// the definition states it.
+func SampleColumnTypes() map[string]string {
+	m := map[string]string{}
+	for _, c := range sampleColumns() {
+		m[c.name()] = c.chType()
+	}
+	return m
+}

@@ -1,0 +1,10 @@
+-- The outcome of each sample, computed once in Go at ingest
+-- (store.OutcomeOf) and read by every query. Rows stored before this
+-- migration get it from the same rule as a default expression.
+ALTER TABLE samples
+    ADD COLUMN outcome Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3)
+    DEFAULT multiIf(want = 'h2' AND got = 'h2', 'h2',
+                    want = 'h3' AND got = 'h3', 'h3',
+                    want = 'h3' AND (got = 'h2' OR got = 'h1'), 'wanted_h3_got_h2',
+                    'other')
+    AFTER got
