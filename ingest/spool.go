@@ -1,163 +1,399 @@
 package ingest
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
-// The spool is a directory of numbered segment files, each an 8-byte magic
-// followed by frames: a little-endian uint32 payload length, the CRC32C of
-// the payload, and the payload (one record). Segments are only appended to,
-// and deleted once every record in them is in ClickHouse.
-const (
-	segmentMagic   = "H3SPOOL1"
-	segmentExt     = ".seg"
-	corruptExt     = ".corrupt"
-	frameHeaderLen = 8
-	// maxFrameLen bounds a record; a longer length field is corruption.
-	maxFrameLen = 4 << 20
-)
+// The spool: the writer that appends accepted runs to segment files with
+// one fsync per group of concurrent Accepts, the positions that say what is
+// inserted, recovery at start and reading back for the batcher. The file
+// format is in segment.go.
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// errCorrupt marks a segment that fails validation.
-var errCorrupt = errors.New("corrupt spool segment")
-
-func segmentName(id uint64) string { return fmt.Sprintf("%016d%s", id, segmentExt) }
-
-// appendFrame appends the frame for payload to b.
-func appendFrame(b, payload []byte) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(payload, castagnoli))
-	return append(b, payload...)
+// segment is a spool file. size counts bytes that are durable.
+type segment struct {
+	id     uint64
+	size   int64
+	sealed bool // no more writes; deletable once fully inserted
 }
 
-// frame is one validated record in a segment: its payload and the offset
-// just past it.
-type frame struct {
-	payload []byte
-	end     int64
+// position is the offset just past a record in a segment. Records are
+// ordered by (seg, off), and inserted in that order.
+type position struct {
+	seg uint64
+	off int64
 }
 
-// scanFrames validates data, which starts at offset base of a segment, and
-// returns its frames. A frame cut short by the end of data is reported
-// through tail (the offset where complete frames end) rather than as an
-// error: that is how a write interrupted by a crash looks, and such a frame
-// was never acknowledged. A bad checksum or impossible length is errCorrupt.
-func scanFrames(data []byte, base int64) (frames []frame, tail int64, err error) {
-	off := 0
-	for off < len(data) {
-		if len(data)-off < frameHeaderLen {
-			return frames, base + int64(off), nil
-		}
-		n := binary.LittleEndian.Uint32(data[off:])
-		sum := binary.LittleEndian.Uint32(data[off+4:])
-		if n == 0 || n > maxFrameLen {
-			return nil, 0, fmt.Errorf("%w: frame at offset %d claims %d bytes", errCorrupt, base+int64(off), n)
-		}
-		if len(data)-off-frameHeaderLen < int(n) {
-			return frames, base + int64(off), nil
-		}
-		p := data[off+frameHeaderLen : off+frameHeaderLen+int(n)]
-		if crc32.Checksum(p, castagnoli) != sum {
-			return nil, 0, fmt.Errorf("%w: checksum mismatch in frame at offset %d", errCorrupt, base+int64(off))
-		}
-		off += frameHeaderLen + int(n)
-		frames = append(frames, frame{payload: p, end: base + int64(off)})
-	}
-	return frames, base + int64(off), nil
+func (a position) less(b position) bool {
+	return a.seg < b.seg || (a.seg == b.seg && a.off < b.off)
 }
 
-// listSegments returns the ids of the segment files in dir, oldest first.
-func listSegments(dir string) ([]uint64, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("listing spool %q: %w", dir, err)
-	}
-	var ids []uint64
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), segmentExt)
-		if !ok || e.IsDir() {
-			continue
-		}
-		id, err := strconv.ParseUint(name, 10, 64)
-		if err != nil {
-			continue
-		}
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids, nil
+type writeReq struct {
+	frame []byte // record payload
+	run   *store.Run
+	done  chan error
 }
 
-// checkSegment validates a whole segment file left by an earlier run. It
-// returns the size to keep: a frame torn by a crash at the end is cut off
-// (truncating the file), and the caller replays the frames before it. A
-// segment with a bad magic or checksum is errCorrupt, and must not be
-// replayed at all.
-func checkSegment(path string) (size int64, frames int, torn bool, err error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("reading spool segment %q: %w", path, err)
-	}
-	if len(data) < len(segmentMagic) {
-		// Created but the magic never made it: nothing was acknowledged.
-		return 0, 0, len(data) > 0, nil
-	}
-	if !bytes.Equal(data[:len(segmentMagic)], []byte(segmentMagic)) {
-		return 0, 0, false, fmt.Errorf("%w: bad magic", errCorrupt)
-	}
-	fr, tail, err := scanFrames(data[len(segmentMagic):], int64(len(segmentMagic)))
-	if err != nil {
-		return 0, 0, false, err
-	}
-	if tail < int64(len(data)) {
-		if err := os.Truncate(path, tail); err != nil {
-			return 0, 0, false, fmt.Errorf("truncating torn spool segment %q: %w", path, err)
-		}
-		torn = true
-	}
-	return tail, len(fr), torn, nil
-}
-
-// quarantine renames a corrupt segment out of the replay set, keeping it for
-// inspection.
-func quarantine(path string) (string, error) {
-	to := strings.TrimSuffix(path, segmentExt) + corruptExt
-	if err := os.Rename(path, to); err != nil {
-		return "", fmt.Errorf("quarantining spool segment %q: %w", path, err)
-	}
-	return to, nil
-}
-
-// syncDir makes file creations and removals in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// recover scans the spool directory at start-up.
+func (p *Pipeline) recover() error {
+	ids, err := listSegments(p.Dir)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	p.nextID = 1
+	if corrupt, err := filepath.Glob(filepath.Join(p.Dir, "*"+corruptExt)); err == nil {
+		for _, c := range corrupt {
+			if id, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(c), corruptExt), 10, 64); err == nil {
+				p.nextID = max(p.nextID, id+1)
+			}
+		}
+	}
+	var runs int
+	for _, id := range ids {
+		p.nextID = max(p.nextID, id+1)
+		path := p.segPath(id)
+		size, frames, torn, err := checkSegment(path)
+		switch {
+		case errors.Is(err, errCorrupt):
+			to, qerr := quarantine(path)
+			if qerr != nil {
+				return qerr
+			}
+			p.m.corrupt.Inc()
+			p.log.Error("spool segment is corrupt; quarantined, not replayed — its samples are not in ClickHouse",
+				"segment", filepath.Base(path), "moved_to", filepath.Base(to), "err", err)
+			continue
+		case err != nil:
+			return err
+		}
+		if torn {
+			p.log.Warn("spool segment ended in a partly written record (a crash during a write); cut it off — it was never acknowledged",
+				"segment", filepath.Base(path), "kept_bytes", size)
+		}
+		if frames == 0 {
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("removing empty spool segment: %w", err)
+			}
+			continue
+		}
+		runs += frames
+		p.segs = append(p.segs, &segment{id: id, size: size, sealed: true})
+		p.spoolBytes += size
+	}
+	if len(p.segs) > 0 {
+		p.disk = true
+		p.diskPos = position{seg: p.segs[0].id}
+		p.log.Info("replaying spool", "segments", len(p.segs), "runs", runs, "bytes", p.spoolBytes)
+	}
+	p.updateSpoolGauges()
+	return nil
 }
 
-// readRange reads bytes [from, to) of a segment file.
-func readRange(path string, from, to int64) ([]byte, error) {
-	f, err := os.Open(path)
+func (p *Pipeline) updateSpoolGauges() {
+	p.m.spoolBytes.Set(float64(p.spoolBytes))
+	p.m.spoolSegments.Set(float64(len(p.segs)))
+}
+
+// writeLoop is the only writer of spool files. It takes every request that
+// is waiting, writes them with one write and one fsync, then answers them
+// all: concurrent Accepts share the cost of durability.
+func (p *Pipeline) writeLoop() {
+	defer close(p.writerDone)
+	var group []*writeReq
+	for {
+		req, ok := <-p.reqs
+		if !ok {
+			p.sealActive()
+			return
+		}
+		group = append(group[:0], req)
+		size := len(req.frame)
+	more:
+		for len(group) < 4096 && size < 8<<20 {
+			select {
+			case r, ok := <-p.reqs:
+				if !ok {
+					break more
+				}
+				group = append(group, r)
+				size += len(r.frame)
+			default:
+				break more
+			}
+		}
+		err := p.writeGroup(group)
+		for _, r := range group {
+			r.done <- err
+		}
+		clear(group)
+	}
+}
+
+func (p *Pipeline) writeGroup(group []*writeReq) error {
+	var reserved int64
+	for _, r := range group {
+		reserved += int64(len(r.frame) + frameHeaderLen)
+	}
+	release := func() {
+		p.mu.Lock()
+		p.reserved -= reserved
+		p.mu.Unlock()
+	}
+	if err := p.ensureSegment(); err != nil {
+		release()
+		return err
+	}
+	buf := p.buf[:0]
+	for _, r := range group {
+		buf = appendFrame(buf, r.frame)
+	}
+	p.buf = buf
+	start := p.active.size
+	_, err := p.f.Write(buf)
+	if err == nil {
+		err = p.f.Sync()
+	}
 	if err != nil {
-		return nil, fmt.Errorf("opening spool segment: %w", err)
+		// What was written may be partial: cut the file back to what is
+		// known durable and continue in a fresh segment.
+		p.f.Truncate(start)
+		p.sealActive()
+		release()
+		p.log.Error("writing the spool failed; reports are refused until it works again", "dir", p.Dir, "err", err)
+		return fmt.Errorf("writing spool: %w", err)
 	}
-	defer f.Close()
-	b := make([]byte, to-from)
-	if _, err := f.ReadAt(b, from); err != nil {
-		return nil, fmt.Errorf("reading spool segment %s: %w", filepath.Base(path), err)
+	p.m.fsyncs.Inc()
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reserved -= reserved
+	p.active.size += int64(len(buf))
+	p.spoolBytes += int64(len(buf))
+	p.updateSpoolGauges()
+	off := start
+	for _, r := range group {
+		from := off
+		off += int64(len(r.frame) + frameHeaderLen)
+		if p.disk {
+			continue
+		}
+		select {
+		case p.queue <- queued{run: r.run, pos: position{p.active.id, off}}:
+		default:
+			// Queue full: from this record on, the batcher reads the spool.
+			p.disk = true
+			p.diskPos = position{p.active.id, from}
+			p.m.spills.Inc()
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
-	return b, nil
+	return nil
+}
+
+// ensureSegment opens a new segment when there is none, or when the active
+// one is large enough to close: at SegmentBytes, or earlier once everything
+// in it has been inserted (so idle spools do not keep old rows around).
+func (p *Pipeline) ensureSegment() error {
+	if p.active != nil {
+		p.mu.Lock()
+		size := p.active.size
+		done := !p.inserted.less(position{p.active.id, size})
+		p.mu.Unlock()
+		if size >= p.segmentBytes() || (done && size >= p.segmentBytes()/16) {
+			p.sealActive()
+		}
+	}
+	if p.active != nil {
+		return nil
+	}
+	p.mu.Lock()
+	id := p.nextID
+	p.nextID++
+	p.mu.Unlock()
+	path := p.segPath(id)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("creating spool segment: %w", err)
+	}
+	if _, err := f.WriteString(segmentMagic); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = syncDir(p.Dir)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("creating spool segment: %w", err)
+	}
+	p.f = f
+	p.active = &segment{id: id, size: int64(len(segmentMagic))}
+	p.mu.Lock()
+	p.segs = append(p.segs, p.active)
+	p.spoolBytes += p.active.size
+	p.updateSpoolGauges()
+	p.mu.Unlock()
+	return nil
+}
+
+// sealActive closes the active segment; it is deleted once inserted.
+func (p *Pipeline) sealActive() {
+	if p.active == nil {
+		return
+	}
+	if err := p.f.Close(); err != nil {
+		p.log.Warn("closing spool segment", "err", err)
+	}
+	p.mu.Lock()
+	p.active.sealed = true
+	drop := p.dropInsertedLocked()
+	p.mu.Unlock()
+	p.f, p.active = nil, nil
+	p.removeSegments(drop)
+}
+
+// dropInsertedLocked forgets sealed segments whose records are all in
+// ClickHouse and returns their paths for removal.
+func (p *Pipeline) dropInsertedLocked() []string {
+	var drop []string
+	keep := p.segs[:0]
+	for _, s := range p.segs {
+		if s.sealed && (s.size <= int64(len(segmentMagic)) || !p.inserted.less(position{s.id, s.size})) {
+			drop = append(drop, p.segPath(s.id))
+			p.spoolBytes -= s.size
+			continue
+		}
+		keep = append(keep, s)
+	}
+	clear(p.segs[len(keep):])
+	p.segs = keep
+	p.updateSpoolGauges()
+	return drop
+}
+
+func (p *Pipeline) removeSegments(paths []string) {
+	for _, path := range paths {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			p.log.Warn("removing inserted spool segment", "err", err)
+		}
+	}
+}
+
+// markInserted records that every record up to pos is in ClickHouse.
+func (p *Pipeline) markInserted(pos position) {
+	p.mu.Lock()
+	if p.inserted.less(pos) {
+		p.inserted = pos
+	}
+	drop := p.dropInsertedLocked()
+	p.mu.Unlock()
+	p.removeSegments(drop)
+}
+
+// readSpool reads the records the batcher has not seen from the spool, one
+// segment (or the unread tail of the active one) at a time, validating the
+// whole range before returning any of it. When it has caught up with the
+// writer it switches the batcher back to the in-memory queue.
+func (p *Pipeline) readSpool() []queued {
+	for {
+		p.mu.Lock()
+		if !p.disk {
+			p.mu.Unlock()
+			return nil
+		}
+		var seg *segment
+		for _, s := range p.segs {
+			if s.id >= p.diskPos.seg {
+				seg = s
+				break
+			}
+		}
+		if seg == nil {
+			p.disk = false
+			p.mu.Unlock()
+			return nil
+		}
+		if seg.id != p.diskPos.seg || p.diskPos.off < int64(len(segmentMagic)) {
+			p.diskPos = position{seg.id, int64(len(segmentMagic))}
+		}
+		id, from, to, sealed := seg.id, p.diskPos.off, seg.size, seg.sealed
+		if from >= to {
+			if sealed {
+				p.diskPos = position{id + 1, 0}
+			} else {
+				// Caught up with the writer: new records go to the queue.
+				p.disk = false
+			}
+			p.mu.Unlock()
+			if !sealed {
+				return nil
+			}
+			continue
+		}
+		p.mu.Unlock()
+
+		path := p.segPath(id)
+		runs, err := p.readFrames(path, id, from, to)
+		if err != nil {
+			p.m.corrupt.Inc()
+			p.mu.Lock()
+			p.diskPos = position{id, to}
+			p.mu.Unlock()
+			if sealed {
+				p.mu.Lock()
+				for i, s := range p.segs {
+					if s.id == id {
+						p.spoolBytes -= s.size
+						p.segs = append(p.segs[:i], p.segs[i+1:]...)
+						break
+					}
+				}
+				p.updateSpoolGauges()
+				p.mu.Unlock()
+				to, qerr := quarantine(path)
+				p.log.Error("spool segment is corrupt; quarantined, not replayed — its samples are not in ClickHouse",
+					"segment", filepath.Base(path), "moved_to", filepath.Base(to), "err", err, "quarantine_err", qerr)
+			} else {
+				p.log.Error("spool segment being written is corrupt; skipped the unreadable range",
+					"segment", filepath.Base(path), "from", from, "to", to, "err", err)
+			}
+			continue
+		}
+		p.mu.Lock()
+		p.diskPos = position{id, to}
+		p.mu.Unlock()
+		return runs
+	}
+}
+
+func (p *Pipeline) readFrames(path string, id uint64, from, to int64) ([]queued, error) {
+	data, err := readRange(path, from, to)
+	if err != nil {
+		return nil, err
+	}
+	frames, tail, err := scanFrames(data, from)
+	if err != nil {
+		return nil, err
+	}
+	if tail != to {
+		return nil, fmt.Errorf("%w: record cut short at offset %d", errCorrupt, tail)
+	}
+	runs := make([]queued, len(frames))
+	for i, f := range frames {
+		run, err := decodeRecord(f.payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+		}
+		runs[i] = queued{run: &run, pos: position{id, f.end}}
+	}
+	return runs, nil
 }

@@ -1,0 +1,437 @@
+package beacon
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Field validation: from the wire types to a Report, with every value
+// checked against its domain and the protocol's limits (PROTOCOL.md).
+
+func missing(name string) *DecodeError { return errorf(ReasonField, "missing %q", name) }
+
+func (w *wireReport) report() (*Report, error) {
+	r := &Report{Version: Version}
+	if w.ID == nil {
+		return nil, missing("id")
+	}
+	if len(*w.ID) != 32 || strings.ToLower(*w.ID) != *w.ID {
+		return nil, errorf(ReasonValue, "run id %.40q is not 32 lower-case hex digits", *w.ID)
+	}
+	if _, err := hex.Decode(r.RunID[:], []byte(*w.ID)); err != nil {
+		return nil, errorf(ReasonValue, "run id %q is not 32 lower-case hex digits", *w.ID)
+	}
+	if w.Site == nil {
+		return nil, missing("site")
+	}
+	if err := checkText(*w.Site, maxSiteLen, isSiteChar, "site", -1); err != nil {
+		return nil, err
+	}
+	r.Site = *w.Site
+	if w.O == nil {
+		return nil, missing("o")
+	}
+	if err := checkOrigin(*w.O); err != nil {
+		return nil, err
+	}
+	r.PageOrigin = *w.O
+	if w.BV == nil {
+		return nil, missing("bv")
+	}
+	if err := checkText(*w.BV, 32, isVersionChar, "bv", -1); err != nil {
+		return nil, err
+	}
+	r.BeaconVersion = *w.BV
+	if w.P == nil {
+		return nil, missing("p")
+	}
+	r.Partial = *w.P
+	if w.MT == nil {
+		return nil, missing("mt")
+	}
+	if *w.MT < 0 || *w.MT > MaxMainThread {
+		return nil, errorf(ReasonValue, "mt %g ms outside [0, %d]", *w.MT, MaxMainThread)
+	}
+	r.MainThreadMS = *w.MT
+	if w.Par == nil {
+		return nil, missing("par")
+	}
+	if err := w.Par.params(&r.Params); err != nil {
+		return nil, err
+	}
+	r.Client = Client{RTT: -1, Downlink: -1}
+	if w.C != nil {
+		if err := w.C.client(&r.Client); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.samples(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (w *wireParams) params(p *Params) error {
+	for _, f := range []struct {
+		name   string
+		v      *int
+		lo, hi int
+		reason string
+		to     *int
+	}{
+		{"par.n", w.N, 1, MaxParallel, ReasonLimit, &p.Parallel},
+		{"par.w", w.W, 0, MaxWarmup, ReasonLimit, &p.Warmup},
+		{"par.b", w.B, 0, MaxBytes, ReasonLimit, &p.Bytes},
+	} {
+		if f.v == nil {
+			return missing(f.name)
+		}
+		if *f.v < f.lo || *f.v > f.hi {
+			reason := ReasonLimit
+			if *f.v < f.lo {
+				reason = ReasonValue
+			}
+			return errorf(reason, "%s is %d, want %d to %d", f.name, *f.v, f.lo, f.hi)
+		}
+		*f.to = *f.v
+	}
+	if w.Ord == nil {
+		return missing("par.ord")
+	}
+	if *w.Ord != "h2first" && *w.Ord != "h3first" {
+		return errorf(ReasonValue, `par.ord %.20q, want "h2first" or "h3first"`, *w.Ord)
+	}
+	p.Order = *w.Ord
+	if w.Trg == nil {
+		return missing("par.trg")
+	}
+	if *w.Trg != "load" && *w.Trg != "manual" {
+		return errorf(ReasonValue, `par.trg %.20q, want "load" or "manual"`, *w.Trg)
+	}
+	p.Trigger = *w.Trg
+	return nil
+}
+
+func (w *wireClient) client(c *Client) error {
+	if len(w.BR) > maxBrands {
+		return errorf(ReasonLimit, "c.br has %d brands, limit %d", len(w.BR), maxBrands)
+	}
+	for i, b := range w.BR {
+		if len(b) != 2 {
+			return errorf(ReasonValue, "c.br[%d] has %d elements, want [brand, version]", i, len(b))
+		}
+		if err := checkText(b[0], maxTextLen, isPrintable, "c.br[%d]", i); err != nil {
+			return err
+		}
+		if err := checkText(b[1], 32, isPrintable, "c.br[%d]", i); err != nil {
+			return err
+		}
+		c.Brands = append(c.Brands, Brand{Brand: b[0], Version: b[1]})
+	}
+	if w.PF != nil {
+		if *w.PF != "" {
+			if err := checkText(*w.PF, 32, isPrintable, "c.pf", -1); err != nil {
+				return err
+			}
+		}
+		c.Platform = *w.PF
+	}
+	if w.MB != nil {
+		c.Mobile = *w.MB
+	}
+	if w.ET != nil {
+		if err := checkText(*w.ET, 16, isPrintable, "c.et", -1); err != nil {
+			return err
+		}
+		c.EffectiveType = *w.ET
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+		to   *float64
+	}{{"c.rtt", w.RTT, &c.RTT}, {"c.dl", w.DL, &c.Downlink}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < 0 || *f.v > 1e6 {
+			return errorf(ReasonValue, "%s %g outside [0, 1e6]", f.name, *f.v)
+		}
+		*f.to = *f.v
+	}
+	if w.WD != nil {
+		c.Webdriver = *w.WD
+	}
+	return nil
+}
+
+// samples checks the samples against the parameters: seq numbers are
+// unique, and each seq's phase and intended protocol follow from the
+// run's shape (PROTOCOL.md, "Samples").
+func (w *wireReport) samples(r *Report) error {
+	if w.S == nil {
+		return missing("s")
+	}
+	p := r.Params
+	total := p.Warmup + 1 + 2*p.Parallel
+	if len(w.S) > total {
+		return errorf(ReasonLimit, "%d samples, the parameters allow %d", len(w.S), total)
+	}
+	if len(w.S) == 0 {
+		return errorf(ReasonValue, "no samples")
+	}
+	if !r.Partial && len(w.S) != total {
+		return errorf(ReasonValue, "complete run with %d samples, the parameters say %d", len(w.S), total)
+	}
+	first, second := ProtoH3, ProtoH2
+	if p.Order == "h2first" {
+		first, second = ProtoH2, ProtoH3
+	}
+	seen := make([]bool, total)
+	r.Samples = make([]Sample, len(w.S))
+	for i := range w.S {
+		ws, s := &w.S[i], &r.Samples[i]
+		name := func(f string) string { return fmt.Sprintf("s[%d].%s", i, f) }
+		if ws.Q == nil {
+			return missing(name("q"))
+		}
+		q := *ws.Q
+		if q < 0 || q >= total {
+			return errorf(ReasonValue, "%s %d outside [0, %d)", name("q"), q, total)
+		}
+		if seen[q] {
+			return errorf(ReasonValue, "duplicate seq %d", q)
+		}
+		seen[q] = true
+		s.Seq = q
+		wantPhase, wantProto := PhaseParallel, second
+		switch {
+		case q < p.Warmup:
+			wantPhase, wantProto = PhaseWarmup, ProtoH3
+		case q == p.Warmup:
+			wantPhase, wantProto = PhaseWarmup, ProtoH2
+		case q <= p.Warmup+p.Parallel:
+			wantProto = first
+		}
+		if ws.Ph == nil {
+			return missing(name("ph"))
+		}
+		switch *ws.Ph {
+		case "w":
+			s.Phase = PhaseWarmup
+		case "p":
+			s.Phase = PhaseParallel
+		default:
+			return errorf(ReasonValue, `%s %.20q, want "w" or "p"`, name("ph"), *ws.Ph)
+		}
+		if ws.W == nil {
+			return missing(name("w"))
+		}
+		s.Want = Proto(*ws.W)
+		if s.Phase != wantPhase || s.Want != wantProto {
+			return errorf(ReasonValue, "seq %d is %s to %.20q, the parameters say %s to %s", q, s.Phase, *ws.W, wantPhase, wantProto)
+		}
+		if ws.G == nil {
+			return missing(name("g"))
+		}
+		var ok bool
+		if s.Got, ok = proto(*ws.G); !ok {
+			return errorf(ReasonValue, "%s %.20q is not h1, h2, h3 or unknown", name("g"), *ws.G)
+		}
+		if ws.St == nil {
+			return missing(name("st"))
+		}
+		if *ws.St < 0 || *ws.St > MaxDurationMS {
+			return errorf(ReasonValue, "%s %g ms outside [0, %d]", name("st"), *ws.St, MaxDurationMS)
+		}
+		s.Start = *ws.St
+		for _, f := range []struct {
+			name string
+			v    *float64
+			to   *float64
+		}{
+			{"s[%d].d", ws.D, &s.Duration}, {"s[%d].dns", ws.DNS, &s.DNS}, {"s[%d].con", ws.Con, &s.Connect},
+			{"s[%d].tls", ws.TLS, &s.TLS}, {"s[%d].tf", ws.TF, &s.TTFB}, {"s[%d].dl", ws.DL, &s.Download},
+		} {
+			if f.v == nil {
+				return missing(label(f.name, i))
+			}
+			if err := checkDuration(*f.v, true, f.name, i); err != nil {
+				return err
+			}
+			*f.to = *f.v
+		}
+		if ws.R == nil {
+			return missing(name("r"))
+		}
+		s.Reused = *ws.R
+		if ws.TS == nil {
+			return missing(name("ts"))
+		}
+		if *ws.TS < 0 || *ws.TS > 1<<30 {
+			return errorf(ReasonValue, "%s %d outside [0, 2^30]", name("ts"), *ws.TS)
+		}
+		s.TransferSize = *ws.TS
+		if ws.E != nil {
+			if !isErrorCode(*ws.E) {
+				return errorf(ReasonValue, "%s %.40q is not an error code ([a-z0-9_]{1,32})", name("e"), *ws.E)
+			}
+			s.Error = *ws.E
+		}
+		s.Server = ServerTiming{Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, Proto: ProtoUnknown}
+		if ws.SV != nil {
+			if err := ws.SV.server(&s.Server, i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (w *wireServer) server(st *ServerTiming, i int) error {
+	at := func() string { return fmt.Sprintf("s[%d].sv", i) }
+	st.Present = true
+	if w.Proto != nil {
+		var ok bool
+		if st.Proto, ok = proto(*w.Proto); !ok {
+			return errorf(ReasonValue, "%s.proto %.20q is not h1, h2, h3 or unknown", at(), *w.Proto)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+		to   *float64
+	}{{"s[%d].sv.app", w.App, &st.Handle}, {"s[%d].sv.rtt", w.RTT, &st.RTT}, {"s[%d].sv.minrtt", w.MinRTT, &st.MinRTT}, {"s[%d].sv.rttvar", w.RTTVar, &st.RTTVar}} {
+		if f.v == nil {
+			continue
+		}
+		if err := checkDuration(*f.v, false, f.name, i); err != nil {
+			return err
+		}
+		*f.to = *f.v
+	}
+	for _, f := range []struct {
+		name   string
+		v      *int
+		lo, hi int
+		to     *int
+	}{{"lost", w.Lost, 0, maxCount, &st.Lost}, {"creq", w.CReq, 1, maxCount, &st.ConnReqs}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < f.lo || *f.v > f.hi {
+			return errorf(ReasonValue, "%s.%s %d outside [%d, %d]", at(), f.name, *f.v, f.lo, f.hi)
+		}
+		*f.to = *f.v
+	}
+	if w.CID != nil {
+		if err := checkText(*w.CID, maxTextLen, isTokenChar, "s[%d].sv.cid", i); err != nil {
+			return err
+		}
+		st.ConnID = *w.CID
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+		to   *bool
+	}{{"resumed", w.Resumed, &st.Resumed}, {"early", w.Early, &st.EarlyData}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v != 0 && *f.v != 1 {
+			return errorf(ReasonValue, "%s.%s is %d, want 0 or 1", at(), f.name, *f.v)
+		}
+		*f.to = *f.v == 1
+	}
+	return nil
+}
+
+func proto(s string) (Proto, bool) {
+	switch p := Proto(s); p {
+	case ProtoUnknown, ProtoH1, ProtoH2, ProtoH3:
+		return p, true
+	}
+	return ProtoUnknown, false
+}
+
+// label names a field for an error message: name, with the sample or
+// brand index i filled in when name has a verb (i >= 0).
+func label(name string, i int) string {
+	if i < 0 {
+		return name
+	}
+	return fmt.Sprintf(name, i)
+}
+
+// checkDuration checks a duration in ms. The field's name is built only
+// for an error (label), so that valid reports format nothing.
+func checkDuration(v float64, unknownOK bool, name string, i int) error {
+	if v == -1 && unknownOK || v >= 0 && v <= MaxDurationMS {
+		return nil
+	}
+	want := "0 to 3600000"
+	if unknownOK {
+		want = "-1 (unknown) or " + want
+	}
+	return errorf(ReasonValue, "%s is %g ms, want %s", label(name, i), v, want)
+}
+
+// checkText checks a string's length and characters; the name is built
+// only for an error (label).
+func checkText(s string, max int, ok func(rune) bool, name string, i int) error {
+	if s == "" {
+		return errorf(ReasonValue, "%s is empty", label(name, i))
+	}
+	if len(s) > max {
+		return errorf(ReasonLimit, "%s is %d bytes, limit %d", label(name, i), len(s), max)
+	}
+	for _, c := range s {
+		if !ok(c) {
+			return errorf(ReasonValue, "%s %.40q has a character outside its set", label(name, i), s)
+		}
+	}
+	return nil
+}
+
+func isSiteChar(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_'
+}
+
+func isVersionChar(c rune) bool { return isSiteChar(c) || c == '+' }
+
+// isTokenChar allows printable ASCII except space, quote and backslash.
+func isTokenChar(c rune) bool { return c > ' ' && c < 0x7f && c != '"' && c != '\\' }
+
+// isPrintable allows printable ASCII including space (UA-CH brands such as
+// "Not)A;Brand" use punctuation).
+func isPrintable(c rune) bool { return c >= ' ' && c < 0x7f }
+
+func isErrorCode(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkOrigin accepts "null" (opaque origins) or scheme://host[:port]
+// with nothing after it.
+func checkOrigin(o string) error {
+	if o == "null" {
+		return nil
+	}
+	if len(o) > maxOriginLen {
+		return errorf(ReasonLimit, "o is %d bytes, limit %d", len(o), maxOriginLen)
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || strings.ContainsAny(o, "?#") {
+		return errorf(ReasonValue, "o %.80q is not an http(s) origin", o)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package beacon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// JSON syntax of the wire format: the wire types, the general decoding
+// path and the key checks encoding/json does not make. The fast path for
+// canonical reports is in fastpath.go; what the values mean is checked in
+// validate.go.
+
+// Wire types: pointers tell a missing field from a zero one.
+type (
+	wireReport struct {
+		V    *int         `json:"v"`
+		ID   *string      `json:"id"`
+		Site *string      `json:"site"`
+		O    *string      `json:"o"`
+		BV   *string      `json:"bv"`
+		P    *bool        `json:"p"`
+		MT   *float64     `json:"mt"`
+		Par  *wireParams  `json:"par"`
+		C    *wireClient  `json:"c"`
+		S    []wireSample `json:"s"`
+	}
+	wireParams struct {
+		N   *int    `json:"n"`
+		W   *int    `json:"w"`
+		B   *int    `json:"b"`
+		Ord *string `json:"ord"`
+		Trg *string `json:"trg"`
+	}
+	wireClient struct {
+		BR  [][]string `json:"br"`
+		PF  *string    `json:"pf"`
+		MB  *bool      `json:"mb"`
+		ET  *string    `json:"et"`
+		RTT *float64   `json:"rtt"`
+		DL  *float64   `json:"dl"`
+		WD  *bool      `json:"wd"`
+	}
+	wireSample struct {
+		Q   *int        `json:"q"`
+		Ph  *string     `json:"ph"`
+		W   *string     `json:"w"`
+		G   *string     `json:"g"`
+		St  *float64    `json:"st"`
+		D   *float64    `json:"d"`
+		DNS *float64    `json:"dns"`
+		Con *float64    `json:"con"`
+		TLS *float64    `json:"tls"`
+		TF  *float64    `json:"tf"`
+		DL  *float64    `json:"dl"`
+		R   *bool       `json:"r"`
+		TS  *int        `json:"ts"`
+		E   *string     `json:"e"`
+		SV  *wireServer `json:"sv"`
+	}
+	wireServer struct {
+		Proto   *string  `json:"proto"`
+		App     *float64 `json:"app"`
+		RTT     *float64 `json:"rtt"`
+		MinRTT  *float64 `json:"minrtt"`
+		RTTVar  *float64 `json:"rttvar"`
+		Lost    *int     `json:"lost"`
+		CID     *string  `json:"cid"`
+		CReq    *int     `json:"creq"`
+		Resumed *int     `json:"resumed"`
+		Early   *int     `json:"early"`
+	}
+)
+
+// decodeWire is the general path: encoding/json plus the checks it does
+// not make, with the precedence of rejections PROTOCOL.md gives.
+func decodeWire(data []byte) (wireReport, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var w wireReport
+	err := dec.Decode(&w)
+	// The key check runs on every report and its verdict comes first. On
+	// bytes the decoder accepted it skips its own validity pass.
+	if kerr := checkKeys(data, err == nil && onlySpace(data[dec.InputOffset():])); kerr != nil {
+		return w, kerr
+	}
+	if err != nil || w.V == nil || *w.V != Version {
+		// Classify: a report of another version fails for that reason
+		// first, whatever else is wrong with it by v1's rules.
+		var peek struct {
+			V json.RawMessage `json:"v"`
+		}
+		if perr := json.Unmarshal(data, &peek); perr != nil {
+			return w, errorf(ReasonJSON, "%v", perr)
+		}
+		if peek.V == nil || string(peek.V) == "null" {
+			return w, errorf(ReasonVersion, `missing "v"`)
+		}
+		if string(peek.V) != "1" {
+			return w, errorf(ReasonVersion, "unsupported version %.16s, want %d", peek.V, Version)
+		}
+	}
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return w, errorf(ReasonField, "%s: JSON %s where %s belongs", te.Field, te.Value, te.Type)
+		}
+		if strings.HasPrefix(err.Error(), "json: unknown field") {
+			return w, errorf(ReasonField, "%s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return w, errorf(ReasonJSON, "%v", err)
+	}
+	return w, nil
+}
+
+// checkKeys rejects what encoding/json would accept loosely: invalid
+// JSON or trailing data, a top level other than an object, nesting deeper
+// than the format has, and object keys that are duplicated, escaped or not
+// lower-case ASCII (encoding/json matches keys case-insensitively, with
+// Unicode folding, and keeps the last duplicate). It scans the bytes once
+// without allocating for typical reports; valid says data is already known
+// to be one valid JSON value.
+func checkKeys(data []byte, valid bool) *DecodeError {
+	if !valid && !json.Valid(data) {
+		var v json.RawMessage
+		if err := json.Unmarshal(data, &v); err != nil {
+			return errorf(ReasonJSON, "%v", err)
+		}
+		return errorf(ReasonJSON, "invalid JSON")
+	}
+	i := 0
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	if i == len(data) || data[i] != '{' {
+		return errorf(ReasonJSON, "report is not a JSON object")
+	}
+	type frame struct {
+		obj  bool
+		keys [16][]byte
+		n    int
+	}
+	var stack [maxDepth + 1]frame
+	depth, wantKey := 0, false
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			j, escaped := i+1, false
+			for ; data[j] != '"'; j++ {
+				if data[j] == '\\' {
+					j++
+					escaped = true
+				}
+			}
+			if wantKey {
+				k := data[i+1 : j]
+				if escaped || !isKey(k) {
+					return errorf(ReasonField, "field name %.20q is not lower-case ASCII", k)
+				}
+				f := &stack[depth]
+				for _, seen := range f.keys[:f.n] {
+					if string(seen) == string(k) {
+						return errorf(ReasonField, "duplicate field %q", k)
+					}
+				}
+				if f.n == len(f.keys) {
+					return errorf(ReasonField, "more than %d fields in an object", len(f.keys))
+				}
+				f.keys[f.n] = k
+				f.n++
+				wantKey = false
+			}
+			i = j
+		case '{', '[':
+			if depth == maxDepth {
+				return errorf(ReasonLimit, "nested deeper than %d levels", maxDepth)
+			}
+			depth++
+			stack[depth].obj, stack[depth].n = data[i] == '{', 0
+			wantKey = stack[depth].obj
+		case '}', ']':
+			depth--
+			wantKey = false
+		case ',':
+			wantKey = stack[depth].obj
+		}
+	}
+	return nil
+}
+
+// onlySpace reports whether b holds nothing but JSON whitespace.
+func onlySpace(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+func isKey(k []byte) bool {
+	if len(k) == 0 || len(k) > 16 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}

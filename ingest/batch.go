@@ -1,0 +1,162 @@
+package ingest
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/h3rum/h3rum/ingest/store"
+)
+
+// The batcher: it takes durable runs in spool order, from the in-memory
+// queue or read back from the spool, and inserts them in batches flushed on
+// size or a jittered interval, retrying until ClickHouse takes them.
+
+// queued is a durable run waiting for its insert, and where it is spooled.
+type queued struct {
+	run *store.Run
+	pos position
+}
+
+// batchLoop inserts runs in spool order until Shutdown.
+func (p *Pipeline) batchLoop() {
+	defer close(p.batcherDone)
+	for {
+		batch, last := p.nextBatch()
+		if len(batch) > 0 {
+			if !p.insertRetry(batch) {
+				return
+			}
+			p.markInserted(batch[len(batch)-1].pos)
+		}
+		if last {
+			return
+		}
+	}
+}
+
+// nextBatch collects the next batch in spool order: runs already read back
+// from the spool, then the in-memory queue (waiting up to a jittered
+// FlushInterval for it to fill), then the spool again when the queue has
+// overflowed. last is true when shutting down and nothing is left.
+func (p *Pipeline) nextBatch() (batch []queued, last bool) {
+	limit := p.batchRows()
+	rows := 0
+	add := func(q queued) {
+		batch = append(batch, q)
+		rows += max(sampleCount(q.run), 1)
+	}
+	takePending := func() {
+		n := 0
+		for n < len(p.pending) && rows < limit {
+			add(p.pending[n])
+			n++
+		}
+		p.pending = p.pending[n:]
+	}
+	if len(p.pending) > 0 {
+		takePending()
+		return batch, false
+	}
+	var timer *time.Timer
+	var timerC <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	closing := false
+	for {
+	fill:
+		for rows < limit {
+			select {
+			case q := <-p.queue:
+				add(q)
+			default:
+				break fill
+			}
+		}
+		if rows >= limit {
+			return batch, false
+		}
+		p.mu.Lock()
+		disk := p.disk
+		p.mu.Unlock()
+		if disk {
+			if len(batch) > 0 {
+				// Insert what came before the overflow first.
+				return batch, false
+			}
+			p.pending = p.readSpool()
+			if len(p.pending) > 0 {
+				takePending()
+				return batch, false
+			}
+			continue
+		}
+		if closing {
+			return batch, len(batch) == 0
+		}
+		if len(batch) > 0 && timer == nil {
+			timer = time.NewTimer(jitter(p.flushInterval()))
+			timerC = timer.C
+		}
+		select {
+		case q := <-p.queue:
+			add(q)
+		case <-timerC:
+			return batch, false
+		case <-p.wake:
+		case <-p.closing:
+			closing = true
+		}
+	}
+}
+
+// jitter spreads d by ±20 % so that many collectors do not insert in step.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.4-0.2)*float64(d))
+}
+
+// insertRetry inserts batch, retrying with backoff until it succeeds; it
+// gives up only when Shutdown's deadline passes, leaving the rows in the
+// spool for the next start.
+func (p *Pipeline) insertRetry(batch []queued) bool {
+	p.batch.Reset()
+	for _, q := range batch {
+		p.batch.Add(q.run)
+	}
+	rows := p.batch.Rows()
+	backoff := 100 * time.Millisecond
+	var failingSince time.Time
+	var lastLog time.Time
+	for {
+		ctx, cancel := context.WithTimeout(p.abort, p.insertTimeout())
+		start := time.Now()
+		err := p.batch.Insert(ctx, p.Conn)
+		cancel()
+		if err == nil {
+			p.m.insertBatches.Inc()
+			p.m.insertRows.Add(float64(rows))
+			p.m.insertSeconds.Observe(time.Since(start).Seconds())
+			if !failingSince.IsZero() {
+				p.log.Info("ClickHouse inserts work again", "after", time.Since(failingSince).Round(time.Millisecond))
+			}
+			return true
+		}
+		p.m.insertErrors.Inc()
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+		}
+		if time.Since(lastLog) > time.Minute {
+			lastLog = time.Now()
+			p.log.Warn("inserting into ClickHouse failed; reports are kept in the spool and retried", "rows", rows, "err", err)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-p.abort.Done():
+			return false
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
