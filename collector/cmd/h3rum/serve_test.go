@@ -21,6 +21,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/gorilla/websocket"
 
+	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/ingest/store"
 )
@@ -118,29 +119,13 @@ func insecureClient() *http.Client {
 	}}
 }
 
-// syntheticReport is a complete, valid v1 report (2+1 warm-up, 5+5
+// syntheticReport is a complete, valid report (2+1 warm-up, 5+5
 // parallel) for load tests, with a fresh run id.
 func syntheticReport(site string) (id string, body []byte) {
 	var b [16]byte
 	rand.Read(b[:])
 	id = hex.EncodeToString(b[:])
-	var s []string
-	add := func(q int, ph, w string) {
-		s = append(s, fmt.Sprintf(`{"q":%d,"ph":"%s","w":"%s","g":"%s","st":%d,"d":%d.5,"dns":0,"con":0,"tls":0,"tf":3.2,"dl":0.1,"r":true,"ts":120,"sv":{"proto":"%s","app":0.02,"rtt":1.1,"cid":"c%d","creq":%d,"resumed":0,"early":0}}`,
-			q, ph, w, w, q*10, 20+q, w, q%3, q+1))
-	}
-	add(0, "w", "h3")
-	add(1, "w", "h3")
-	add(2, "w", "h2")
-	for q := 3; q < 8; q++ {
-		add(q, "p", "h3")
-	}
-	for q := 8; q < 13; q++ {
-		add(q, "p", "h2")
-	}
-	body = fmt.Appendf(nil, `{"v":1,"id":"%s","site":"%s","o":"https://shop.example","bv":"1.0.0","p":false,"mt":0.5,"par":{"n":5,"w":2,"b":0,"ord":"h3first","trg":"load"},"c":{"br":[["Chromium","156"]],"pf":"Linux","mb":false,"et":"4g","rtt":50,"dl":10,"wd":false},"s":[%s]}`,
-		id, site, strings.Join(s, ","))
-	return id, body
+	return id, beacontest.Report(beacontest.Run{ID: id, Site: site, Warmup: 2})
 }
 
 // browserUA is a desktop Chrome's User-Agent: reports with it are not bots.
@@ -297,14 +282,14 @@ func TestLiveFeedAndReportAPI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading the live feed: %v", err)
 	}
-	// syntheticReport's parallel batches have medians 25.5 ms (h3) and 30.5 ms (h2).
+	// beacontest's parallel batches (2 warm-ups) have medians 35.5 ms (h3) and 40.5 ms (h2).
 	var live struct {
 		Site string  `json:"site"`
 		H2   float64 `json:"h2_median_ms"`
 		H3   float64 `json:"h3_median_ms"`
 	}
-	if err := json.Unmarshal(msg, &live); err != nil || live.Site != "shop" || live.H2 != 30.5 || live.H3 != 25.5 {
-		t.Errorf("live message for run %s: %s (%v); want site shop, medians h2 30.5, h3 25.5", id, msg, err)
+	if err := json.Unmarshal(msg, &live); err != nil || live.Site != "shop" || live.H2 != 40.5 || live.H3 != 35.5 {
+		t.Errorf("live message for run %s: %s (%v); want site shop, medians h2 40.5, h3 35.5", id, msg, err)
 	}
 
 	c := insecureClient()
