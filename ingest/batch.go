@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -120,20 +122,25 @@ func jitter(d time.Duration) time.Duration {
 
 // insertRetry inserts batch, retrying with backoff until it succeeds; it
 // gives up only when Shutdown's deadline passes, leaving the rows in the
-// spool for the next start.
+// spool for the next start. An insert that may repeat an earlier one — runs
+// replayed from a spool an earlier process left, or any attempt after a
+// failed one, which the server may have committed before the error —
+// first leaves out the runs ClickHouse already holds: every run is stored
+// once, in the raw table and in the rollup its view feeds.
 func (p *Pipeline) insertRetry(batch []queued) bool {
-	p.batch.Reset()
-	for _, q := range batch {
-		p.batch.Add(q.run)
+	runs := make([]*store.Run, len(batch))
+	suspect := false
+	for i, q := range batch {
+		runs[i] = q.run
+		suspect = suspect || q.pos.seg <= p.replayUpTo
 	}
-	rows := p.batch.Rows()
 	backoff := 100 * time.Millisecond
 	var failingSince time.Time
 	var lastLog time.Time
 	for {
 		ctx, cancel := context.WithTimeout(p.abort, p.insertTimeout())
 		start := time.Now()
-		err := p.batch.Insert(ctx, p.Conn)
+		rows, err := p.insert(ctx, runs, suspect)
 		cancel()
 		if err == nil {
 			p.m.insertBatches.Inc()
@@ -144,13 +151,14 @@ func (p *Pipeline) insertRetry(batch []queued) bool {
 			}
 			return true
 		}
+		suspect = true
 		p.m.insertErrors.Inc()
 		if failingSince.IsZero() {
 			failingSince = time.Now()
 		}
 		if time.Since(lastLog) > time.Minute {
 			lastLog = time.Now()
-			p.log.Warn("inserting into ClickHouse failed; reports are kept in the spool and retried", "rows", rows, "err", err)
+			p.log.Warn("inserting into ClickHouse failed; reports are kept in the spool and retried", "runs", len(runs), "err", err)
 		}
 		select {
 		case <-time.After(backoff):
@@ -159,4 +167,28 @@ func (p *Pipeline) insertRetry(batch []queued) bool {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// insert sends runs as one INSERT and returns the rows sent; with
+// skipStored it first leaves out the runs already in ClickHouse.
+func (p *Pipeline) insert(ctx context.Context, runs []*store.Run, skipStored bool) (int, error) {
+	var stored map[uuid.UUID]bool
+	if skipStored {
+		var err error
+		if stored, err = store.Stored(ctx, p.Conn, runs); err != nil {
+			return 0, err
+		}
+	}
+	p.batch.Reset()
+	for _, r := range runs {
+		if r.Report == nil || stored[uuid.UUID(r.Report.RunID)] {
+			continue
+		}
+		p.batch.Add(r)
+	}
+	if err := p.batch.Insert(ctx, p.Conn); err != nil {
+		return 0, err
+	}
+	p.m.replaySkipped.Add(float64(len(stored)))
+	return p.batch.Rows(), nil
 }

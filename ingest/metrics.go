@@ -22,6 +22,7 @@ type pipelineMetrics struct {
 	insertSeconds   prometheus.Histogram
 	liveDropped     prometheus.Counter
 	droppedParts    prometheus.Counter
+	replaySkipped   prometheus.Counter
 }
 
 func newPipelineMetrics(reg prometheus.Registerer, queueDepth func() float64) (*pipelineMetrics, error) {
@@ -52,16 +53,19 @@ func newPipelineMetrics(reg prometheus.Registerer, queueDepth func() float64) (*
 			Name: "h3rum_ingest_insert_seconds", Help: "Latency of successful batch inserts.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}),
 		liveDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "h3rum_ingest_live_dropped_total", Help: "Accepted runs not passed to OnAccept because it was behind."}),
+			Name: "h3rum_ingest_live_dropped_total", Help: "Accepted runs not passed to the live feed because it was behind."}),
 		droppedParts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "h3rum_ingest_retention_dropped_partitions_total", Help: "Month partitions dropped by retention."}),
+		replaySkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_replay_skipped_runs_total",
+			Help: "Runs left out of a replayed or retried insert because ClickHouse already held them."}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	cs := []prometheus.Collector{
 		m.acceptedRuns, m.acceptedSamples, m.busy, m.spills, m.fsyncs, m.corrupt, m.spoolBytes, m.spoolSegments,
-		m.insertBatches, m.insertRows, m.insertErrors, m.insertSeconds, m.liveDropped, m.droppedParts,
+		m.insertBatches, m.insertRows, m.insertErrors, m.insertSeconds, m.liveDropped, m.droppedParts, m.replaySkipped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "h3rum_ingest_queue_runs", Help: "Reports in the in-memory queue waiting for an insert."}, queueDepth),
 	}

@@ -113,8 +113,9 @@ type Pipeline struct {
 	buf    []byte
 
 	// Batcher-owned.
-	batch   store.Batch
-	pending []queued // read from the spool, not yet inserted
+	replayUpTo uint64 // segments up to this id were left by an earlier process
+	batch      store.Batch
+	pending    []queued // read from the spool, not yet inserted
 }
 
 func (p *Pipeline) batchRows() int {

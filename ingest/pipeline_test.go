@@ -360,3 +360,47 @@ func TestGroupCommit(t *testing.T) {
 	}
 	t.Logf("%d concurrent Accepts, %v fsyncs", n, fsyncs)
 }
+
+// TestReplayStoresOnce replays a spool whose runs are all in ClickHouse
+// already — what a collector killed between an insert and the spool trim
+// leaves — and checks that raw rows and the rollup count every run once.
+func TestReplayStoresOnce(t *testing.T) {
+	conn := testDB(t)
+	dir := t.TempDir()
+	first := startPipeline(t, &Pipeline{Conn: conn, Dir: dir, FlushInterval: 20 * time.Millisecond})
+	const runs = 40
+	for range runs {
+		if err := first.Accept(context.Background(), testRun(t, "replay")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the runs to be inserted", func() bool { return countRows(t, conn, "SELECT count() FROM samples") == runs*12 })
+	// The "crash": a copy of the spool as it is now, with every record in it
+	// already inserted, handed to a new process.
+	replay := t.TempDir()
+	segs, err := listSegments(dir)
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("spool segments %v, %v: want the inserted records still on disk", segs, err)
+	}
+	for _, id := range segs {
+		b, err := os.ReadFile(filepath.Join(dir, segmentName(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(replay, segmentName(id)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := startPipeline(t, &Pipeline{Conn: conn, Dir: replay, FlushInterval: 20 * time.Millisecond})
+	waitFor(t, "the replay", func() bool { return second.Stats().SpoolBytes == 0 })
+	if n := countRows(t, conn, "SELECT count() FROM samples"); n != runs*12 {
+		t.Errorf("%d raw rows after the replay, want %d: replayed runs stored twice", n, runs*12)
+	}
+	// The rollup view keeps parallel, successful rows: 10 per run.
+	if n := countRows(t, conn, "SELECT toUInt64(countMerge(samples)) FROM samples_hourly"); n != runs*10 {
+		t.Errorf("rollup counts %d samples after the replay, want %d", n, runs*10)
+	}
+	if got := counterValue(t, second.m.replaySkipped); got != runs {
+		t.Errorf("replay skipped %v runs, want %d", got, runs)
+	}
+}

@@ -87,6 +87,7 @@ func (p *Pipeline) recover() error {
 		p.spoolBytes += size
 	}
 	if len(p.segs) > 0 {
+		p.replayUpTo = p.segs[len(p.segs)-1].id
 		p.disk = true
 		p.diskPos = position{seg: p.segs[0].id}
 		p.log.Info("replaying spool", "segments", len(p.segs), "runs", runs, "bytes", p.spoolBytes)
