@@ -69,7 +69,7 @@ bench: deps build
 	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x
 	$(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m
 	$(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest$$' -benchtime 1x
-	$(GO) run ./queries/benchreport
+	$(GO) run ./collector/cmd/benchreport
 
 ## geoip: fetch DB-IP Lite's city database (CC BY 4.0) into $(DATA_DIR)/geoip
 geoip:

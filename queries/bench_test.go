@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/h3rum/h3rum/queries/internal/synth"
+	"github.com/h3rum/h3rum/queries/synth"
 )
 
 // BenchmarkReport times the default report on 20 000 runs (280 000 rows);
-// `go run ./queries/benchreport` does the same at 10 M rows.
+// `go run ./collector/cmd/benchreport` does the same at 10 M rows.
 func BenchmarkReport(b *testing.B) {
 	conn := newDB(b)
 	load(b, conn, synth.All(synth.Config{Seed: 8, Runs: 20000}))

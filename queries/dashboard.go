@@ -98,12 +98,9 @@ func newDashView(r *Report, o *Options, live bool) *dashView {
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		first := true
-		for _, x := range []struct {
-			k string
-			s *Stats
-		}{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}} {
+		for _, x := range g.outcomes() {
 			if x.s != nil {
-				v.Outcomes = append(v.Outcomes, outcomeRow{G: g, Key: x.k, S: x.s, First: first})
+				v.Outcomes = append(v.Outcomes, outcomeRow{G: g, Key: x.key, S: x.s, First: first})
 				first = false
 			}
 		}

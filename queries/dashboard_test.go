@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
-	"github.com/h3rum/h3rum/queries/internal/synth"
+	"github.com/h3rum/h3rum/queries/synth"
 )
 
 // artifactDir is where tests leave files for humans: $H3RUM_ARTIFACTS or

@@ -115,10 +115,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			return ""
 		}
-		for _, o := range []struct {
-			key string
-			s   *Stats
-		}{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}} {
+		for _, o := range g.outcomes() {
 			if o.s == nil {
 				continue
 			}
@@ -129,64 +126,49 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintln(tw)
 		}
 		if len(g.Diff) > 0 {
-			fmt.Fprintf(tw, "%s\tH3-H2 ms\t\t\t", label())
-			for _, d := range g.Diff {
-				fmt.Fprintf(tw, "%s\t", signed(d.MS, ""))
-			}
-			fmt.Fprintln(tw)
-			if r.CI.Method != "none" {
-				fmt.Fprint(tw, "\t  95% CI\t\t\t")
-				for _, d := range g.Diff {
-					fmt.Fprintf(tw, "%s\t", ci(d.CILowMS, d.CIHighMS, ""))
-				}
-				fmt.Fprintln(tw)
-			}
-			fmt.Fprint(tw, "\tH3-H2 %\t\t\t")
-			for _, d := range g.Diff {
-				fmt.Fprintf(tw, "%s\t", signed(d.Pct, "%"))
-			}
-			fmt.Fprintln(tw)
-			if r.CI.Method != "none" {
-				fmt.Fprint(tw, "\t  95% CI\t\t\t")
-				for _, d := range g.Diff {
-					fmt.Fprintf(tw, "%s\t", ci(d.CILowPct, d.CIHighPct, "%"))
-				}
-				fmt.Fprintln(tw)
-			}
+			withCI := r.CI.Method != "none"
+			diffRows(tw, label(), "H3-H2 ms", "", g.Diff, withCI, func(d Diff) (float64, *float64, *float64) {
+				return d.MS, d.CILowMS, d.CIHighMS
+			})
+			diffRows(tw, "", "H3-H2 %", "%", g.Diff, withCI, func(d Diff) (float64, *float64, *float64) {
+				return d.Pct, d.CILowPct, d.CIHighPct
+			})
 		}
 	}
 	tw.flush(bw)
 
-	fmt.Fprintln(bw, "\nWithin-run difference median(H3 batch) - median(H2 batch), ms (paired view)")
-	tw = &table{left: 1}
-	fmt.Fprintln(tw, "group\truns\tmedian\t95% CI\tp90\t95% CI\tH3 won\t95% CI\t")
-	for i := range r.Groups {
-		g := &r.Groups[i]
-		p := g.Paired
-		if p == nil {
-			fmt.Fprintf(tw, "%s\t0\t-\t\t-\t\t-\t\t\n", name(g))
-			continue
+	// section writes a titled table whose first left columns are text,
+	// with rows written by groupRows for each group.
+	section := func(title string, left int, header string, groupRows func(tw io.Writer, g *Group)) {
+		fmt.Fprintln(bw, "\n"+title)
+		tw := &table{left: left}
+		fmt.Fprintln(tw, header)
+		for i := range r.Groups {
+			groupRows(tw, &r.Groups[i])
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name(g), p.Runs,
-			signed(p.MedianMS, ""), ci(p.MedianCILowMS, p.MedianCIHighMS, ""),
-			signed(p.P90MS, ""), ci(p.P90CILowMS, p.P90CIHighMS, ""),
-			share(p.H3WonShare), shareCI(p.H3WonCILow, p.H3WonCIHigh))
+		tw.flush(bw)
 	}
-	tw.flush(bw)
-
-	fmt.Fprintln(bw, "\nHTTP/3 availability: requests to the H3 origin that used h3")
-	tw = &table{left: 1}
-	fmt.Fprintln(tw, "group\twanted h3\tgot h3\tshare\t95% CI\t")
-	for i := range r.Groups {
-		g := &r.Groups[i]
-		a := g.Availability
-		if a == nil {
-			fmt.Fprintf(tw, "%s\t0\t0\t-\t-\t\n", name(g))
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", name(g), a.WantedH3, a.GotH3, share(a.Share), shareCI(a.CILow, a.CIHigh))
-	}
-	tw.flush(bw)
+	section("Within-run difference median(H3 batch) - median(H2 batch), ms (paired view)", 1,
+		"group\truns\tmedian\t95% CI\tp90\t95% CI\tH3 won\t95% CI\t", func(tw io.Writer, g *Group) {
+			p := g.Paired
+			if p == nil {
+				fmt.Fprintf(tw, "%s\t0\t-\t\t-\t\t-\t\t\n", name(g))
+				return
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name(g), p.Runs,
+				signed(p.MedianMS, ""), ci(p.MedianCILowMS, p.MedianCIHighMS, ""),
+				signed(p.P90MS, ""), ci(p.P90CILowMS, p.P90CIHighMS, ""),
+				share(p.H3WonShare), shareCI(p.H3WonCILow, p.H3WonCIHigh))
+		})
+	section("HTTP/3 availability: requests to the H3 origin that used h3", 1,
+		"group\twanted h3\tgot h3\tshare\t95% CI\t", func(tw io.Writer, g *Group) {
+			a := g.Availability
+			if a == nil {
+				fmt.Fprintf(tw, "%s\t0\t0\t-\t-\t\n", name(g))
+				return
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", name(g), a.WantedH3, a.GotH3, share(a.Share), shareCI(a.CILow, a.CIHigh))
+		})
 
 	var failed bool
 	for i := range r.Groups {
@@ -197,22 +179,35 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if r.Filters.IncludeFailed {
 			verb = "included above"
 		}
-		fmt.Fprintf(bw, "\nFailed requests (%s)\n", verb)
-		tw = &table{left: 1}
-		tw.left = 3
-		fmt.Fprintln(tw, "group\torigin\terror\trequests\t")
-		for i := range r.Groups {
-			g := &r.Groups[i]
+		section("Failed requests ("+verb+")", 3, "group\torigin\terror\trequests\t", func(tw io.Writer, g *Group) {
 			for _, f := range g.Failures {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t\n", name(g), f.Origin, f.Error, f.Samples)
 			}
-		}
-		tw.flush(bw)
+		})
 	}
 	if small {
 		fmt.Fprintf(bw, "\n* fewer than %d runs with H2 or H3: shown, but not to be trusted.\n", r.MinRuns)
 	}
 	return bw.err
+}
+
+// diffRows writes a row of differences, labelled title, picked from diffs
+// with their unit, and with intervals a row of their 95 % CIs.
+func diffRows(tw io.Writer, label, title, unit string, diffs []Diff, withCI bool, pick func(Diff) (v float64, lo, hi *float64)) {
+	fmt.Fprintf(tw, "%s\t%s\t\t\t", label, title)
+	for _, d := range diffs {
+		v, _, _ := pick(d)
+		fmt.Fprintf(tw, "%s\t", signed(v, unit))
+	}
+	fmt.Fprintln(tw)
+	if withCI {
+		fmt.Fprint(tw, "\t  95% CI\t\t\t")
+		for _, d := range diffs {
+			_, lo, hi := pick(d)
+			fmt.Fprintf(tw, "%s\t", ci(lo, hi, unit))
+		}
+		fmt.Fprintln(tw)
+	}
 }
 
 // errWriter keeps the first write error so formatting code stays linear.
@@ -252,10 +247,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		row := func(measure, outcome, p, value, lo, hi string, runs, samples int) {
 			cw.Write([]string{g.Group, small, measure, outcome, p, value, lo, hi, strconv.Itoa(runs), strconv.Itoa(samples)})
 		}
-		for _, o := range []struct {
-			key string
-			s   *Stats
-		}{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}} {
+		for _, o := range g.outcomes() {
 			if o.s == nil {
 				continue
 			}

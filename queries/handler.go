@@ -3,7 +3,6 @@ package queries
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/gorilla/websocket"
+
+	"github.com/h3rum/h3rum/ingest/access"
 )
 
 // CookieName is the cookie that carries the report token for the
@@ -100,10 +101,6 @@ func fail(w http.ResponseWriter, status int, reason string) {
 	w.Write([]byte(reason + "\n"))
 }
 
-func (h *Handler) tokenOK(tok string) bool {
-	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(h.Token)) == 1
-}
-
 // authorize checks the request's credentials and answers it if they fail.
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) bool {
 	if h.Token == "" {
@@ -113,12 +110,14 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) bool {
 		fail(w, http.StatusForbidden, "forbidden: reports are served without a token only on loopback; set a report token")
 		return false
 	}
-	if a := r.Header.Get("Authorization"); a != "" {
-		scheme, tok, ok := strings.Cut(a, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") && h.tokenOK(strings.TrimSpace(tok)) {
+	// The Authorization header wins when present; the cookie counts only
+	// without it.
+	token := access.Token(h.Token)
+	if got, present := access.Bearer(r); present {
+		if token.Matches(got) {
 			return true
 		}
-	} else if c, err := r.Cookie(CookieName); err == nil && h.tokenOK(c.Value) {
+	} else if c, err := r.Cookie(CookieName); err == nil && token.Matches(c.Value) {
 		return true
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="h3rum"`)
@@ -167,7 +166,7 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 	h.init()
 	if tok := r.URL.Query().Get("token"); tok != "" && h.Token != "" {
-		if !h.tokenOK(tok) {
+		if !access.Token(h.Token).Matches(tok) {
 			fail(w, http.StatusUnauthorized, "unauthorized: wrong token")
 			return
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
-	"github.com/h3rum/h3rum/queries/internal/synth"
+	"github.com/h3rum/h3rum/queries/synth"
 )
 
 const testToken = "s3cret-t0ken"
@@ -65,6 +65,9 @@ func TestHandlerAuthAndParams(t *testing.T) {
 		{"basic auth", locked.URL + "/api/report" + window, map[string]string{"Authorization": "Basic " + testToken}, 401, "unauthorized"},
 		{"bearer", locked.URL + "/api/report" + window, bearer, 200, `"groups":[`},
 		{"cookie", locked.URL + "/api/report" + window, map[string]string{"Cookie": CookieName + "=" + testToken}, 200, `"version":1`},
+		{"header wins over cookie", locked.URL + "/api/report" + window, map[string]string{"Authorization": "Basic x", "Cookie": CookieName + "=" + testToken}, 401, "unauthorized"},
+		{"bearer case-insensitive, spaces trimmed", locked.URL + "/api/report" + window, map[string]string{"Authorization": "bearer  " + testToken + " "}, 200, `"groups":[`},
+		{"empty bearer", locked.URL + "/api/report" + window, map[string]string{"Authorization": "Bearer "}, 401, "unauthorized"},
 		{"query token is for the dashboard only", locked.URL + "/api/report" + window + "&token=" + testToken, nil, 401, "unauthorized"},
 		{"dashboard without token", locked.URL + "/dashboard" + window, nil, 401, "unauthorized"},
 		{"dashboard wrong query token", locked.URL + "/dashboard" + window + "&token=x", nil, 401, "unauthorized"},

@@ -9,7 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store/storetest"
-	"github.com/h3rum/h3rum/queries/internal/synth"
+	"github.com/h3rum/h3rum/queries/synth"
 )
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }

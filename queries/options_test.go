@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/h3rum/h3rum/queries/internal/synth"
+	"github.com/h3rum/h3rum/queries/synth"
 )
 
 func TestParseTime(t *testing.T) {

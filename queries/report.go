@@ -3,284 +3,16 @@ package queries
 import (
 	"cmp"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"math"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
-	"github.com/h3rum/h3rum/ingest/store"
 )
-
-//go:embed sql/*.sql
-var sqlFiles embed.FS
-
-// ReportVersion is the version of the JSON shape (see REPORT.md).
-const ReportVersion = 1
-
-// Percentiles reported for every protocol, in percent: the one list. The
-// SQL files take it as /*LEVELS*/ (the rollup's t-digest states were built
-// with the same levels, see the samples_hourly migration).
-var percentiles = [...]float64{50, 75, 90, 95, 99}
-
-// levelsSQL is percentiles as quantile levels for the SQL files.
-var levelsSQL = func() string {
-	var b strings.Builder
-	for i, p := range percentiles {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.FormatFloat(p/100, 'f', -1, 64))
-	}
-	return b.String()
-}()
-
-// Outcome names, as the samples' outcome column spells them: the
-// classification of a request by the origin it was sent to (want) and the
-// protocol it used (got), made once at ingest (store.OutcomeOf).
-var (
-	OutcomeH2            = store.OutcomeH2.String()            // want h2, got h2
-	OutcomeH3            = store.OutcomeH3.String()            // want h3, got h3
-	OutcomeWantedH3GotH2 = store.OutcomeWantedH3GotH2.String() // want h3, got h2 or h1: UDP blocked or QUIC broken
-	OutcomeOther         = store.OutcomeOther.String()         // anything else (unknown protocol, h1 on the h2 origin, …)
-)
-
-// Report is the regional comparison of HTTP/3 and HTTP/2 for one window.
-// Its JSON shape is documented in REPORT.md and stable within Version.
-type Report struct {
-	Version     int       `json:"version"`
-	Since       time.Time `json:"since"`
-	Until       time.Time `json:"until"`
-	Site        string    `json:"site"` // "" = all sites
-	By          string    `json:"by"`
-	MinRuns     int       `json:"min_runs"`
-	Filters     Filters   `json:"filters"`
-	Source      string    `json:"source"` // "rollup" or "raw": where point estimates came from
-	Percentiles []float64 `json:"percentiles"`
-	CI          CIMethod  `json:"ci"`
-	Groups      []Group   `json:"groups"`
-	Timeline    []Hour    `json:"timeline"`
-	// Stages is how long each step of Run took (not part of the JSON).
-	Stages []Stage `json:"-"`
-
-	// What AddRuns needs to complete a report made by Estimate.
-	opts   Options
-	win    window
-	groups map[string]*Group
-	done   bool // AddRuns ran
-}
-
-// Stage is the wall time of one step of Run.
-type Stage struct {
-	Name    string // points, failures, timeline, runs (fetch and bootstrap)
-	Elapsed time.Duration
-}
-
-// Filters says which samples the report includes beyond the default
-// (parallel batches, successful requests, non-bot runs).
-type Filters struct {
-	IncludeWarmup bool `json:"include_warmup"`
-	IncludeFailed bool `json:"include_failed"`
-	IncludeBots   bool `json:"include_bots"`
-}
-
-// CIMethod describes how confidence intervals were computed.
-type CIMethod struct {
-	Method          string  `json:"method"` // "cluster_bootstrap_runs" or "none"
-	Level           float64 `json:"level"`  // 0.95
-	Replicates      int     `json:"replicates"`
-	MaxRunsPerGroup int     `json:"max_runs_per_group"`
-	Seed            uint64  `json:"seed"`
-}
-
-// Group is one region (or browser, ASN, …) of the report.
-type Group struct {
-	Group string `json:"group"` // "unknown" when the attribute was empty
-	// Runs and Samples count every selected sample of the group, whatever
-	// its outcome.
-	Runs    int `json:"runs"`
-	Samples int `json:"samples"`
-	// TooSmall is set when H2 or H3 has fewer than MinRuns runs (or none):
-	// the comparison is shown but not to be trusted.
-	TooSmall      bool          `json:"too_small"`
-	H2            *Stats        `json:"h2"`
-	H3            *Stats        `json:"h3"`
-	WantedH3GotH2 *Stats        `json:"wanted_h3_got_h2"`
-	Other         *Stats        `json:"other"`
-	Diff          []Diff        `json:"diff"` // H3 − H2 per percentile; empty unless both exist
-	Paired        *Paired       `json:"paired"`
-	Availability  *Availability `json:"h3_availability"`
-	Failures      []Failure     `json:"failures"`
-	// BootstrapRuns is how many runs the bootstrap and the paired view
-	// used: all runs, or a uniform sample of about MaxRunsPerGroup.
-	BootstrapRuns int  `json:"bootstrap_runs"`
-	Sampled       bool `json:"sampled"`
-}
-
-// Stats are the figures of one outcome in one group.
-type Stats struct {
-	Runs        int          `json:"runs"`
-	Samples     int          `json:"samples"`
-	TooSmall    bool         `json:"too_small"`
-	Percentiles []Percentile `json:"percentiles"`
-}
-
-// Percentile is one request-duration percentile in milliseconds, with its
-// 95 % confidence interval (null when none could be computed).
-type Percentile struct {
-	P        float64  `json:"p"`
-	MS       float64  `json:"ms"`
-	CILowMS  *float64 `json:"ci_low_ms"`
-	CIHighMS *float64 `json:"ci_high_ms"`
-}
-
-// Diff is H3 − H2 at one percentile: negative means HTTP/3 is faster.
-type Diff struct {
-	P         float64  `json:"p"`
-	MS        float64  `json:"ms"`
-	CILowMS   *float64 `json:"ci_low_ms"`
-	CIHighMS  *float64 `json:"ci_high_ms"`
-	Pct       float64  `json:"pct"` // 100 × (H3 − H2) / H2
-	CILowPct  *float64 `json:"ci_low_pct"`
-	CIHighPct *float64 `json:"ci_high_pct"`
-}
-
-// Paired is the within-run comparison: for each run whose parallel H3
-// batch used h3 throughout and which has both batches, the median of its
-// H3 batch minus the median of its H2 batch.
-type Paired struct {
-	Runs           int      `json:"runs"`
-	MedianMS       float64  `json:"median_ms"`
-	MedianCILowMS  *float64 `json:"median_ci_low_ms"`
-	MedianCIHighMS *float64 `json:"median_ci_high_ms"`
-	P90MS          float64  `json:"p90_ms"`
-	P90CILowMS     *float64 `json:"p90_ci_low_ms"`
-	P90CIHighMS    *float64 `json:"p90_ci_high_ms"`
-	H3WonShare     float64  `json:"h3_won_share"` // share of runs with a negative difference
-	H3WonCILow     *float64 `json:"h3_won_ci_low"`
-	H3WonCIHigh    *float64 `json:"h3_won_ci_high"`
-	// Histogram of the differences: Counts[i] runs fell in
-	// [Edges[i], Edges[i+1]) ms; the outer bins also hold the tails.
-	Histogram Histogram `json:"histogram"`
-}
-
-// Histogram is a binned distribution.
-type Histogram struct {
-	Edges  []float64 `json:"edges_ms"`
-	Counts []int     `json:"counts"`
-}
-
-// Availability is the share of requests sent to the H3 origin that used
-// h3, out of those that used h3, h2 or h1 (unknown protocols excluded).
-type Availability struct {
-	WantedH3 int      `json:"wanted_h3"`
-	GotH3    int      `json:"got_h3"`
-	Share    float64  `json:"share"`
-	CILow    *float64 `json:"ci_low"`
-	CIHigh   *float64 `json:"ci_high"`
-}
-
-// Failure counts failed requests of one group by origin and error code.
-type Failure struct {
-	Origin  string `json:"origin"` // protocol of the origin the request was sent to
-	Error   string `json:"error"`
-	Samples int    `json:"samples"`
-}
-
-// Hour counts selected samples per outcome in one hour.
-type Hour struct {
-	Hour          time.Time `json:"hour"`
-	H2            int       `json:"h2"`
-	H3            int       `json:"h3"`
-	WantedH3GotH2 int       `json:"wanted_h3_got_h2"`
-	Other         int       `json:"other"`
-}
-
-// groupExpr maps a grouping to its SQL expression; unknown values (empty
-// strings, ASN 0) become "unknown". Only these fixed strings ever reach
-// the query text.
-var groupExpr = map[string]string{
-	"continent":   "if(continent = '', 'unknown', continent)",
-	"country":     "if(country = '', 'unknown', country)",
-	"subdivision": "if(subdivision = '', 'unknown', subdivision)",
-	"asn":         "if(asn = 0, 'unknown', concat('AS', toString(asn)))",
-	"browser":     "if(browser = '', 'unknown', browser)",
-	"connection":  "if(ect = '', 'unknown', ect)",
-	"none":        "'all'",
-}
-
-// query returns the embedded SQL file name with its grouping filled in.
-func query(name, by string) (string, error) {
-	b, err := sqlFiles.ReadFile("sql/" + name)
-	if err != nil {
-		return "", fmt.Errorf("reading embedded %s: %w", name, err)
-	}
-	expr, ok := groupExpr[by]
-	if !ok {
-		return "", invalid("unknown grouping %q", by)
-	}
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL).Replace(string(b)), nil
-}
-
-// window is the report window in the forms the SQL files bind.
-type window struct {
-	since, until           uint32 // unix seconds
-	hourFrom, hourTo       uint32 // whole hours inside [since, until): [hourFrom, hourTo)
-	edgeA0, edgeA1, edgeB0 uint32 // raw edges [since, hourFrom) and [hourTo, until)
-	edgeB1                 uint32
-}
-
-func newWindow(since, until time.Time) window {
-	w := window{since: uint32(since.Unix()), until: uint32(until.Unix())}
-	from := since.Truncate(time.Hour)
-	if from.Before(since) {
-		from = from.Add(time.Hour)
-	}
-	to := until.Truncate(time.Hour)
-	if !to.After(from) {
-		// No whole hour inside: everything comes from raw rows.
-		w.hourFrom, w.hourTo = w.since, w.since
-		w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1 = w.since, w.until, w.until, w.until
-		return w
-	}
-	w.hourFrom, w.hourTo = uint32(from.Unix()), uint32(to.Unix())
-	w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1 = w.since, w.hourFrom, w.hourTo, w.until
-	return w
-}
-
-func b01(b bool) uint8 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// rawArgs are the leading parameters of the raw-row SQL files.
-func rawArgs(o *Options, w window) []any {
-	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeFailed), b01(o.IncludeBots)}
-}
-
-// rollupArgs are the parameters of the rollup SQL files.
-func rollupArgs(o *Options, w window) []any {
-	return []any{w.hourFrom, w.hourTo, o.Site, o.Site, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1, o.Site, o.Site}
-}
-
-// rollupQuery picks the rollup-only SQL when the window is whole hours
-// (an empty raw branch still costs a scan) and the rollup+edges SQL
-// otherwise.
-func rollupQuery(kind string, o *Options, w window) (string, []any) {
-	if w.edgeA0 == w.edgeA1 && w.edgeB0 == w.edgeB1 {
-		return kind + "_rollup_hours.sql", []any{w.hourFrom, w.hourTo, o.Site, o.Site}
-	}
-	return kind + "_rollup.sql", rollupArgs(o, w)
-}
 
 // Run computes the report for opts (validated and defaulted in place of a
 // copy) from the ClickHouse behind conn: Estimate, then AddRuns.
@@ -418,11 +150,7 @@ func (rep *Report) finish() {
 
 // points reads counts and percentiles per group and outcome.
 func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group) error {
-	name, args := "points_raw.sql", rawArgs(o, w)
-	if useRollup {
-		name, args = rollupQuery("points", o, w)
-	}
-	q, err := query(name, o.By)
+	name, q, args, err := sourceQuery("points", o, w, useRollup)
 	if err != nil {
 		return err
 	}
@@ -502,11 +230,7 @@ func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 
 // timeline reads selected samples per hour and outcome.
 func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool) ([]Hour, error) {
-	name, args := "timeline_raw.sql", rawArgs(o, w)
-	if useRollup {
-		name, args = rollupQuery("timeline", o, w)
-	}
-	q, err := query(name, o.By)
+	name, q, args, err := sourceQuery("timeline", o, w, useRollup)
 	if err != nil {
 		return nil, err
 	}

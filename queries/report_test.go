@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/h3rum/h3rum/queries/internal/synth"
+	"github.com/h3rum/h3rum/queries/synth"
 )
 
 // Accuracy of ClickHouse's quantilesTDigest, as a rank error. Its t-digest

@@ -4,7 +4,9 @@
 -- aggregated from raw samples into the same states, so the window is exact.
 -- Parameters: first whole hour, end of whole hours, site twice, then the
 -- two raw edges [since, first whole hour) and [end of whole hours, until)
--- as four unix seconds, then site twice.
+-- as four unix seconds, then site twice. For a window of whole hours Go
+-- cuts the raw-edge block and its parameters, the last six: the rollup
+-- answers alone (an empty raw branch still costs a scan).
 SELECT
     grp,
     oc,
@@ -18,6 +20,7 @@ FROM
     FROM samples_hourly
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
+    /*RAW EDGES*/
     UNION ALL
     SELECT /*GROUP*/ AS grp, toString(outcome) AS oc,
            uniqHLL12State(run_id) AS runs_state, countState() AS samples_state,
@@ -28,6 +31,7 @@ FROM
       AND (? = '' OR site = ?)
       AND phase = 'parallel' AND error = '' AND bot = 0
     GROUP BY grp, oc
+    /*END RAW EDGES*/
 )
 GROUP BY grp, oc WITH ROLLUP
 ORDER BY grp, oc

@@ -1,6 +1,6 @@
 -- Samples per hour and outcome for the default selection: whole hours from
--- the rollup, the partial edge hours from raw rows (parameters as in
--- points_rollup.sql).
+-- the rollup, the partial edge hours from raw rows (parameters and the
+-- raw-edge block as in points_rollup.sql).
 SELECT
     h,
     oc,
@@ -11,6 +11,7 @@ FROM
     FROM samples_hourly
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
+    /*RAW EDGES*/
     UNION ALL
     SELECT toStartOfHour(time) AS h, toString(outcome) AS oc, countState() AS samples_state
     FROM samples
@@ -19,6 +20,7 @@ FROM
       AND (? = '' OR site = ?)
       AND phase = 'parallel' AND error = '' AND bot = 0
     GROUP BY h, oc
+    /*END RAW EDGES*/
 )
 GROUP BY h, oc
 ORDER BY h, oc

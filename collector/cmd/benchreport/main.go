@@ -1,7 +1,7 @@
 // Command benchreport times the h3rum report against a local ClickHouse
 // loaded with synthetic samples: the default report (median of 5) from raw
 // rows and from the hourly rollup, and the dashboard's first paint in
-// headless Chromium. Run it with `go run ./queries/benchreport -rows 10000000`.
+// headless Chromium. Run it with `go run ./collector/cmd/benchreport -rows 10000000`.
 package main
 
 import (
@@ -26,7 +26,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/chromium"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries"
-	"github.com/h3rum/h3rum/queries/internal/synth"
+	"github.com/h3rum/h3rum/queries/synth"
 )
 
 func main() {

@@ -1,0 +1,187 @@
+package queries
+
+import (
+	"time"
+
+	"github.com/h3rum/h3rum/ingest/store"
+)
+
+// ReportVersion is the version of the JSON shape (see REPORT.md).
+const ReportVersion = 1
+
+// Percentiles reported for every protocol, in percent: the one list. The
+// SQL files take it as /*LEVELS*/ (the rollup's t-digest states were built
+// with the same levels, see the samples_hourly migration).
+var percentiles = [...]float64{50, 75, 90, 95, 99}
+
+// Outcome names, as the samples' outcome column spells them: the
+// classification of a request by the origin it was sent to (want) and the
+// protocol it used (got), made once at ingest (store.OutcomeOf).
+var (
+	OutcomeH2            = store.OutcomeH2.String()            // want h2, got h2
+	OutcomeH3            = store.OutcomeH3.String()            // want h3, got h3
+	OutcomeWantedH3GotH2 = store.OutcomeWantedH3GotH2.String() // want h3, got h2 or h1: UDP blocked or QUIC broken
+	OutcomeOther         = store.OutcomeOther.String()         // anything else (unknown protocol, h1 on the h2 origin, …)
+)
+
+// Report is the regional comparison of HTTP/3 and HTTP/2 for one window.
+// Its JSON shape is documented in REPORT.md and stable within Version.
+type Report struct {
+	Version     int       `json:"version"`
+	Since       time.Time `json:"since"`
+	Until       time.Time `json:"until"`
+	Site        string    `json:"site"` // "" = all sites
+	By          string    `json:"by"`
+	MinRuns     int       `json:"min_runs"`
+	Filters     Filters   `json:"filters"`
+	Source      string    `json:"source"` // "rollup" or "raw": where point estimates came from
+	Percentiles []float64 `json:"percentiles"`
+	CI          CIMethod  `json:"ci"`
+	Groups      []Group   `json:"groups"`
+	Timeline    []Hour    `json:"timeline"`
+	// Stages is how long each step of Run took (not part of the JSON).
+	Stages []Stage `json:"-"`
+
+	// What AddRuns needs to complete a report made by Estimate.
+	opts   Options
+	win    window
+	groups map[string]*Group
+	done   bool // AddRuns ran
+}
+
+// Stage is the wall time of one step of Run.
+type Stage struct {
+	Name    string // points, failures, timeline, runs (fetch and bootstrap)
+	Elapsed time.Duration
+}
+
+// Filters says which samples the report includes beyond the default
+// (parallel batches, successful requests, non-bot runs).
+type Filters struct {
+	IncludeWarmup bool `json:"include_warmup"`
+	IncludeFailed bool `json:"include_failed"`
+	IncludeBots   bool `json:"include_bots"`
+}
+
+// CIMethod describes how confidence intervals were computed.
+type CIMethod struct {
+	Method          string  `json:"method"` // "cluster_bootstrap_runs" or "none"
+	Level           float64 `json:"level"`  // 0.95
+	Replicates      int     `json:"replicates"`
+	MaxRunsPerGroup int     `json:"max_runs_per_group"`
+	Seed            uint64  `json:"seed"`
+}
+
+// Group is one region (or browser, ASN, …) of the report.
+type Group struct {
+	Group string `json:"group"` // "unknown" when the attribute was empty
+	// Runs and Samples count every selected sample of the group, whatever
+	// its outcome.
+	Runs    int `json:"runs"`
+	Samples int `json:"samples"`
+	// TooSmall is set when H2 or H3 has fewer than MinRuns runs (or none):
+	// the comparison is shown but not to be trusted.
+	TooSmall      bool          `json:"too_small"`
+	H2            *Stats        `json:"h2"`
+	H3            *Stats        `json:"h3"`
+	WantedH3GotH2 *Stats        `json:"wanted_h3_got_h2"`
+	Other         *Stats        `json:"other"`
+	Diff          []Diff        `json:"diff"` // H3 − H2 per percentile; empty unless both exist
+	Paired        *Paired       `json:"paired"`
+	Availability  *Availability `json:"h3_availability"`
+	Failures      []Failure     `json:"failures"`
+	// BootstrapRuns is how many runs the bootstrap and the paired view
+	// used: all runs, or a uniform sample of about MaxRunsPerGroup.
+	BootstrapRuns int  `json:"bootstrap_runs"`
+	Sampled       bool `json:"sampled"`
+}
+
+// outcomeStats is one outcome of a group and its figures.
+type outcomeStats struct {
+	key string // OutcomeH2, …
+	s   *Stats // nil when the group has no such sample
+}
+
+// outcomes lists g's outcomes in the report's order.
+func (g *Group) outcomes() []outcomeStats {
+	return []outcomeStats{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}}
+}
+
+// Stats are the figures of one outcome in one group.
+type Stats struct {
+	Runs        int          `json:"runs"`
+	Samples     int          `json:"samples"`
+	TooSmall    bool         `json:"too_small"`
+	Percentiles []Percentile `json:"percentiles"`
+}
+
+// Percentile is one request-duration percentile in milliseconds, with its
+// 95 % confidence interval (null when none could be computed).
+type Percentile struct {
+	P        float64  `json:"p"`
+	MS       float64  `json:"ms"`
+	CILowMS  *float64 `json:"ci_low_ms"`
+	CIHighMS *float64 `json:"ci_high_ms"`
+}
+
+// Diff is H3 − H2 at one percentile: negative means HTTP/3 is faster.
+type Diff struct {
+	P         float64  `json:"p"`
+	MS        float64  `json:"ms"`
+	CILowMS   *float64 `json:"ci_low_ms"`
+	CIHighMS  *float64 `json:"ci_high_ms"`
+	Pct       float64  `json:"pct"` // 100 × (H3 − H2) / H2
+	CILowPct  *float64 `json:"ci_low_pct"`
+	CIHighPct *float64 `json:"ci_high_pct"`
+}
+
+// Paired is the within-run comparison: for each run whose parallel H3
+// batch used h3 throughout and which has both batches, the median of its
+// H3 batch minus the median of its H2 batch.
+type Paired struct {
+	Runs           int      `json:"runs"`
+	MedianMS       float64  `json:"median_ms"`
+	MedianCILowMS  *float64 `json:"median_ci_low_ms"`
+	MedianCIHighMS *float64 `json:"median_ci_high_ms"`
+	P90MS          float64  `json:"p90_ms"`
+	P90CILowMS     *float64 `json:"p90_ci_low_ms"`
+	P90CIHighMS    *float64 `json:"p90_ci_high_ms"`
+	H3WonShare     float64  `json:"h3_won_share"` // share of runs with a negative difference
+	H3WonCILow     *float64 `json:"h3_won_ci_low"`
+	H3WonCIHigh    *float64 `json:"h3_won_ci_high"`
+	// Histogram of the differences: Counts[i] runs fell in
+	// [Edges[i], Edges[i+1]) ms; the outer bins also hold the tails.
+	Histogram Histogram `json:"histogram"`
+}
+
+// Histogram is a binned distribution.
+type Histogram struct {
+	Edges  []float64 `json:"edges_ms"`
+	Counts []int     `json:"counts"`
+}
+
+// Availability is the share of requests sent to the H3 origin that used
+// h3, out of those that used h3, h2 or h1 (unknown protocols excluded).
+type Availability struct {
+	WantedH3 int      `json:"wanted_h3"`
+	GotH3    int      `json:"got_h3"`
+	Share    float64  `json:"share"`
+	CILow    *float64 `json:"ci_low"`
+	CIHigh   *float64 `json:"ci_high"`
+}
+
+// Failure counts failed requests of one group by origin and error code.
+type Failure struct {
+	Origin  string `json:"origin"` // protocol of the origin the request was sent to
+	Error   string `json:"error"`
+	Samples int    `json:"samples"`
+}
+
+// Hour counts selected samples per outcome in one hour.
+type Hour struct {
+	Hour          time.Time `json:"hour"`
+	H2            int       `json:"h2"`
+	H3            int       `json:"h3"`
+	WantedH3GotH2 int       `json:"wanted_h3_got_h2"`
+	Other         int       `json:"other"`
+}

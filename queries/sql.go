@@ -1,0 +1,134 @@
+package queries
+
+import (
+	"embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed sql/*.sql
+var sqlFiles embed.FS
+
+// levelsSQL is percentiles as quantile levels for the SQL files.
+var levelsSQL = func() string {
+	var b strings.Builder
+	for i, p := range percentiles {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatFloat(p/100, 'f', -1, 64))
+	}
+	return b.String()
+}()
+
+// groupExpr maps a grouping to its SQL expression; unknown values (empty
+// strings, ASN 0) become "unknown". Only these fixed strings ever reach
+// the query text.
+var groupExpr = map[string]string{
+	"continent":   "if(continent = '', 'unknown', continent)",
+	"country":     "if(country = '', 'unknown', country)",
+	"subdivision": "if(subdivision = '', 'unknown', subdivision)",
+	"asn":         "if(asn = 0, 'unknown', concat('AS', toString(asn)))",
+	"browser":     "if(browser = '', 'unknown', browser)",
+	"connection":  "if(ect = '', 'unknown', ect)",
+	"none":        "'all'",
+}
+
+// query returns the embedded SQL file name with its grouping filled in.
+func query(name, by string) (string, error) {
+	b, err := sqlFiles.ReadFile("sql/" + name)
+	if err != nil {
+		return "", fmt.Errorf("reading embedded %s: %w", name, err)
+	}
+	expr, ok := groupExpr[by]
+	if !ok {
+		return "", invalid("unknown grouping %q", by)
+	}
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL).Replace(string(b)), nil
+}
+
+// window is the report window in the forms the SQL files bind.
+type window struct {
+	since, until           uint32 // unix seconds
+	hourFrom, hourTo       uint32 // whole hours inside [since, until): [hourFrom, hourTo)
+	edgeA0, edgeA1, edgeB0 uint32 // raw edges [since, hourFrom) and [hourTo, until)
+	edgeB1                 uint32
+}
+
+func newWindow(since, until time.Time) window {
+	w := window{since: uint32(since.Unix()), until: uint32(until.Unix())}
+	from := since.Truncate(time.Hour)
+	if from.Before(since) {
+		from = from.Add(time.Hour)
+	}
+	to := until.Truncate(time.Hour)
+	if !to.After(from) {
+		// No whole hour inside: everything comes from raw rows.
+		w.hourFrom, w.hourTo = w.since, w.since
+		w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1 = w.since, w.until, w.until, w.until
+		return w
+	}
+	w.hourFrom, w.hourTo = uint32(from.Unix()), uint32(to.Unix())
+	w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1 = w.since, w.hourFrom, w.hourTo, w.until
+	return w
+}
+
+func b01(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// rawArgs are the leading parameters of the raw-row SQL files.
+func rawArgs(o *Options, w window) []any {
+	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeFailed), b01(o.IncludeBots)}
+}
+
+// Markers of the raw-edge block in the rollup SQL files: the branch that
+// aggregates the partial hours at the window's edges from raw rows. Its
+// parameters are the files' last, so cutting the block leaves the others
+// in order.
+const edgesBegin, edgesEnd = "/*RAW EDGES*/", "/*END RAW EDGES*/"
+
+// cutEdges returns q, a rollup SQL file, with its raw-edge block kept
+// (markers dropped) or cut out.
+func cutEdges(name, q string, keep bool) (string, error) {
+	before, rest, ok := strings.Cut(q, edgesBegin)
+	block, after, ok2 := strings.Cut(rest, edgesEnd)
+	if !ok || !ok2 {
+		return "", fmt.Errorf("embedded %s has no %s … %s block", name, edgesBegin, edgesEnd)
+	}
+	if !keep {
+		block = ""
+	}
+	return before + block + after, nil
+}
+
+// sourceQuery returns the SQL of kind ("points" or "timeline"), a name for
+// it in errors, and its parameters: from raw rows; or from the rollup,
+// with the partial hours at the window's edges aggregated from raw rows —
+// when the window is whole hours the raw-edge block is cut, for an empty
+// raw branch still costs a scan.
+func sourceQuery(kind string, o *Options, w window, useRollup bool) (name, q string, args []any, err error) {
+	if !useRollup {
+		name = kind + "_raw.sql"
+		q, err = query(name, o.By)
+		return name, q, rawArgs(o, w), err
+	}
+	name = kind + "_rollup.sql"
+	if q, err = query(name, o.By); err != nil {
+		return name, "", nil, err
+	}
+	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
+	if q, err = cutEdges(name, q, edges); err != nil {
+		return name, "", nil, err
+	}
+	args = []any{w.hourFrom, w.hourTo, o.Site, o.Site}
+	if !edges {
+		return name + " without raw edges", q, args, nil
+	}
+	return name, q, append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1, o.Site, o.Site), nil
+}
