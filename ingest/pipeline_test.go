@@ -145,7 +145,7 @@ func TestPipelineInsertsRows(t *testing.T) {
 		{"phase", phase, "parallel"}, {"want", want, "h3"}, {"got", got, "h3"}, {"duration_ms", dur, float32(32.5)},
 		{"ttfb_ms", ttfb, float32(20.125)}, {"reused", reused, uint8(1)}, {"transfer_size", ts, uint32(300)},
 		{"error", errCode, "timeout"}, {"srv_present", srvPresent, uint8(1)}, {"srv_proto", srvProto, "h3"},
-		{"srv_rtt_ms", srvRTT, float32(21.5)}, {"srv_conn_id", connID, "c0"}, {"country", country, "DE"},
+		{"srv_rtt_ms", srvRTT, float32(21.5)}, {"srv_conn_id", connID, "ch3"}, {"country", country, "DE"},
 		{"subdivision", sub, "DE-BE"}, {"city_id", cityID, uint32(2950159)}, {"asn", asn, uint32(64500)},
 		{"browser", browser, "Chrome"}, {"browser_major", major, uint16(121)}, {"bot", bot, uint8(1)},
 		{"param_order", order, "h3first"}, {"ect", ect, "4g"}, {"time", tm.Unix(), run.Received.Unix()},
@@ -164,6 +164,12 @@ func TestPipelineInsertsRows(t *testing.T) {
 	}
 	if n := countRows(t, conn, "SELECT count() FROM samples WHERE outcome = 'h2' AND want = 'h2'"); n != 6 {
 		t.Errorf("%d rows with outcome h2, want 6", n)
+	}
+	// Its exclusions are computed once for the whole run and stored on
+	// every row: a bot, a failed batch request, a single H3 warm-up.
+	wantX := uint64(store.ExcludeBot | store.ExcludeFailed | store.ExcludeShortWarmup)
+	if n := countRows(t, conn, "SELECT count() FROM samples WHERE exclusions = ?", wantX); n != 12 {
+		t.Errorf("%d rows with exclusions %08b, want all 12", n, wantX)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -397,7 +403,7 @@ func TestReplayStoresOnce(t *testing.T) {
 		t.Errorf("%d raw rows after the replay, want %d: replayed runs stored twice", n, runs*12)
 	}
 	// The rollup view keeps parallel, successful rows: 10 per run.
-	if n := countRows(t, conn, "SELECT toUInt64(countMerge(samples)) FROM samples_hourly"); n != runs*10 {
+	if n := countRows(t, conn, "SELECT toUInt64(countMerge(samples)) FROM samples_rollup"); n != runs*10 {
 		t.Errorf("rollup counts %d samples after the replay, want %d", n, runs*10)
 	}
 	if got := counterValue(t, second.m.replaySkipped); got != runs {

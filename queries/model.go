@@ -11,7 +11,7 @@ const ReportVersion = 1
 
 // Percentiles reported for every protocol, in percent: the one list. The
 // SQL files take it as /*LEVELS*/ (the rollup's t-digest states were built
-// with the same levels, see the samples_hourly migration).
+// with the same levels, see the samples_rollup migration).
 var percentiles = [...]float64{50, 75, 90, 95, 99}
 
 // Outcome names, as the samples' outcome column spells them: the

@@ -2,6 +2,7 @@ package store
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // a column is: a migration, a line here, and the decoder field it reads.
 func sampleColumns() []column {
 	type (
-		r = *Run
+		r = *runRow
 		s = *beacon.Sample
 	)
 	return []column{
@@ -29,6 +30,7 @@ func sampleColumns() []column {
 		col("want", protoEnum, func(_ r, s s) int8 { return protoValue(s.Want) }),
 		col("got", protoEnum, func(_ r, s s) int8 { return protoValue(s.Got) }),
 		col("outcome", outcomeEnum, func(_ r, s s) int8 { return int8(OutcomeOf(s.Want, s.Got)) }),
+		col("exclusions", "UInt8", func(r r, _ s) uint8 { return uint8(r.exclusions) }),
 		col("start_ms", "Float32", func(_ r, s s) float32 { return float32(s.Start) }),
 		col("duration_ms", "Float32", func(_ r, s s) float32 { return float32(s.Duration) }),
 		col("dns_ms", "Float32", func(_ r, s s) float32 { return float32(s.DNS) }),
@@ -53,6 +55,7 @@ func sampleColumns() []column {
 		col("partial", "UInt8", func(r r, _ s) uint8 { return b2u(r.Report.Partial) }),
 		col("page_origin", "String", func(r r, _ s) string { return r.Report.PageOrigin }),
 		col("beacon_version", "String", func(r r, _ s) string { return r.Report.BeaconVersion }),
+		col("beacon_major", "UInt16", func(r r, _ s) uint16 { return BeaconMajor(r.Report.BeaconVersion) }),
 		col("param_parallel", "UInt8", func(r r, _ s) uint8 { return clampU8(r.Report.Params.Parallel) }),
 		col("param_warmup", "UInt8", func(r r, _ s) uint8 { return clampU8(r.Report.Params.Warmup) }),
 		col("param_bytes", "UInt32", func(r r, _ s) uint32 { return clampU32(r.Report.Params.Bytes) }),
@@ -82,31 +85,38 @@ const (
 	outcomeEnum = "Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3)"
 )
 
+// runRow is what every row of one run shares: the run and the values
+// derived from it as a whole, computed once per run.
+type runRow struct {
+	*Run
+	exclusions Exclusions
+}
+
 // column buffers one column of an insert batch: clickhouse-go appends a
 // whole slice per column far faster than row by row.
 type column interface {
 	name() string
 	chType() string
-	add(r *Run, s *beacon.Sample)
+	add(r *runRow, s *beacon.Sample)
 	values() any
 	reset()
 }
 
 type typedColumn[T any] struct {
 	colName, typ string
-	fill         func(*Run, *beacon.Sample) T
+	fill         func(*runRow, *beacon.Sample) T
 	data         []T
 }
 
-func col[T any](name, typ string, fill func(*Run, *beacon.Sample) T) column {
+func col[T any](name, typ string, fill func(*runRow, *beacon.Sample) T) column {
 	return &typedColumn[T]{colName: name, typ: typ, fill: fill}
 }
 
-func (c *typedColumn[T]) name() string                 { return c.colName }
-func (c *typedColumn[T]) chType() string               { return c.typ }
-func (c *typedColumn[T]) add(r *Run, s *beacon.Sample) { c.data = append(c.data, c.fill(r, s)) }
-func (c *typedColumn[T]) values() any                  { return c.data }
-func (c *typedColumn[T]) reset()                       { c.data = c.data[:0] }
+func (c *typedColumn[T]) name() string                    { return c.colName }
+func (c *typedColumn[T]) chType() string                  { return c.typ }
+func (c *typedColumn[T]) add(r *runRow, s *beacon.Sample) { c.data = append(c.data, c.fill(r, s)) }
+func (c *typedColumn[T]) values() any                     { return c.data }
+func (c *typedColumn[T]) reset()                          { c.data = c.data[:0] }
 
 // insertSamplesSQL is the INSERT for every column of sampleColumns, in
 // order (PrepareBatch needs the explicit list on 18.16).
@@ -117,6 +127,17 @@ var insertSamplesSQL = func() string {
 	}
 	return "INSERT INTO samples (" + strings.Join(names, ", ") + ")"
 }()
+
+// BeaconMajor is the major version of a script version ("1.4.2" → 1), 0
+// when it has none: one of the design fields reports never pool across.
+func BeaconMajor(v string) uint16 {
+	major, _, _ := strings.Cut(v, ".")
+	n, err := strconv.ParseUint(major, 10, 16)
+	if err != nil {
+		return 0
+	}
+	return uint16(n)
+}
 
 func b2u(v bool) uint8 {
 	if v {

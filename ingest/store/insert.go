@@ -23,9 +23,10 @@ func (b *Batch) Add(run *Run) {
 	if b.cols == nil {
 		b.cols = sampleColumns()
 	}
+	row := &runRow{Run: run, exclusions: ExclusionsOf(run)}
 	for _, c := range b.cols {
 		for i := range run.Report.Samples {
-			c.add(run, &run.Report.Samples[i])
+			c.add(row, &run.Report.Samples[i])
 		}
 	}
 	b.rows += len(run.Report.Samples)

@@ -52,7 +52,7 @@ func TestMigrateAppliesOnceThenNoop(t *testing.T) {
 		tables = append(tables, n)
 	}
 	rows.Close()
-	for _, want := range []string{"samples", "samples_hourly", "samples_hourly_mv", "schema_migrations"} {
+	for _, want := range []string{"samples", "samples_rollup", "samples_rollup_mv", "schema_migrations"} {
 		if !slices.Contains(tables, want) {
 			t.Errorf("table %s missing after migrate; have %v", want, tables)
 		}

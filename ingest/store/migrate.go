@@ -20,11 +20,26 @@ var migrations embed.FS
 //go:embed sql/schema_migrations.sql
 var schemaMigrationsDDL string
 
-// Migration is one numbered schema change: a single SQL statement.
+// Migration is one numbered schema change: one SQL statement, or several
+// separated by a ";" at the end of a line, run in order. A migration is
+// recorded once all its statements ran, so an interrupted one runs again
+// from its first statement: each must be safe to repeat (IF NOT EXISTS, or
+// a TRUNCATE before a copy).
 type Migration struct {
 	Version int
 	Name    string // file name, e.g. "0001_samples.sql"
 	SQL     string
+}
+
+// Statements splits the migration into its statements.
+func (m Migration) Statements() []string {
+	var out []string
+	for _, st := range strings.Split(m.SQL, ";\n") {
+		if st = strings.TrimSpace(st); st != "" {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // Migrations returns the embedded migrations in version order.
@@ -89,8 +104,10 @@ func Migrate(ctx context.Context, conn driver.Conn) ([]string, error) {
 		if done[m.Version] {
 			continue
 		}
-		if err := conn.Exec(ctx, m.SQL); err != nil {
-			return applied, fmt.Errorf("applying migration %s: %w", m.Name, err)
+		for i, st := range m.Statements() {
+			if err := conn.Exec(ctx, st); err != nil {
+				return applied, fmt.Errorf("applying migration %s (statement %d): %w", m.Name, i+1, err)
+			}
 		}
 		if err := record(ctx, conn, m); err != nil {
 			return applied, fmt.Errorf("recording migration %s: %w", m.Name, err)

@@ -15,11 +15,11 @@ var (
 	retentionPartitionsSQL string
 	//go:embed sql/drop_samples_partition.sql
 	dropSamplesPartitionSQL string
-	//go:embed sql/drop_samples_hourly_partition.sql
-	dropHourlyPartitionSQL string
+	//go:embed sql/drop_samples_rollup_partition.sql
+	dropRollupPartitionSQL string
 )
 
-// DropExpired drops the month partitions of samples and samples_hourly
+// DropExpired drops the month partitions of samples and samples_rollup
 // that lie entirely before now − retention, and returns them as
 // "table/YYYYMM". A retention of zero or less drops nothing. Dropping whole
 // partitions is the retention mechanism both ClickHouse 18.16 (no TTL) and
@@ -62,8 +62,8 @@ func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration,
 	var dropped []string
 	for _, pt := range expired {
 		q := dropSamplesPartitionSQL
-		if pt.table == "samples_hourly" {
-			q = dropHourlyPartitionSQL
+		if pt.table == "samples_rollup" {
+			q = dropRollupPartitionSQL
 		}
 		if err := conn.Exec(ctx, q, pt.month); err != nil {
 			return dropped, fmt.Errorf("dropping partition %d of %s: %w", pt.month, pt.table, err)

@@ -1,6 +1,6 @@
 -- Point estimates per group × outcome from the hourly rollup, for the
 -- default selection (parallel, successful, non-bot). Whole hours inside the
--- window come from samples_hourly; the partial hours at either edge are
+-- window come from samples_rollup; the partial hours at either edge are
 -- aggregated from raw samples into the same states, so the window is exact.
 -- Parameters: first whole hour, end of whole hours, site twice, then the
 -- two raw edges [since, first whole hour) and [end of whole hours, until)
@@ -17,9 +17,10 @@ FROM
 (
     SELECT /*GROUP*/ AS grp, toString(outcome) AS oc,
            runs AS runs_state, samples AS samples_state, duration AS duration_state
-    FROM samples_hourly
+    FROM samples_rollup
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
+      AND bitAnd(exclusions, 64) = 0
     /*RAW EDGES*/
     UNION ALL
     SELECT /*GROUP*/ AS grp, toString(outcome) AS oc,

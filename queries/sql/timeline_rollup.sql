@@ -8,9 +8,10 @@ SELECT
 FROM
 (
     SELECT hour AS h, toString(outcome) AS oc, samples AS samples_state
-    FROM samples_hourly
+    FROM samples_rollup
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
+      AND bitAnd(exclusions, 64) = 0
     /*RAW EDGES*/
     UNION ALL
     SELECT toStartOfHour(time) AS h, toString(outcome) AS oc, countState() AS samples_state

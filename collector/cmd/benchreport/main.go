@@ -115,10 +115,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		// A live server merges rollup parts in the background; right after a
 		// bulk load there are ~rows/batch unmerged parts of t-digest states.
 		t1 := time.Now()
-		if err := conn.Exec(ctx, "OPTIMIZE TABLE samples_hourly FINAL"); err != nil {
+		if err := conn.Exec(ctx, "OPTIMIZE TABLE samples_rollup FINAL"); err != nil {
 			return fmt.Errorf("optimizing the rollup: %w", err)
 		}
-		fmt.Fprintf(out, "OPTIMIZE TABLE samples_hourly FINAL: %s\n", time.Since(t1).Round(time.Millisecond))
+		fmt.Fprintf(out, "OPTIMIZE TABLE samples_rollup FINAL: %s\n", time.Since(t1).Round(time.Millisecond))
 	}
 	fmt.Fprintf(out, "loaded %d samples in %s (%.0f rows/s), ClickHouse %s\n", loaded, loadTime.Round(time.Millisecond),
 		float64(loaded)/loadTime.Seconds(), version(ctx, conn))

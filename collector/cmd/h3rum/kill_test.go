@@ -161,7 +161,7 @@ func TestKillServeLosesNothingAcknowledged(t *testing.T) {
 	waitFor(t, 30*time.Second, "raw rows, rollup and runs to agree", func() (bool, error) {
 		err := conn.QueryRow(context.Background(), `SELECT
 			(SELECT count() FROM samples WHERE site = 'kill'),
-			(SELECT toUInt64(countMerge(samples)) FROM samples_hourly WHERE site = 'kill'),
+			(SELECT toUInt64(countMerge(samples)) FROM samples_rollup WHERE site = 'kill'),
 			(SELECT uniqExact(run_id) FROM samples WHERE site = 'kill')`).Scan(&raw, &rollup, &runs)
 		return err == nil && raw == 13*runs && rollup == 10*runs, err
 	})

@@ -126,9 +126,18 @@ func Private(t testing.TB) *store.Local {
 // report with a fresh run id, a Berlin Chrome visitor), received now.
 func Run(t testing.TB, site string) store.Run {
 	t.Helper()
-	var id [16]byte
-	rand.Read(id[:])
-	wire := beacontest.Report(beacontest.Run{ID: hex.EncodeToString(id[:]), Site: site})
+	return RunOf(t, beacontest.Run{Site: site})
+}
+
+// RunOf is Run for the report r describes; an empty r.ID gets a fresh one.
+func RunOf(t testing.TB, r beacontest.Run) store.Run {
+	t.Helper()
+	if r.ID == "" {
+		var id [16]byte
+		rand.Read(id[:])
+		r.ID = hex.EncodeToString(id[:])
+	}
+	wire := beacontest.Report(r)
 	rep, err := beacon.Decode(wire)
 	if err != nil {
 		t.Fatalf("test report does not decode: %v", err)

@@ -1,0 +1,1 @@
+ALTER TABLE samples_rollup DROP PARTITION ?
