@@ -56,6 +56,8 @@ vet: go-check
 ## test: the whole suite — real ClickHouse, real headless Chromium, a bounded fuzz run
 test: deps vet
 	$(GOTEST) ./...
+# the interval-coverage simulation at full strength: under -race it runs a sixteenth of its data sets
+	$(GO) test ./queries -run '^TestIntervalCoverage$$' -count=1
 	$(MAKE) fuzz
 
 fuzz: go-check

@@ -15,6 +15,7 @@ import (
 // returned them in.
 type runSamples struct {
 	h2, h3       []float64 // every selected sample
+	fbDur, other []float64 // the fallback and other outcomes, for exact percentiles
 	h2Par, h3Par []float64 // parallel batches only, for the paired view
 	fbPar        int       // parallel requests to the H3 origin that used h2/h1
 	gotH3, fb    int       // selected requests to the H3 origin: got h3 / got h2 or h1
@@ -41,13 +42,16 @@ func splitRun(d []float32, oc, par []uint8) runSamples {
 				r.h3Par = append(r.h3Par, x)
 			}
 		case store.OutcomeWantedH3GotH2:
+			r.fbDur = append(r.fbDur, x)
 			r.fb++
 			if p {
 				r.fbPar++
 			}
+		default:
+			r.other = append(r.other, x)
 		}
 	}
-	for _, s := range [][]float64{r.h2, r.h3, r.h2Par, r.h3Par} {
+	for _, s := range [][]float64{r.h2, r.h3, r.fbDur, r.other, r.h2Par, r.h3Par} {
 		slices.Sort(s)
 	}
 	return r
@@ -57,6 +61,8 @@ func compareRuns(a, b runSamples) int {
 	return cmp.Or(
 		slices.Compare(a.h2, b.h2),
 		slices.Compare(a.h3, b.h3),
+		slices.Compare(a.fbDur, b.fbDur),
+		slices.Compare(a.other, b.other),
 		slices.Compare(a.h2Par, b.h2Par),
 		slices.Compare(a.h3Par, b.h3Par),
 		cmp.Compare(a.fbPar, b.fbPar),
@@ -173,8 +179,9 @@ func interval(reps []float64, want int) (lo, hi float64, ok bool) {
 	return quantile7(reps, 0.025), quantile7(reps, 0.975), true
 }
 
-// analyse computes, from a group's runs, the paired view, the availability
-// interval and the bootstrap intervals of every percentile and difference.
+// analyse computes, from a group's runs, exact percentiles where settle
+// allows, the paired view, the availability interval and the bootstrap
+// intervals of every sufficient percentile and difference.
 //
 // Method: cluster (run) bootstrap. A replicate draws len(runs) runs with
 // replacement and recomputes every statistic over all samples of the drawn
@@ -185,6 +192,7 @@ func interval(reps []float64, want int) (lo, hi float64, ok bool) {
 // When the runs are a sample of m out of n, deviations are scaled by
 // sqrt(m/n) (m-out-of-n bootstrap) to estimate the full-data interval.
 func analyse(g *Group, runs []runSamples, o *Options) {
+	settle(g, runs)
 	m := len(runs)
 	var x2, x3, pd []obs
 	gotH3 := make([]int32, m)
@@ -306,15 +314,15 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 		return ptr(est + s*(lo-base)), ptr(est + s*(hi-base))
 	}
 	for i := range qs {
-		if g.H2 != nil && has2 {
+		if g.H2 != nil && has2 && !g.H2.Percentiles[i].Insufficient {
 			p := &g.H2.Percentiles[i]
 			p.CILowMS, p.CIHighMS = shifted(rep2[i], p.MS, base2[i], scale)
 		}
-		if g.H3 != nil && has3 {
+		if g.H3 != nil && has3 && !g.H3.Percentiles[i].Insufficient {
 			p := &g.H3.Percentiles[i]
 			p.CILowMS, p.CIHighMS = shifted(rep3[i], p.MS, base3[i], scale)
 		}
-		if len(g.Diff) == len(qs) && has2 && has3 {
+		if len(g.Diff) == len(qs) && has2 && has3 && !g.Diff[i].Insufficient {
 			d := &g.Diff[i]
 			d.CILowMS, d.CIHighMS = shifted(repDiff[i], d.MS, base3[i]-base2[i], scale)
 			if base2[i] != 0 {
@@ -431,7 +439,7 @@ func availability(g *Group) *Availability {
 	if g.H3 == nil && g.WantedH3GotH2 == nil {
 		return nil
 	}
-	a := &Availability{}
+	a := &Availability{Unit: "requests"}
 	if g.H3 != nil {
 		a.GotH3 = g.H3.Samples
 	}

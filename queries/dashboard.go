@@ -25,6 +25,7 @@ var dashboardTmpl = template.Must(template.New("dashboard.html").Funcs(template.
 	"cishr":  shareCI,
 	"time":   func(t time.Time) string { return t.Format("2006-01-02 15:04 UTC") },
 	"label":  func(k string) string { return outcomeLabel[k] },
+	"rule":   sufficiencyText,
 }).ParseFS(assets, "assets/dashboard.html"))
 
 // Chart colours (Tableau 10): H2 blue, H3 orange, fallback red, other grey.
@@ -49,6 +50,7 @@ type chart struct {
 type rect struct {
 	X, Y, W, H float64
 	Fill       string
+	Faded      bool // an estimate with too few runs for an interval
 	Tip        string
 }
 
@@ -126,7 +128,8 @@ func niceMax(v float64) float64 {
 	return niceStep(v)
 }
 
-// percentileChart draws p50/p90/p95 of H2 and H3 side by side per group.
+// percentileChart draws p50/p90/p95 of H2 and H3 side by side per group;
+// an estimate with too few runs for an interval is drawn faded.
 func percentileChart(r *Report) chart {
 	pcts := []int{0, 2, 3} // indexes of p50, p90, p95
 	groups := r.Groups[:min(len(r.Groups), maxGroups)]
@@ -162,8 +165,12 @@ func percentileChart(r *Report) chart {
 				if j == 1 {
 					fill, proto = colH3, "h3"
 				}
+				tip := fmt.Sprintf("%s %s p%g: %s ms", g.Group, proto, p.P, ms(p.MS))
+				if p.Insufficient {
+					tip += " (too few runs for an interval)"
+				}
 				c.Rects = append(c.Rects, rect{X: x, Y: y(p.MS), W: bw - 1, H: c.H - bottom - y(p.MS), Fill: fill,
-					Tip: fmt.Sprintf("%s %s p%g: %s ms", g.Group, proto, p.P, ms(p.MS))})
+					Faded: p.Insufficient, Tip: tip})
 			}
 			c.Texts = append(c.Texts, text{X: x0 + float64(k)*(2*bw+gap) + bw, Y: c.H - bottom + 12, S: "p" + strconv.Itoa(int(percentiles[i])), Anchor: "middle"})
 		}

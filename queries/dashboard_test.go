@@ -117,7 +117,7 @@ func TestDashboardInChromium(t *testing.T) {
 
 	// First load with ?token=: the handler sets the cookie and redirects.
 	url := srv.URL + "/dashboard?" + window + "&token=" + testToken
-	dom, err := chromium.DumpDOM(ctx, url, chromium.Options{VirtualTimeBudget: 3 * time.Second})
+	dom, err := chromium.DumpDOM(ctx, url, chromium.Options{VirtualTimeBudget: 8 * time.Second})
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
@@ -188,6 +188,10 @@ func TestDashboardStreamsEstimateThenComplete(t *testing.T) {
 	// Intervals appear only in the complete part.
 	if strings.Contains(body[est:tmpl], "95% CI [") || !strings.Contains(body[tmpl:], "95% CI [") {
 		t.Errorf("intervals: estimate has them %v, complete has them %v", strings.Contains(body[est:tmpl], "95% CI ["), strings.Contains(body[tmpl:], "95% CI ["))
+	}
+	// Estimates with too few runs for an interval are marked, not bracketed.
+	if !strings.Contains(body[tmpl:], `class="n insufficient"`) || !strings.Contains(body[tmpl:], "†<br><small>—</small>") {
+		t.Errorf("complete part does not mark estimates with too few runs")
 	}
 	if !strings.HasSuffix(strings.TrimSpace(body), "</html>") {
 		t.Errorf("page not closed: …%s", body[max(0, len(body)-80):])

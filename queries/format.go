@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // outcomeLabel names outcomes for people.
@@ -20,7 +22,7 @@ var outcomeLabel = map[string]string{
 
 // Selection describes the report's sample selection in words.
 func (r *Report) Selection() string {
-	parts := []string{"parallel batches", "successful requests", "non-bot runs"}
+	parts := []string{"parallel batches", "successful requests", "non-bot runs", "like-for-like runs only"}
 	if r.Filters.IncludeWarmup {
 		parts[0] = "warm-up and parallel requests"
 	}
@@ -30,7 +32,38 @@ func (r *Report) Selection() string {
 	if r.Filters.IncludeBots {
 		parts[2] = "all runs including bots"
 	}
+	if r.Filters.IncludeExcluded {
+		parts[3] = "runs with exclusions too"
+	}
 	return strings.Join(parts, ", ")
+}
+
+// DesignText names the report's test design and how many others the
+// window holds.
+func (r *Report) DesignText() string {
+	d := r.Design
+	if d.All {
+		return "all designs pooled"
+	}
+	s := fmt.Sprintf("design: %d parallel, %d bytes, %d warm-ups, script v%d", d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor)
+	if n := len(r.Designs) - 1; n > 0 {
+		s += fmt.Sprintf(" (%d other design(s) in the window: --design)", n)
+	}
+	return s
+}
+
+// ExcludedText lists a group's runs left out of the headline by reason.
+func (g Group) ExcludedText() string {
+	if len(g.Excluded) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, name := range store.ExclusionNames {
+		if n := g.Excluded[name]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", name, n))
+		}
+	}
+	return fmt.Sprintf("%s: %d runs of the design; left out: %s", g.Group, g.DesignRuns, strings.Join(parts, ", "))
 }
 
 // CIText describes the interval method in words.
@@ -38,7 +71,24 @@ func (r *Report) CIText() string {
 	if r.CI.Method != "cluster_bootstrap_runs" {
 		return "no confidence intervals"
 	}
-	return fmt.Sprintf("95 %% CI: bootstrap over runs, %d replicates, at most %d runs per group", r.CI.Replicates, r.CI.MaxRunsPerGroup)
+	return fmt.Sprintf("95 %% CI: bootstrap over runs, %d replicates, at most %d runs per group, where runs × (1 − p) ≥ %d",
+		r.CI.Replicates, r.CI.MaxRunsPerGroup, r.CI.MinTailRuns)
+}
+
+// EstimateText says where percentiles come from.
+func (r *Report) EstimateText() string {
+	return fmt.Sprintf("percentiles exact (type 7) below %d samples of an outcome, unless its group was thinned; t-digest otherwise", r.ExactBelowSamples)
+}
+
+// insufficientMark follows an estimate too few runs stand behind.
+const insufficientMark = "†"
+
+// flagged marks an estimate insufficient for an interval.
+func flagged(v string, insufficient bool) string {
+	if insufficient {
+		return v + insufficientMark
+	}
+	return v
 }
 
 func siteText(s string) string {
@@ -62,6 +112,8 @@ func signed(v float64, unit string) string {
 	return s + unit
 }
 
+// ci formats an interval, "-" when none was computed (an estimate with
+// too few runs for one shows "—" instead).
 func ci(lo, hi *float64, unit string) string {
 	if lo == nil || hi == nil {
 		return "-"
@@ -84,7 +136,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	bw := &errWriter{w: w}
 	fmt.Fprintf(bw, "h3rum report  %s – %s  %s  by %s  (source: %s)\n",
 		r.Since.Format(time.RFC3339), r.Until.Format(time.RFC3339), siteText(r.Site), r.By, r.Source)
-	fmt.Fprintf(bw, "selection: %s; %s\n\n", r.Selection(), r.CIText())
+	fmt.Fprintf(bw, "selection: %s; %s; %s; %s\n\n", r.Selection(), r.DesignText(), r.EstimateText(), r.CIText())
 	if len(r.Groups) == 0 {
 		fmt.Fprintln(bw, "no samples in this window")
 		return bw.err
@@ -103,7 +155,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "p%g\t", p)
 	}
 	fmt.Fprintln(tw)
-	small := false
+	small, insufficient := false, false
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		small = small || g.TooSmall
@@ -121,7 +173,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t", label(), outcomeLabel[o.key], o.s.Runs, o.s.Samples)
 			for _, p := range o.s.Percentiles {
-				fmt.Fprintf(tw, "%s\t", ms(p.MS))
+				fmt.Fprintf(tw, "%s\t", flagged(ms(p.MS), p.Insufficient))
+				insufficient = insufficient || p.Insufficient
 			}
 			fmt.Fprintln(tw)
 		}
@@ -160,7 +213,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 				signed(p.P90MS, ""), ci(p.P90CILowMS, p.P90CIHighMS, ""),
 				share(p.H3WonShare), shareCI(p.H3WonCILow, p.H3WonCIHigh))
 		})
-	section("HTTP/3 availability: requests to the H3 origin that used h3", 1,
+	section("HTTP/3 availability: runs (estimate: requests) whose H3 batch used h3 throughout", 1,
 		"group\twanted h3\tgot h3\tshare\t95% CI\t", func(tw io.Writer, g *Group) {
 			a := g.Availability
 			if a == nil {
@@ -185,8 +238,24 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 		})
 	}
+	var excl []string
+	for i := range r.Groups {
+		if t := r.Groups[i].ExcludedText(); t != "" {
+			excl = append(excl, t)
+		}
+	}
+	if len(excl) > 0 {
+		fmt.Fprintf(bw, "\nRuns left out of the headline, by reason (a run under each of its reasons)\n  %s\n", strings.Join(excl, "\n  "))
+	}
+	if small || insufficient {
+		fmt.Fprintln(bw)
+	}
 	if small {
-		fmt.Fprintf(bw, "\n* fewer than %d runs with H2 or H3: shown, but not to be trusted.\n", r.MinRuns)
+		fmt.Fprintf(bw, "* fewer than %d runs with H2 or H3: shown, but not to be trusted.\n", r.MinRuns)
+	}
+	if insufficient {
+		fmt.Fprintf(bw, "%s too few runs for an interval at this percentile (%s): estimate only, interval —.\n",
+			insufficientMark, sufficiencyText())
 	}
 	return bw.err
 }
@@ -197,13 +266,17 @@ func diffRows(tw io.Writer, label, title, unit string, diffs []Diff, withCI bool
 	fmt.Fprintf(tw, "%s\t%s\t\t\t", label, title)
 	for _, d := range diffs {
 		v, _, _ := pick(d)
-		fmt.Fprintf(tw, "%s\t", signed(v, unit))
+		fmt.Fprintf(tw, "%s\t", flagged(signed(v, unit), d.Insufficient))
 	}
 	fmt.Fprintln(tw)
 	if withCI {
 		fmt.Fprint(tw, "\t  95% CI\t\t\t")
 		for _, d := range diffs {
 			_, lo, hi := pick(d)
+			if d.Insufficient {
+				fmt.Fprint(tw, "—\t")
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t", ci(lo, hi, unit))
 		}
 		fmt.Fprintln(tw)
@@ -227,8 +300,10 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // CSVHeader is the header row of WriteCSV: one figure per row ("tidy"
 // data). measure is duration_ms, diff_ms, diff_pct, paired_median_ms,
 // paired_p90_ms, paired_h3_won_share, h3_availability or failures; p is
-// the percentile where one applies.
-var CSVHeader = []string{"group", "too_small", "measure", "outcome", "p", "value", "ci_low", "ci_high", "runs", "samples"}
+// the percentile where one applies; insufficient is true or false for
+// percentiles and differences (too few runs for an interval: ci_low and
+// ci_high empty) and empty for the other measures.
+var CSVHeader = []string{"group", "too_small", "measure", "outcome", "p", "value", "ci_low", "ci_high", "runs", "samples", "insufficient"}
 
 // WriteCSV writes the report as CSV with CSVHeader's columns.
 func (r *Report) WriteCSV(w io.Writer) error {
@@ -244,22 +319,27 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		small := strconv.FormatBool(g.TooSmall)
-		row := func(measure, outcome, p, value, lo, hi string, runs, samples int) {
-			cw.Write([]string{g.Group, small, measure, outcome, p, value, lo, hi, strconv.Itoa(runs), strconv.Itoa(samples)})
+		// rowIns writes a percentile or a difference, row the rest.
+		rowIns := func(measure, outcome, p, value, lo, hi string, runs, samples int, insufficient string) {
+			cw.Write([]string{g.Group, small, measure, outcome, p, value, lo, hi, strconv.Itoa(runs), strconv.Itoa(samples), insufficient})
 		}
+		row := func(measure, outcome, p, value, lo, hi string, runs, samples int) {
+			rowIns(measure, outcome, p, value, lo, hi, runs, samples, "")
+		}
+		b := strconv.FormatBool
 		for _, o := range g.outcomes() {
 			if o.s == nil {
 				continue
 			}
 			for _, p := range o.s.Percentiles {
-				row("duration_ms", o.key, f(p.P), f(p.MS), fp(p.CILowMS), fp(p.CIHighMS), o.s.Runs, o.s.Samples)
+				rowIns("duration_ms", o.key, f(p.P), f(p.MS), fp(p.CILowMS), fp(p.CIHighMS), o.s.Runs, o.s.Samples, b(p.Insufficient))
 			}
 		}
 		for _, d := range g.Diff {
-			row("diff_ms", "h3-h2", f(d.P), f(d.MS), fp(d.CILowMS), fp(d.CIHighMS), 0, 0)
+			rowIns("diff_ms", "h3-h2", f(d.P), f(d.MS), fp(d.CILowMS), fp(d.CIHighMS), 0, 0, b(d.Insufficient))
 		}
 		for _, d := range g.Diff {
-			row("diff_pct", "h3-h2", f(d.P), f(d.Pct), fp(d.CILowPct), fp(d.CIHighPct), 0, 0)
+			rowIns("diff_pct", "h3-h2", f(d.P), f(d.Pct), fp(d.CILowPct), fp(d.CIHighPct), 0, 0, b(d.Insufficient))
 		}
 		if p := g.Paired; p != nil {
 			row("paired_median_ms", "h3-h2", "50", f(p.MedianMS), fp(p.MedianCILowMS), fp(p.MedianCIHighMS), p.Runs, 0)

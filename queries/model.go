@@ -27,18 +27,25 @@ var (
 // Report is the regional comparison of HTTP/3 and HTTP/2 for one window.
 // Its JSON shape is documented in REPORT.md and stable within Version.
 type Report struct {
-	Version     int       `json:"version"`
-	Since       time.Time `json:"since"`
-	Until       time.Time `json:"until"`
-	Site        string    `json:"site"` // "" = all sites
-	By          string    `json:"by"`
-	MinRuns     int       `json:"min_runs"`
-	Filters     Filters   `json:"filters"`
-	Source      string    `json:"source"` // "rollup" or "raw": where point estimates came from
-	Percentiles []float64 `json:"percentiles"`
-	CI          CIMethod  `json:"ci"`
-	Groups      []Group   `json:"groups"`
-	Timeline    []Hour    `json:"timeline"`
+	Version int       `json:"version"`
+	Since   time.Time `json:"since"`
+	Until   time.Time `json:"until"`
+	Site    string    `json:"site"` // "" = all sites
+	By      string    `json:"by"`
+	MinRuns int       `json:"min_runs"`
+	Filters Filters   `json:"filters"`
+	// Design is the one test design the report covers; Designs lists every
+	// design in the window with its runs (rollup estimate), most first.
+	Design      Design        `json:"design"`
+	Designs     []DesignCount `json:"designs"`
+	Source      string        `json:"source"` // "rollup" or "raw": where point estimates came from
+	Percentiles []float64     `json:"percentiles"`
+	// ExactBelowSamples is the size under which an outcome's percentiles
+	// are exact (Stats.Exact; the constant of that name).
+	ExactBelowSamples int      `json:"exact_below_samples"`
+	CI                CIMethod `json:"ci"`
+	Groups            []Group  `json:"groups"`
+	Timeline          []Hour   `json:"timeline"`
 	// Stages is how long each step of Run took (not part of the JSON).
 	Stages []Stage `json:"-"`
 
@@ -58,9 +65,10 @@ type Stage struct {
 // Filters says which samples the report includes beyond the default
 // (parallel batches, successful requests, non-bot runs).
 type Filters struct {
-	IncludeWarmup bool `json:"include_warmup"`
-	IncludeFailed bool `json:"include_failed"`
-	IncludeBots   bool `json:"include_bots"`
+	IncludeWarmup   bool `json:"include_warmup"`
+	IncludeFailed   bool `json:"include_failed"`
+	IncludeBots     bool `json:"include_bots"`
+	IncludeExcluded bool `json:"include_excluded"`
 }
 
 // CIMethod describes how confidence intervals were computed.
@@ -70,6 +78,9 @@ type CIMethod struct {
 	Replicates      int     `json:"replicates"`
 	MaxRunsPerGroup int     `json:"max_runs_per_group"`
 	Seed            uint64  `json:"seed"`
+	// MinTailRuns is K of the sufficiency rule: an interval at percentile
+	// p needs runs × (1 − p/100) ≥ K (MinTailRuns).
+	MinTailRuns int `json:"min_tail_runs"`
 }
 
 // Group is one region (or browser, ASN, …) of the report.
@@ -90,6 +101,11 @@ type Group struct {
 	Paired        *Paired       `json:"paired"`
 	Availability  *Availability `json:"h3_availability"`
 	Failures      []Failure     `json:"failures"`
+	// DesignRuns counts the group's runs of the report's design before
+	// exclusions; Excluded, the runs left out of the headline by reason
+	// (a run under each reason it has). Both come with the complete report.
+	DesignRuns int            `json:"design_runs"`
+	Excluded   map[string]int `json:"excluded_runs"`
 	// BootstrapRuns is how many runs the bootstrap and the paired view
 	// used: all runs, or a uniform sample of about MaxRunsPerGroup.
 	BootstrapRuns int  `json:"bootstrap_runs"`
@@ -109,9 +125,12 @@ func (g *Group) outcomes() []outcomeStats {
 
 // Stats are the figures of one outcome in one group.
 type Stats struct {
-	Runs        int          `json:"runs"`
-	Samples     int          `json:"samples"`
-	TooSmall    bool         `json:"too_small"`
+	Runs     int  `json:"runs"`
+	Samples  int  `json:"samples"`
+	TooSmall bool `json:"too_small"`
+	// Exact is set when the percentiles are exact type-7 quantiles of all
+	// the samples, computed in Go, rather than ClickHouse's t-digest.
+	Exact       bool         `json:"exact"`
 	Percentiles []Percentile `json:"percentiles"`
 }
 
@@ -122,6 +141,10 @@ type Percentile struct {
 	MS       float64  `json:"ms"`
 	CILowMS  *float64 `json:"ci_low_ms"`
 	CIHighMS *float64 `json:"ci_high_ms"`
+	// Insufficient is set when the outcome has too few runs for an
+	// interval at P (MinTailRuns): MS is shown, not to be trusted, and the
+	// interval is null.
+	Insufficient bool `json:"insufficient"`
 }
 
 // Diff is H3 − H2 at one percentile: negative means HTTP/3 is faster.
@@ -133,6 +156,9 @@ type Diff struct {
 	Pct       float64  `json:"pct"` // 100 × (H3 − H2) / H2
 	CILowPct  *float64 `json:"ci_low_pct"`
 	CIHighPct *float64 `json:"ci_high_pct"`
+	// Insufficient is set when H2 or H3 is insufficient at P; the
+	// intervals are then null.
+	Insufficient bool `json:"insufficient"`
 }
 
 // Paired is the within-run comparison: for each run whose parallel H3
@@ -163,6 +189,10 @@ type Histogram struct {
 // Availability is the share of requests sent to the H3 origin that used
 // h3, out of those that used h3, h2 or h1 (unknown protocols excluded).
 type Availability struct {
+	// Unit is what WantedH3 and GotH3 count: "runs" (runs with an H3 batch,
+	// and those whose every H3-batch request used h3) in a complete
+	// report, "requests" in an estimate.
+	Unit     string   `json:"unit"`
 	WantedH3 int      `json:"wanted_h3"`
 	GotH3    int      `json:"got_h3"`
 	Share    float64  `json:"share"`

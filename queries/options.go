@@ -30,9 +30,9 @@ type Source string
 const (
 	// SourceAuto uses the hourly rollup when it can answer (default
 	// filters, grouping by continent, country or none) and raw rows
-	// otherwise. With the rollup, a window of 6 h or more is rounded
-	// inward to whole hours (Report.Since/Until say so), so that no raw
-	// row is read for the point estimates.
+	// otherwise. With the rollup the window still ends at Until: the
+	// partial hours at its edges come from raw rows (the table is sorted
+	// by hour, so only those hours are read).
 	SourceAuto Source = ""
 	// SourceRaw always reads raw samples.
 	SourceRaw Source = "raw"
@@ -46,7 +46,7 @@ const (
 	DefaultWindow          = 24 * time.Hour
 	DefaultMinRuns         = 30
 	DefaultReplicates      = 1000
-	DefaultMaxRunsPerGroup = 1000
+	DefaultMaxRunsPerGroup = 3000       // twice what p99 needs for an interval: see MaxRunsPerGroup
 	DefaultSeed            = 0x68337275 // "h3ru": reports are reproducible
 )
 
@@ -66,6 +66,16 @@ type Options struct {
 	// IncludeWarmup, IncludeFailed and IncludeBots widen the default
 	// selection (parallel batches of non-bot runs, successful requests).
 	IncludeWarmup, IncludeFailed, IncludeBots bool
+	// IncludeExcluded widens the selection past the like-for-like
+	// headline: runs with exclusions (fallback, cold connection, failed or
+	// short warm-up, partial, failed request, bot, unchecked) are counted
+	// too. IncludeBots still decides about bots.
+	IncludeExcluded bool
+	// Design is the test design the report covers: runs of different
+	// designs are never pooled. The zero Design means the most common one
+	// in the window; ParseDesign reads "parallel,bytes,warmup,major" or
+	// "all" (pool every design, on request only).
+	Design Design
 	// Source chooses rollup or raw rows for point estimates. Default auto.
 	Source Source
 	// Replicates is the number of bootstrap replicates for confidence
@@ -73,7 +83,13 @@ type Options struct {
 	Replicates int
 	// MaxRunsPerGroup caps the runs per group fetched for the bootstrap
 	// and the paired view (a uniform hash sample of runs beyond it).
-	// 0 means DefaultMaxRunsPerGroup.
+	// Intervals are computed on the fetched runs, so the cap must hold what
+	// the highest percentile needs under the sufficiency rule (MinTailRuns:
+	// 1500 runs for p99); a lower one is refused. The default is twice
+	// that, so that in a thinned group the protocol with fewer runs (H3
+	// when many runs fell back to h2) keeps p99 too, up to half of them
+	// missing. Groups up to the cap also get exact percentiles (below
+	// ExactBelowSamples samples). 0 means DefaultMaxRunsPerGroup.
 	MaxRunsPerGroup int
 	// Seed seeds the bootstrap; 0 means DefaultSeed.
 	Seed uint64
@@ -132,8 +148,9 @@ func (o *Options) Validate() error {
 	if o.MaxRunsPerGroup == 0 {
 		o.MaxRunsPerGroup = DefaultMaxRunsPerGroup
 	}
-	if o.MaxRunsPerGroup < 2 {
-		return invalid("max runs per group %d must be at least 2", o.MaxRunsPerGroup)
+	if need := minRunCap(); o.MaxRunsPerGroup < need {
+		return invalid("max runs per group %d is below the %d runs p%g needs for an interval (%s)",
+			o.MaxRunsPerGroup, need, percentiles[len(percentiles)-1], sufficiencyText())
 	}
 	if o.Seed == 0 {
 		o.Seed = DefaultSeed
@@ -143,7 +160,7 @@ func (o *Options) Validate() error {
 
 // rollupAnswers reports whether the hourly rollup holds what o asks for.
 func (o *Options) rollupAnswers() bool {
-	return !o.IncludeWarmup && !o.IncludeFailed && !o.IncludeBots &&
+	return !o.IncludeWarmup && !o.IncludeFailed && !o.IncludeBots && !o.IncludeExcluded &&
 		(o.By == "continent" || o.By == "country" || o.By == "none")
 }
 
@@ -240,6 +257,10 @@ func OptionsFromValues(v url.Values, now time.Time) (Options, error) {
 			o.IncludeFailed, err = parseBool(key, val)
 		case "bots":
 			o.IncludeBots, err = parseBool(key, val)
+		case "excluded":
+			o.IncludeExcluded, err = parseBool(key, val)
+		case "design":
+			o.Design, err = ParseDesign(val)
 		case "source":
 			o.Source = Source(val)
 		case "token":
@@ -293,6 +314,12 @@ func (o *Options) values() url.Values {
 	}
 	if o.IncludeBots {
 		v.Set("bots", "1")
+	}
+	if o.IncludeExcluded {
+		v.Set("excluded", "1")
+	}
+	if o.Design.Set || o.Design.All {
+		v.Set("design", o.Design.String())
 	}
 	if o.Source != SourceAuto {
 		v.Set("source", string(o.Source))

@@ -124,7 +124,24 @@ func TestReportSingleProtocolAndGroupings(t *testing.T) {
 	rows := synth.All(synth.Config{Seed: 3, Runs: 600, OnlyH2: true})
 	load(t, conn, rows)
 	ctx := context.Background()
-	rep, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil})
+	// Runs without an H3 batch are no like-for-like pair: the headline
+	// leaves every one out, as partial, and shows the groups without figures.
+	head, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(head.Groups) == 0 {
+		t.Fatal("no groups in the headline report")
+	}
+	for _, g := range head.Groups {
+		if g.H2 != nil || g.H3 != nil || g.Excluded["partial"] != g.DesignRuns || g.DesignRuns == 0 {
+			t.Errorf("headline group %s: h2 %v h3 %v, %d of %d runs excluded as partial", g.Group, g.H2 != nil, g.H3 != nil,
+				g.Excluded["partial"], g.DesignRuns)
+		}
+	}
+	checkOutputs(t, head)
+	// Widened past the headline, the H2-only data is reported as such.
+	rep, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil, IncludeExcluded: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,15 +153,22 @@ func TestReportSingleProtocolAndGroupings(t *testing.T) {
 			t.Errorf("H2-only group %s: h2 %v h3 %v diff %d paired %v availability %v too_small %v",
 				g.Group, g.H2 != nil, g.H3 != nil, len(g.Diff), g.Paired, g.Availability, g.TooSmall)
 		}
-		if g.H2.Percentiles[0].CILowMS == nil {
-			t.Errorf("%s: H2 percentiles lack intervals", g.Group)
+		// Intervals where the group's runs are enough (MinTailRuns), none
+		// below: OC's few runs get none, EU's a p50 to p90.
+		for _, p := range g.H2.Percentiles {
+			if p.Insufficient != !sufficient(g.H2.Runs, p.P) || (p.CILowMS == nil) != p.Insufficient {
+				t.Errorf("%s p%g with %d runs: insufficient %v, interval %v", g.Group, p.P, g.H2.Runs, p.Insufficient, p.CILowMS != nil)
+			}
+		}
+		if g.Group == "EU" && g.H2.Percentiles[2].CILowMS == nil {
+			t.Errorf("EU (%d runs) has no p90 interval", g.H2.Runs)
 		}
 	}
 	checkOutputs(t, rep)
 
 	// Every grouping and filter gives the exact per-group sample counts.
 	for _, by := range Groupings() {
-		for _, f := range []Options{{}, {IncludeWarmup: true, IncludeFailed: true, IncludeBots: true}} {
+		for _, f := range []Options{{IncludeExcluded: true}, {IncludeWarmup: true, IncludeFailed: true, IncludeBots: true, IncludeExcluded: true}} {
 			o := f
 			o.Since, o.Until, o.By, o.Replicates = testSince, testUntil, by, -1
 			rep, err := Run(ctx, conn, o)
@@ -179,26 +203,36 @@ func TestReportSingleProtocolAndGroupings(t *testing.T) {
 	}
 }
 
+// A cap a third above what p99 needs thins a group and still shows every
+// interval; a cap below p99's need is refused (TestRunsNeeded). 3500 runs
+// are one insert, one part: the t-digest then reads the same both times.
 func TestReportSampledBootstrap(t *testing.T) {
 	conn := newDB(t)
-	load(t, conn, synth.All(synth.Config{Seed: 4, Runs: 3000, Regions: synth.DefaultRegions[:1]}))
+	load(t, conn, synth.All(synth.Config{Seed: 4, Runs: 3500, Regions: synth.DefaultRegions[:1]}))
 	ctx := context.Background()
 	full, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil, MaxRunsPerGroup: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	capped, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil, MaxRunsPerGroup: 500})
+	const limit = 2000
+	capped, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil, MaxRunsPerGroup: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f, c := full.Groups[0], capped.Groups[0]
-	if f.Sampled || !c.Sampled || c.BootstrapRuns < 350 || c.BootstrapRuns > 650 {
-		t.Fatalf("sampled %v/%v, bootstrap runs %d/%d; want about 500 when capped", f.Sampled, c.Sampled, f.BootstrapRuns, c.BootstrapRuns)
+	if f.Sampled || !c.Sampled || c.BootstrapRuns < limit*9/10 || c.BootstrapRuns > limit*11/10 {
+		t.Fatalf("sampled %v/%v, bootstrap runs %d/%d; want about %d when capped", f.Sampled, c.Sampled, f.BootstrapRuns, c.BootstrapRuns, limit)
+	}
+	if f.H2.Exact || c.H2.Exact || f.H2.Samples < ExactBelowSamples {
+		t.Fatalf("%d H2 samples, exact %v/%v: want t-digest estimates in both reports", f.H2.Samples, f.H2.Exact, c.H2.Exact)
 	}
 	// Point estimates come from ClickHouse either way; the scaled interval
 	// of the sample estimates the full-data width.
 	for i, d := range c.Diff {
 		fd := f.Diff[i]
+		if d.Insufficient || fd.Insufficient {
+			t.Fatalf("p%g: insufficient (capped %v, full %v) with %d and %d runs fetched", d.P, d.Insufficient, fd.Insufficient, c.BootstrapRuns, f.BootstrapRuns)
+		}
 		if d.MS != fd.MS {
 			t.Errorf("p%g: capped estimate %.3f differs from full %.3f", d.P, d.MS, fd.MS)
 		}
@@ -209,23 +243,35 @@ func TestReportSampledBootstrap(t *testing.T) {
 	}
 }
 
-func TestAutoSourceSnapsToHours(t *testing.T) {
+// TestAutoSourceCoversTheWholeWindow: the default (rollup) report covers
+// the window asked for, up to its last second — whole hours from the
+// rollup, the partial hours at the edges from raw rows — and counts
+// exactly what raw rows give for the same window.
+func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 	conn := newDB(t)
-	load(t, conn, synth.All(synth.Config{Seed: 6, Runs: 200}))
+	rows := synth.All(synth.Config{Seed: 6, Runs: 200})
+	load(t, conn, rows)
 	rep, err := Run(context.Background(), conn, Options{Since: testSince, Until: testUntil})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Source != "rollup" || !rep.Since.Equal(time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC)) || !rep.Until.Equal(time.Date(2025, 1, 2, 23, 0, 0, 0, time.UTC)) {
-		t.Errorf("auto report: source %s window %s – %s, want rollup 01:00 – 23:00", rep.Source, rep.Since, rep.Until)
+	if rep.Source != "rollup" || !rep.Since.Equal(testSince) || !rep.Until.Equal(testUntil) {
+		t.Errorf("auto report: source %s window %s – %s, want rollup %s – %s", rep.Source, rep.Since, rep.Until, testSince, testUntil)
 	}
-	raw, err := Run(context.Background(), conn, Options{Since: rep.Since, Until: rep.Until, Source: SourceRaw})
+	raw, err := Run(context.Background(), conn, Options{Since: testSince, Until: testUntil, Source: SourceRaw})
 	if err != nil {
 		t.Fatal(err)
 	}
+	o := Options{Since: testSince, Until: testUntil}
+	o.Validate()
+	want := exact(rows, o)
+	if len(raw.Groups) != len(rep.Groups) || len(rep.Groups) != len(want) {
+		t.Fatalf("%d rollup groups, %d raw, %d exact", len(rep.Groups), len(raw.Groups), len(want))
+	}
 	for i := range raw.Groups {
-		if raw.Groups[i].Samples != rep.Groups[i].Samples {
-			t.Errorf("%s: raw %d samples on the snapped window, rollup %d", raw.Groups[i].Group, raw.Groups[i].Samples, rep.Groups[i].Samples)
+		g := rep.Groups[i]
+		if raw.Groups[i].Samples != g.Samples || want[g.Group] == nil || want[g.Group].samples != g.Samples {
+			t.Errorf("%s: rollup %d samples, raw %d on the same window", g.Group, g.Samples, raw.Groups[i].Samples)
 		}
 	}
 }

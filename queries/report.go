@@ -45,36 +45,31 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 		}
 		useRollup = true
 	case SourceAuto:
+		// The window runs up to Until: whole hours from the rollup, the
+		// partial hours at its edges from raw rows, which the hour-sorted
+		// table reads without scanning the rest of the day.
 		useRollup = o.rollupAnswers()
-		if useRollup && o.Until.Sub(o.Since) >= snapMin {
-			// Raw rows of a partial hour cost a scan of the whole day (the
-			// table is ordered by day, then run), so a long window is
-			// rounded inward to whole hours and the rollup answers alone.
-			// Report.Since/Until show the window used.
-			since, until := o.Since.Truncate(time.Hour), o.Until.Truncate(time.Hour)
-			if since.Before(o.Since) {
-				since = since.Add(time.Hour)
-			}
-			o.Since, o.Until = since, until
-		}
 	}
 	w := newWindow(o.Since, o.Until)
 	rep := &Report{
-		Version:     ReportVersion,
-		Since:       o.Since,
-		Until:       o.Until,
-		Site:        o.Site,
-		By:          o.By,
-		MinRuns:     o.MinRuns,
-		Filters:     Filters{IncludeWarmup: o.IncludeWarmup, IncludeFailed: o.IncludeFailed, IncludeBots: o.IncludeBots},
-		Source:      "raw",
-		Percentiles: percentiles[:],
-		CI:          CIMethod{Method: "none", Level: 0.95},
-		Groups:      []Group{},
-		Timeline:    []Hour{},
+		Version: ReportVersion,
+		Since:   o.Since,
+		Until:   o.Until,
+		Site:    o.Site,
+		By:      o.By,
+		MinRuns: o.MinRuns,
+		Filters: Filters{IncludeWarmup: o.IncludeWarmup, IncludeFailed: o.IncludeFailed, IncludeBots: o.IncludeBots,
+			IncludeExcluded: o.IncludeExcluded},
+		Source:            "raw",
+		Percentiles:       percentiles[:],
+		ExactBelowSamples: ExactBelowSamples,
+		CI:                CIMethod{Method: "none", Level: 0.95, MinTailRuns: MinTailRuns},
+		Groups:            []Group{},
+		Timeline:          []Hour{},
 	}
 	if o.Replicates > 0 {
-		rep.CI = CIMethod{Method: "cluster_bootstrap_runs", Level: 0.95, Replicates: o.Replicates, MaxRunsPerGroup: o.MaxRunsPerGroup, Seed: o.Seed}
+		rep.CI = CIMethod{Method: "cluster_bootstrap_runs", Level: 0.95, Replicates: o.Replicates,
+			MaxRunsPerGroup: o.MaxRunsPerGroup, Seed: o.Seed, MinTailRuns: MinTailRuns}
 	}
 	if useRollup {
 		rep.Source = "rollup"
@@ -95,6 +90,20 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 		rep.Stages = append(rep.Stages, Stage{name, now.Sub(t0)})
 		t0 = now
 	}
+	ds, err := designs(ctx, conn, &o, w)
+	if err != nil {
+		return nil, err
+	}
+	rep.Designs = ds
+	switch {
+	case o.Design.Set || o.Design.All:
+	case len(ds) > 0:
+		o.Design = ds[0].Design
+	default:
+		o.Design.All = true // no run in the window: nothing to choose from
+	}
+	rep.Design = o.Design
+	stage("designs")
 	if err := points(ctx, conn, &o, w, useRollup, get); err != nil {
 		return nil, err
 	}
@@ -125,6 +134,9 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	}
 	start := time.Now()
 	if err := perRun(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
+		return err
+	}
+	if err := excluded(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
 		return err
 	}
 	rep.Stages = append(rep.Stages, Stage{"runs", time.Since(start)})
@@ -183,6 +195,9 @@ func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRoll
 				s.Percentiles[i].MS = round3(float64(qs[i]))
 			}
 		}
+		// Judged on the reported runs until the bootstrap counts the runs
+		// its intervals come from (settle).
+		s.markSufficiency(s.Runs)
 		switch outcome {
 		case OutcomeH2:
 			g.H2 = s
@@ -202,7 +217,7 @@ func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRoll
 
 // failures reads failed requests per group, origin and error code.
 func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
-	q, err := query("failures.sql", o.By)
+	q, err := query("failures.sql", o)
 	if err != nil {
 		return err
 	}
@@ -271,9 +286,6 @@ func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRo
 	return out, nil
 }
 
-// snapMin is the shortest window that SourceAuto rounds to whole hours.
-const snapMin = 6 * time.Hour
-
 // hashScale is the modulus of the run-sampling hash in runs.sql.
 const hashScale = 1000000
 
@@ -297,7 +309,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	if len(names) == 0 {
 		return nil
 	}
-	q, err := query("runs.sql", o.By)
+	q, err := query("runs.sql", o)
 	if err != nil {
 		return err
 	}
@@ -349,7 +361,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 func finishGroup(g *Group, o *Options) {
 	g.TooSmall = g.H2 == nil || g.H3 == nil || g.H2.TooSmall || g.H3.TooSmall
 	if g.Availability == nil {
-		g.Availability = availability(g) // the bootstrap replaces it, with an interval
+		g.Availability = availability(g) // per request; the complete report has it per run
 	}
 	if g.H2 != nil && g.H3 != nil && len(g.Diff) == 0 {
 		// Bootstrap did not run (no intervals wanted): point differences only.
@@ -360,8 +372,8 @@ func finishGroup(g *Group, o *Options) {
 func pointDiffs(h2, h3 *Stats) []Diff {
 	out := make([]Diff, len(percentiles))
 	for i, p := range percentiles {
-		a, b := h2.Percentiles[i].MS, h3.Percentiles[i].MS
-		out[i] = Diff{P: p, MS: round3(b - a), Pct: round3(pctChange(a, b))}
+		a, b := h2.Percentiles[i], h3.Percentiles[i]
+		out[i] = Diff{P: p, MS: round3(b.MS - a.MS), Pct: round3(pctChange(a.MS, b.MS)), Insufficient: a.Insufficient || b.Insufficient}
 	}
 	return out
 }

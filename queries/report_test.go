@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -80,13 +81,46 @@ func keyOf(s synth.Sample, by string) string {
 	return v
 }
 
-// selected applies the report's filters to a generated sample.
-func selected(s synth.Sample, o Options) bool {
+// selected applies the report's filters to a generated sample; ex holds
+// the runs' exclusions (synth.Exclusions). Every generated run has one
+// design, so the design filter keeps them all.
+func selected(s synth.Sample, o Options, ex map[uuid.UUID]store.Exclusions) bool {
 	return !s.Time.Before(o.Since) && s.Time.Before(o.Until) &&
 		(o.Site == "" || s.Site == o.Site) &&
 		(o.IncludeWarmup || s.Phase == "parallel") &&
 		(o.IncludeFailed || s.Error == "") &&
-		(o.IncludeBots || s.Bot == 0)
+		(o.IncludeBots || s.Bot == 0) &&
+		(o.IncludeExcluded || ex[s.RunID] == 0)
+}
+
+// runAvailabilityOf counts, among the non-bot runs of group in o's window,
+// those with an H3 batch and those whose every H3-batch request was served
+// over h3 without error.
+func runAvailabilityOf(rows []synth.Sample, group string, o Options) (available, withH3 int) {
+	type run struct{ n, ok int }
+	runs := map[uuid.UUID]*run{}
+	for _, s := range rows {
+		if keyOf(s, o.By) != group || s.Time.Before(o.Since) || !s.Time.Before(o.Until) || (o.Site != "" && s.Site != o.Site) ||
+			s.Bot != 0 || s.Phase != "parallel" || s.Want != "h3" {
+			continue
+		}
+		r := runs[s.RunID]
+		if r == nil {
+			r = &run{}
+			runs[s.RunID] = r
+		}
+		r.n++
+		if s.Got == "h3" && s.Error == "" {
+			r.ok++
+		}
+	}
+	for _, r := range runs {
+		withH3++
+		if r.ok == r.n {
+			available++
+		}
+	}
+	return available, withH3
 }
 
 // exactGroup is the test's own computation of one group.
@@ -105,8 +139,9 @@ type exactRun struct {
 
 func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
 	groups := map[string]*exactGroup{}
+	ex := synth.Exclusions(rows)
 	for _, s := range rows {
-		if !selected(s, o) {
+		if !selected(s, o, ex) {
 			continue
 		}
 		k := keyOf(s, o.By)
@@ -272,6 +307,24 @@ func TestReportMatchesExactComputation(t *testing.T) {
 		if len(rep.Groups) != len(want) {
 			t.Fatalf("%s: %d groups, want %d", src, len(rep.Groups), len(want))
 		}
+		// The complete report's percentiles are exact here (below); the
+		// estimate before AddRuns holds ClickHouse's t-digest values, which
+		// must stay within its rank bound (REPORT.md, "Accuracy").
+		est, err := Estimate(ctx, conn, o)
+		if err != nil {
+			t.Fatalf("%s estimate: %v", src, err)
+		}
+		for i := range est.Groups {
+			g := &est.Groups[i]
+			for _, oc := range []string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther} {
+				if s, e := statsOf(g, oc), want[g.Group]; s != nil && e != nil {
+					if s.Exact {
+						t.Errorf("%s estimate %s %s: exact before AddRuns", src, g.Group, oc)
+					}
+					checkPercentiles(t, string(src)+" t-digest "+g.Group+" "+oc, s, e.out[oc])
+				}
+			}
+		}
 		for i := range rep.Groups {
 			g := &rep.Groups[i]
 			e := want[g.Group]
@@ -300,6 +353,26 @@ func TestReportMatchesExactComputation(t *testing.T) {
 					t.Errorf("%s %s: too_small %v with %d runs", label, oc, s.TooSmall, s.Runs)
 				}
 				checkPercentiles(t, label+" "+oc, s, e.out[oc])
+				// Every run is fetched here, so below ExactBelowSamples the
+				// percentiles are exact type 7; intervals only where the runs
+				// are enough (MinTailRuns): H2 and H3 judged on the runs the
+				// bootstrap counted (exact), the other outcomes, which have
+				// no interval, on the reported runs.
+				if s.Exact != (len(e.out[oc]) < ExactBelowSamples) {
+					t.Errorf("%s %s: exact %v with %d samples", label, oc, s.Exact, len(e.out[oc]))
+				}
+				runs, withCI := s.Runs, oc == OutcomeH2 || oc == OutcomeH3
+				if withCI {
+					runs = len(e.outRuns[oc])
+				}
+				for _, p := range s.Percentiles {
+					if want := exactQuantile(e.out[oc], p.P/100); s.Exact && math.Abs(p.MS-want) > 1e-3 {
+						t.Errorf("%s %s p%g = %.3f, exact type 7 %.3f", label, oc, p.P, p.MS, want)
+					}
+					if p.Insufficient != !sufficient(runs, p.P) || (p.CILowMS != nil) != (withCI && !p.Insufficient) {
+						t.Errorf("%s %s p%g with %d runs: insufficient %v, interval %v", label, oc, p.P, runs, p.Insufficient, p.CILowMS != nil)
+					}
+				}
 			}
 			h2, h3 := e.out[OutcomeH2], e.out[OutcomeH3]
 			if len(g.Diff) != len(percentiles) {
@@ -314,15 +387,27 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				if d.MS < lo3-hi2-0.01 || d.MS > hi3-lo2+0.01 {
 					t.Errorf("%s diff p%g = %.3f outside the exact bracket [%.3f, %.3f]", label, d.P, d.MS, lo3-hi2, hi3-lo2)
 				}
-				if d.CILowMS == nil || *d.CILowMS > d.MS || *d.CIHighMS < d.MS || *d.CILowPct > d.Pct || *d.CIHighPct < d.Pct {
+				if d.Insufficient != (g.H2.Percentiles[k].Insufficient || g.H3.Percentiles[k].Insufficient) {
+					t.Errorf("%s diff p%g: insufficient %v, H2 %v, H3 %v", label, d.P, d.Insufficient,
+						g.H2.Percentiles[k].Insufficient, g.H3.Percentiles[k].Insufficient)
+				}
+				if d.Insufficient {
+					if d.CILowMS != nil || d.CILowPct != nil {
+						t.Errorf("%s diff p%g: too few runs, yet an interval: %+v", label, d.P, d)
+					}
+				} else if d.CILowMS == nil || *d.CILowMS > d.MS || *d.CIHighMS < d.MS || *d.CILowPct > d.Pct || *d.CIHighPct < d.Pct {
 					t.Errorf("%s diff p%g: estimate outside its CI: %+v", label, d.P, d)
 				}
 			}
 			// Known advantage at the tail: HTTP/3 stalls half as often and
-			// half as long, so p95 and p99 are clearly lower in big groups.
+			// half as long, so p95 and p99 are clearly lower in big groups
+			// — where they have intervals: the largest group's p95 does.
+			if i == 0 && g.Diff[3].Insufficient {
+				t.Errorf("%s, the largest group, has no p95 interval", label)
+			}
 			if !g.TooSmall {
 				for _, d := range g.Diff[3:] {
-					if *d.CIHighMS >= 0 {
+					if !d.Insufficient && *d.CIHighMS >= 0 {
 						t.Errorf("%s: p%g difference CI [%.1f, %.1f] does not show the known H3 advantage", label, d.P, *d.CILowMS, *d.CIHighMS)
 					}
 				}
@@ -350,11 +435,13 @@ func TestReportMatchesExactComputation(t *testing.T) {
 			if c := g.Paired.Histogram.Counts; sumInts(c) != len(pd) || len(g.Paired.Histogram.Edges) != len(c)+1 {
 				t.Errorf("%s: histogram holds %d of %d runs", label, sumInts(c), len(pd))
 			}
-			// Availability: exact counts.
+			// Availability per run: exact counts of the group's non-bot runs
+			// with an H3 batch, and of those whose every H3-batch request
+			// was served over h3.
 			a := g.Availability
-			gotH3, wanted := len(e.out[OutcomeH3]), len(e.out[OutcomeH3])+len(e.out[OutcomeWantedH3GotH2])
-			if a == nil || a.GotH3 != gotH3 || a.WantedH3 != wanted || math.Abs(a.Share-float64(gotH3)/float64(wanted)) > 1e-6 {
-				t.Errorf("%s: availability %+v, want %d/%d", label, a, gotH3, wanted)
+			gotH3, wanted := runAvailabilityOf(rows, g.Group, o)
+			if a == nil || a.Unit != "runs" || a.GotH3 != gotH3 || a.WantedH3 != wanted || math.Abs(a.Share-float64(gotH3)/float64(wanted)) > 1e-6 {
+				t.Errorf("%s: availability %+v, want %d/%d runs", label, a, gotH3, wanted)
 			} else if a.CILow == nil || *a.CILow > a.Share || *a.CIHigh < a.Share {
 				t.Errorf("%s: availability %.4f outside its CI", label, a.Share)
 			}
@@ -375,8 +462,9 @@ func TestReportMatchesExactComputation(t *testing.T) {
 		}
 		// Timeline: exact hourly counts.
 		wantHours := map[time.Time][4]int{}
+		ex := synth.Exclusions(rows)
 		for _, s := range rows {
-			if selected(s, o) {
+			if selected(s, o, ex) {
 				h := s.Time.Truncate(time.Hour)
 				c := wantHours[h]
 				c[map[string]int{OutcomeH2: 0, OutcomeH3: 1, OutcomeWantedH3GotH2: 2, OutcomeOther: 3}[outcomeOf(s)]]++
@@ -409,6 +497,9 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				return exactQuantile(h3, p) - exactQuantile(h2, p), true
 			})
 			d := g.Diff[idx]
+			if d.Insufficient || g.H2.Percentiles[idx].Insufficient {
+				t.Fatalf("%s EU p%g: insufficient, no interval to compare", src, p*100)
+			}
 			// Monte Carlo error of a 2.5 % point with a few hundred
 			// replicates, plus the TDigest shift: a quarter of the width.
 			tol := 0.25*(hi-lo) + 0.5
@@ -520,6 +611,39 @@ func checkOutputs(t *testing.T, rep *Report) {
 	if strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") {
 		t.Errorf("CSV header %v", recs[0])
 	}
+	// Estimates with too few runs for an interval are marked: "†" in the
+	// table (with "—" for a difference's interval), true in the CSV.
+	insufficient := 0
+	for i := range rep.Groups {
+		g := &rep.Groups[i]
+		for _, o := range g.outcomes() {
+			if o.s != nil {
+				for _, p := range o.s.Percentiles {
+					insufficient += b01i(p.Insufficient)
+				}
+			}
+		}
+		for _, d := range g.Diff {
+			insufficient += 2 * b01i(d.Insufficient) // diff_ms and diff_pct
+		}
+	}
+	if got := strings.Count(tb.String(), insufficientMark) - strings.Count(tb.String(), insufficientMark+" too few runs"); got != insufficient {
+		t.Errorf("%d insufficient estimates, %d marked in the table", insufficient, got)
+	}
+	marked := 0
+	for _, r := range recs[1:] {
+		marked += b01i(r[len(r)-1] == "true")
+	}
+	if marked != insufficient {
+		t.Errorf("%d insufficient estimates, %d marked in the CSV", insufficient, marked)
+	}
+}
+
+func b01i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // runsMatch compares a reported run count with the exact one: raw rows

@@ -36,17 +36,19 @@ var groupExpr = map[string]string{
 	"none":        "'all'",
 }
 
-// query returns the embedded SQL file name with its grouping filled in.
-func query(name, by string) (string, error) {
+// query returns the embedded SQL file name with o's grouping, the
+// percentile levels and o's design filled in: fixed strings and integers,
+// never user text.
+func query(name string, o *Options) (string, error) {
 	b, err := sqlFiles.ReadFile("sql/" + name)
 	if err != nil {
 		return "", fmt.Errorf("reading embedded %s: %w", name, err)
 	}
-	expr, ok := groupExpr[by]
+	expr, ok := groupExpr[o.By]
 	if !ok {
-		return "", invalid("unknown grouping %q", by)
+		return "", invalid("unknown grouping %q", o.By)
 	}
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL).Replace(string(b)), nil
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.Design.sql()).Replace(string(b)), nil
 }
 
 // window is the report window in the forms the SQL files bind.
@@ -84,7 +86,7 @@ func b01(b bool) uint8 {
 
 // rawArgs are the leading parameters of the raw-row SQL files.
 func rawArgs(o *Options, w window) []any {
-	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeFailed), b01(o.IncludeBots)}
+	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeFailed), b01(o.IncludeBots), b01(o.IncludeExcluded)}
 }
 
 // Markers of the raw-edge block in the rollup SQL files: the branch that
@@ -115,11 +117,11 @@ func cutEdges(name, q string, keep bool) (string, error) {
 func sourceQuery(kind string, o *Options, w window, useRollup bool) (name, q string, args []any, err error) {
 	if !useRollup {
 		name = kind + "_raw.sql"
-		q, err = query(name, o.By)
+		q, err = query(name, o)
 		return name, q, rawArgs(o, w), err
 	}
 	name = kind + "_rollup.sql"
-	if q, err = query(name, o.By); err != nil {
+	if q, err = query(name, o); err != nil {
 		return name, "", nil, err
 	}
 	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1

@@ -11,6 +11,7 @@ FROM
       AND (? = '' OR site = ?)
       AND (? = 1 OR phase = 'parallel')
       AND (? = 1 OR bot = 0)
+      AND /*DESIGN*/
 )
 GROUP BY grp, origin, err
 ORDER BY grp, n DESC, origin, err

@@ -1,5 +1,6 @@
 -- Point estimates per group × outcome from the hourly rollup, for the
--- default selection (parallel, successful, non-bot). Whole hours inside the
+-- default selection: the like-for-like headline (parallel, successful requests of
+-- runs without exclusions) of one design. Whole hours inside the
 -- window come from samples_rollup; the partial hours at either edge are
 -- aggregated from raw samples into the same states, so the window is exact.
 -- Parameters: first whole hour, end of whole hours, site twice, then the
@@ -20,7 +21,7 @@ FROM
     FROM samples_rollup
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
-      AND bitAnd(exclusions, 64) = 0
+      AND exclusions = 0 AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
     SELECT /*GROUP*/ AS grp, toString(outcome) AS oc,
@@ -30,7 +31,7 @@ FROM
     WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
         OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
       AND (? = '' OR site = ?)
-      AND phase = 'parallel' AND error = '' AND bot = 0
+      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND /*DESIGN*/
     GROUP BY grp, oc
     /*END RAW EDGES*/
 )

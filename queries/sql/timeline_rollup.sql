@@ -11,7 +11,7 @@ FROM
     FROM samples_rollup
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
-      AND bitAnd(exclusions, 64) = 0
+      AND exclusions = 0 AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
     SELECT toStartOfHour(time) AS h, toString(outcome) AS oc, countState() AS samples_state
@@ -19,7 +19,7 @@ FROM
     WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
         OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
       AND (? = '' OR site = ?)
-      AND phase = 'parallel' AND error = '' AND bot = 0
+      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND /*DESIGN*/
     GROUP BY h, oc
     /*END RAW EDGES*/
 )

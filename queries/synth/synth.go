@@ -240,14 +240,38 @@ func Insert(ctx context.Context, conn driver.Conn, rows []Sample) error {
 // toRun makes the store.Run that rows, the samples of one run, come from.
 func toRun(rows []Sample) store.Run {
 	r := rows[0]
-	rep := &beacon.Report{RunID: r.RunID, Site: r.Site, Client: beacon.Client{EffectiveType: r.ECT},
+	rep := &beacon.Report{RunID: r.RunID, Site: r.Site, BeaconVersion: "1.0.0", Client: beacon.Client{EffectiveType: r.ECT},
+		Params:  beacon.Params{Order: "h3first", Trigger: "load"},
 		Samples: make([]beacon.Sample, len(rows))}
 	for i, s := range rows {
+		// Every request reuses the connection its origin's warm-up opened.
 		rep.Samples[i] = beacon.Sample{Seq: int(s.Seq), Phase: beacon.Phase(s.Phase), Want: beacon.Proto(s.Want),
-			Got: beacon.Proto(s.Got), Duration: float64(s.Duration), Error: s.Error}
+			Got: beacon.Proto(s.Got), Duration: float64(s.Duration), Error: s.Error, Reused: true}
+		switch {
+		case s.Phase == string(beacon.PhaseWarmup) && s.Want == string(beacon.ProtoH3):
+			rep.Params.Warmup++
+		case s.Phase == string(beacon.PhaseParallel) && s.Want == string(beacon.ProtoH2):
+			rep.Params.Parallel++
+		}
 	}
 	return store.Run{Report: rep, Received: r.Time, Enrichment: store.Enrichment{
 		Geo:     store.Geo{Continent: r.Continent, Country: r.Country, Subdivision: r.Subdivision, ASN: r.ASN},
 		Browser: r.Browser, Bot: r.Bot == 1,
 	}}
+}
+
+// Exclusions returns each run's exclusions as ingest computes them
+// (store.ExclusionsOf) for rows, whole runs in the order All emits them.
+func Exclusions(rows []Sample) map[uuid.UUID]store.Exclusions {
+	out := map[uuid.UUID]store.Exclusions{}
+	for len(rows) > 0 {
+		n := 1
+		for n < len(rows) && rows[n].RunID == rows[0].RunID {
+			n++
+		}
+		run := toRun(rows[:n])
+		out[rows[0].RunID] = store.ExclusionsOf(&run)
+		rows = rows[n:]
+	}
+	return out
 }

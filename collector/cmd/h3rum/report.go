@@ -16,6 +16,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var (
 		st                        storeFlags
 		since, until, format      string
+		design                    string
+		excluded                  bool
 		o                         queries.Options
 		warmup, failed, bots, raw bool
 	)
@@ -29,6 +31,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&warmup, "include-warmup", false, "include warm-up requests")
 	fs.BoolVar(&failed, "include-failed", false, "include failed requests in the percentiles")
 	fs.BoolVar(&bots, "include-bots", false, "include runs from headless or automated browsers")
+	fs.BoolVar(&excluded, "include-excluded", false, "widen past the like-for-like headline: include runs with exclusions (fallback, cold, failed warm-up, …)")
+	fs.StringVar(&design, "design", "", `test design "parallel,bytes,warmup,major" (e.g. 5,0,2,1), or "all" to pool designs (default: the most common)`)
 	fs.BoolVar(&raw, "raw", false, "compute point estimates from raw rows even where the hourly rollup could answer")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -41,7 +45,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.Until, err = queries.ParseTime(until, now); err != nil {
 		return usagef("--until %q: %v", until, err)
 	}
-	o.IncludeWarmup, o.IncludeFailed, o.IncludeBots, o.Now = warmup, failed, bots, now
+	o.IncludeWarmup, o.IncludeFailed, o.IncludeBots, o.IncludeExcluded, o.Now = warmup, failed, bots, excluded, now
+	if o.Design, err = queries.ParseDesign(design); err != nil {
+		return usagef("--design %q: %v", design, err)
+	}
 	if raw {
 		o.Source = queries.SourceRaw
 	}

@@ -1,0 +1,101 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Design is a run's test design: what a report never pools across, since
+// each changes the figures (more parallel requests queue more, a bigger
+// body takes longer, more warm-ups warm more, a new script measures
+// differently).
+type Design struct {
+	Parallel    int  `json:"parallel"`      // requests per batch (data-parallel)
+	Bytes       int  `json:"bytes"`         // probe body size (data-bytes)
+	Warmup      int  `json:"warmup"`        // warm-ups to the H3 origin (data-warmup)
+	BeaconMajor int  `json:"beacon_major"`  // the script's major version
+	Set         bool `json:"-"`             // chosen by the caller rather than the most common
+	All         bool `json:"all,omitempty"` // every design pooled, on request
+}
+
+// ParseDesign reads "parallel,bytes,warmup,major" (e.g. "5,0,2,1"), "all",
+// or "" (the most common design).
+func ParseDesign(s string) (Design, error) {
+	switch s = strings.TrimSpace(s); s {
+	case "":
+		return Design{}, nil
+	case "all":
+		return Design{All: true}, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) != 4 {
+		return Design{}, invalid("design %.40q: want parallel,bytes,warmup,major (e.g. 5,0,2,1) or all", s)
+	}
+	var v [4]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 || n > 1<<30 {
+			return Design{}, invalid("design %.40q: %q is not a count", s, p)
+		}
+		v[i] = n
+	}
+	return Design{Parallel: v[0], Bytes: v[1], Warmup: v[2], BeaconMajor: v[3], Set: true}, nil
+}
+
+// String is the design in ParseDesign's form.
+func (d Design) String() string {
+	if d.All {
+		return "all"
+	}
+	return fmt.Sprintf("%d,%d,%d,%d", d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor)
+}
+
+// sql is the design as a condition on samples or samples_rollup columns.
+// Only integers reach the query text.
+func (d Design) sql() string {
+	if d.All {
+		return "1"
+	}
+	return fmt.Sprintf("(param_parallel = %d AND param_bytes = %d AND param_warmup = %d AND beacon_major = %d)",
+		d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor)
+}
+
+// DesignCount is one design seen in the window and its runs.
+type DesignCount struct {
+	Design
+	Runs int `json:"runs"`
+}
+
+// designs lists the designs of the window's runs, most runs first, from
+// the rollup (every successful parallel request, whatever its exclusions;
+// run counts are HyperLogLog estimates, enough to rank).
+func designs(ctx context.Context, conn driver.Conn, o *Options, w window) ([]DesignCount, error) {
+	q, err := sqlFiles.ReadFile("sql/designs.sql")
+	if err != nil {
+		return nil, fmt.Errorf("reading embedded designs.sql: %w", err)
+	}
+	from, to := w.since-w.since%3600, w.until
+	rows, err := conn.Query(ctx, string(q), from, to, o.Site, o.Site)
+	if err != nil {
+		return nil, fmt.Errorf("listing designs: %w", err)
+	}
+	defer rows.Close()
+	var out []DesignCount
+	for rows.Next() {
+		var (
+			par, warm uint8
+			bytes     uint32
+			major     uint16
+			runs      uint64
+		)
+		if err := rows.Scan(&par, &bytes, &warm, &major, &runs); err != nil {
+			return nil, fmt.Errorf("listing designs: %w", err)
+		}
+		out = append(out, DesignCount{Design: Design{Parallel: int(par), Bytes: int(bytes), Warmup: int(warm), BeaconMajor: int(major)}, Runs: int(runs)})
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,72 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/store"
+)
+
+// excluded reads, per group, the design's runs by exclusion reason and
+// HTTP/3 availability per run (sql/excluded.sql). It reads every run of
+// the window, so it is part of the complete report, not the estimate.
+func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
+	q, err := query("excluded.sql", o)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site)
+	if err != nil {
+		return fmt.Errorf("querying excluded runs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			grp                     string
+			runs, withH3, available uint64
+			byReason                []uint64
+		)
+		if err := rows.Scan(&grp, &runs, &byReason, &withH3, &available); err != nil {
+			return fmt.Errorf("reading excluded runs: %w", err)
+		}
+		g := groups[grp]
+		if g == nil {
+			// Every run of the group is excluded: show the group with its
+			// reasons and no figures.
+			g = &Group{Group: grp, Diff: []Diff{}, Failures: []Failure{}}
+			groups[grp] = g
+		}
+		g.DesignRuns = int(runs)
+		g.Excluded = map[string]int{}
+		for i, n := range byReason {
+			if i < len(store.ExclusionNames) && n > 0 {
+				g.Excluded[store.ExclusionNames[i]] = int(n)
+			}
+		}
+		g.Availability = runAvailability(int(withH3), int(available))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading excluded runs: %w", err)
+	}
+	return nil
+}
+
+// runAvailability is the share of runs with every H3-batch request on h3,
+// with a 95 % Wilson score interval (runs are independent; nil when no
+// run had an H3 batch).
+func runAvailability(runs, available int) *Availability {
+	if runs == 0 {
+		return nil
+	}
+	n, p := float64(runs), float64(available)/float64(runs)
+	const z = 1.959963984540054
+	den := 1 + z*z/n
+	center := (p + z*z/(2*n)) / den
+	half := z * math.Sqrt(p*(1-p)/n+z*z/(4*n*n)) / den
+	lo, hi := math.Max(0, center-half), math.Min(1, center+half)
+	return &Availability{Unit: "runs", WantedH3: runs, GotH3: available, Share: math.Round(p*1e6) / 1e6,
+		CILow: ptr(math.Round(lo*1e6) / 1e6), CIHigh: ptr(math.Round(hi*1e6) / 1e6)}
+}

@@ -1,0 +1,127 @@
+package queries
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/beacon/beacontest"
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
+)
+
+// TestHeadlineIgnoresPlantedTraps stores clean runs with known durations
+// and, beside them, runs carrying each trap of issue 9 with a bias that
+// would move the figures if it leaked in: fallback runs with a slow H2
+// batch, cold batches that paid for a handshake, partial runs that kept
+// only fast requests, and a second design that is much slower. The
+// headline must equal the clean runs' own quantiles, and every trap must
+// be counted under its reason.
+func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
+	conn := newDB(t)
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var (
+		b      store.Batch
+		h2, h3 []float64
+	)
+	mk := func(i int, h2ms, h3ms float64, plant func(*store.Run)) {
+		run := storetest.RunOf(t, beacontest.Run{Site: "trap", Warmup: 2})
+		run.Received = at.Add(time.Duration(i) * time.Second)
+		for k := range run.Report.Samples {
+			s := &run.Report.Samples[k]
+			if s.Phase != beacon.PhaseParallel {
+				continue
+			}
+			d := h2ms
+			if s.Want == beacon.ProtoH3 {
+				d = h3ms
+			}
+			s.Duration = d + float64(k)
+		}
+		if plant != nil {
+			plant(&run)
+		}
+		b.Add(&run)
+	}
+	const clean = 60
+	for i := range clean {
+		mk(i, 100+float64(i), 80+float64(i), nil)
+	}
+	for _, r := range []struct{ i0, n int }{{0, clean}} {
+		for i := r.i0; i < r.i0+r.n; i++ {
+			for k := range 5 {
+				h2 = append(h2, 100+float64(i)+float64(8+k))
+				h3 = append(h3, 80+float64(i)+float64(3+k))
+			}
+		}
+	}
+	const traps = 7
+	for i := range traps {
+		// Fallback: the H3 batch went over TCP; the H2 batch is slow.
+		mk(100+i, 900, 900, func(r *store.Run) {
+			for k := range r.Report.Samples {
+				if s := &r.Report.Samples[k]; s.Phase == beacon.PhaseParallel && s.Want == beacon.ProtoH3 {
+					s.Got = beacon.ProtoH2
+				}
+			}
+		})
+		// Cold: an H3-batch request on a connection the warm-up did not use,
+		// paying for a handshake.
+		mk(200+i, 100, 600, func(r *store.Run) { r.Report.Samples[4].Server.ConnID = "new-connection" })
+		// Partial: the page was hidden; only fast requests made it.
+		mk(300+i, 5, 5, func(r *store.Run) { r.Report.Partial = true })
+		// A second design: ten requests per batch, much slower.
+		mk(400+i, 2000, 2000, func(r *store.Run) { r.Report.Params.Bytes = 100000 })
+	}
+	if err := b.Insert(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(h2)
+	slices.Sort(h3)
+
+	for _, src := range []Source{SourceRaw, SourceRollup} {
+		rep, err := Run(context.Background(), conn, Options{Since: at.Add(-time.Hour), Until: at.Add(2 * time.Hour), By: "none", Source: src, MinRuns: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if rep.Design.Bytes != 0 || len(rep.Designs) != 2 {
+			t.Errorf("%s: design %+v of %+v, want the clean one (bytes 0) of two", src, rep.Design, rep.Designs)
+		}
+		if len(rep.Groups) != 1 {
+			t.Fatalf("%s: %d groups", src, len(rep.Groups))
+		}
+		g := rep.Groups[0]
+		if g.H2 == nil || g.H3 == nil || !runsMatch(src, g.H2.Runs, clean) || !runsMatch(src, g.H3.Runs, clean) || g.H2.Samples != 5*clean {
+			t.Fatalf("%s: headline h2 %+v h3 %+v, want the %d clean runs", src, g.H2, g.H3, clean)
+		}
+		for i, p := range percentiles {
+			for _, c := range []struct {
+				name string
+				s    *Stats
+				data []float64
+			}{{"h2", g.H2, h2}, {"h3", g.H3, h3}} {
+				want := exactQuantile(c.data, p/100)
+				// t-digest (rollup) or exact: within a millisecond on 300 values spread over 60 ms.
+				if got := c.s.Percentiles[i].MS; math.Abs(got-want) > 1.5 {
+					t.Errorf("%s %s p%v = %v, want the clean runs' %v", src, c.name, p, got, want)
+				}
+			}
+		}
+		wantEx := map[string]int{"fallback": traps, "cold": traps, "partial": traps}
+		for reason, n := range wantEx {
+			if g.Excluded[reason] != n {
+				t.Errorf("%s: %d runs excluded as %s, want %d (all: %v)", src, g.Excluded[reason], reason, n, g.Excluded)
+			}
+		}
+		if g.DesignRuns != clean+3*traps {
+			t.Errorf("%s: %d runs of the design, want %d", src, g.DesignRuns, clean+3*traps)
+		}
+		// Availability per run: the fallback runs are the ones without h3.
+		if a := g.Availability; a == nil || a.Unit != "runs" || a.WantedH3 != clean+3*traps || a.GotH3 != clean+2*traps {
+			t.Errorf("%s: availability %+v, want %d of %d runs", src, a, clean+2*traps, clean+3*traps)
+		}
+	}
+}
