@@ -136,10 +136,12 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if err := perRun(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
 		return err
 	}
+	rep.Stages = append(rep.Stages, Stage{"runs", time.Since(start)})
+	start = time.Now()
 	if err := excluded(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
 		return err
 	}
-	rep.Stages = append(rep.Stages, Stage{"runs", time.Since(start)})
+	rep.Stages = append(rep.Stages, Stage{"excluded", time.Since(start)})
 	rep.done = true
 	rep.finish()
 	return nil
