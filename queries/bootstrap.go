@@ -239,12 +239,24 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 		for i, x := range pd {
 			diffs[i] = x.v
 		}
+		var ties, lost int
+		for _, d := range diffs {
+			switch {
+			case math.Abs(d) < PairTieMS:
+				ties++
+			case d >= PairTieMS:
+				lost++
+			}
+		}
+		n := float64(len(diffs))
 		g.Paired = &Paired{
-			Runs:       len(pd),
-			MedianMS:   round3(basePaired[0]),
-			P90MS:      round3(basePaired[1]),
-			H3WonShare: math.Round(baseWon*1e6) / 1e6,
-			Histogram:  histogram(diffs),
+			Runs:        len(pd),
+			MedianMS:    round3(basePaired[0]),
+			P90MS:       round3(basePaired[1]),
+			H3WonShare:  math.Round(baseWon*1e6) / 1e6,
+			H3TieShare:  math.Round(float64(ties)/n*1e6) / 1e6,
+			H3LostShare: math.Round(float64(lost)/n*1e6) / 1e6,
+			Histogram:   histogram(diffs),
 		}
 	}
 	g.Availability = availability(g)
@@ -362,12 +374,18 @@ func clamp01(p *float64) *float64 {
 	return p
 }
 
-// wonShare is the weighted share of negative paired differences (H3 faster).
+// PairTieMS is the paired difference below which (in absolute value) a
+// run is a tie: a browser's timings are rounded, and half a millisecond is
+// below what a user or a network could tell apart.
+const PairTieMS = 0.5
+
+// wonShare is the weighted share of runs whose paired difference says H3
+// was faster by at least PairTieMS.
 func wonShare(pd []obs, w []int32) float64 {
 	var won, n int64
 	for _, x := range pd {
 		n += int64(w[x.run])
-		if x.v < 0 {
+		if x.v <= -PairTieMS {
 			won += int64(w[x.run])
 		}
 	}

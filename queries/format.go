@@ -201,17 +201,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		tw.flush(bw)
 	}
-	section("Within-run difference median(H3 batch) - median(H2 batch), ms (paired view)", 1,
-		"group\truns\tmedian\t95% CI\tp90\t95% CI\tH3 won\t95% CI\t", func(tw io.Writer, g *Group) {
+	section("Within-run difference d = median(H3 batch) - median(H2 batch), ms (paired view; p90 is the 90th percentile of d over runs; won/tie/lost: d ≤ -0.5, |d| < 0.5, d ≥ 0.5 ms)", 1,
+		"group\truns\tmedian d\t95% CI\tp90 of d\t95% CI\tH3 won\t95% CI\ttie\tlost\t", func(tw io.Writer, g *Group) {
 			p := g.Paired
 			if p == nil {
-				fmt.Fprintf(tw, "%s\t0\t-\t\t-\t\t-\t\t\n", name(g))
+				fmt.Fprintf(tw, "%s\t0\t-\t\t-\t\t-\t\t-\t-\t\n", name(g))
 				return
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name(g), p.Runs,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name(g), p.Runs,
 				signed(p.MedianMS, ""), ci(p.MedianCILowMS, p.MedianCIHighMS, ""),
 				signed(p.P90MS, ""), ci(p.P90CILowMS, p.P90CIHighMS, ""),
-				share(p.H3WonShare), shareCI(p.H3WonCILow, p.H3WonCIHigh))
+				share(p.H3WonShare), shareCI(p.H3WonCILow, p.H3WonCIHigh), share(p.H3TieShare), share(p.H3LostShare))
 		})
 	section("HTTP/3 availability: runs (estimate: requests) whose H3 batch used h3 throughout", 1,
 		"group\twanted h3\tgot h3\tshare\t95% CI\t", func(tw io.Writer, g *Group) {
@@ -299,7 +299,7 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 // CSVHeader is the header row of WriteCSV: one figure per row ("tidy"
 // data). measure is duration_ms, diff_ms, diff_pct, paired_median_ms,
-// paired_p90_ms, paired_h3_won_share, h3_availability or failures; p is
+// paired_p90_ms, paired_h3_won_share, paired_h3_tie_share, paired_h3_lost_share, h3_availability or failures; p is
 // the percentile where one applies; insufficient is true or false for
 // percentiles and differences (too few runs for an interval: ci_low and
 // ci_high empty) and empty for the other measures.
@@ -345,6 +345,8 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			row("paired_median_ms", "h3-h2", "50", f(p.MedianMS), fp(p.MedianCILowMS), fp(p.MedianCIHighMS), p.Runs, 0)
 			row("paired_p90_ms", "h3-h2", "90", f(p.P90MS), fp(p.P90CILowMS), fp(p.P90CIHighMS), p.Runs, 0)
 			row("paired_h3_won_share", "h3-h2", "", f(p.H3WonShare), fp(p.H3WonCILow), fp(p.H3WonCIHigh), p.Runs, 0)
+			row("paired_h3_tie_share", "h3-h2", "", f(p.H3TieShare), "", "", p.Runs, 0)
+			row("paired_h3_lost_share", "h3-h2", "", f(p.H3LostShare), "", "", p.Runs, 0)
 		}
 		if a := g.Availability; a != nil {
 			row("h3_availability", "h3", "", f(a.Share), fp(a.CILow), fp(a.CIHigh), 0, a.WantedH3)

@@ -172,9 +172,15 @@ type Paired struct {
 	P90MS          float64  `json:"p90_ms"`
 	P90CILowMS     *float64 `json:"p90_ci_low_ms"`
 	P90CIHighMS    *float64 `json:"p90_ci_high_ms"`
-	H3WonShare     float64  `json:"h3_won_share"` // share of runs with a negative difference
-	H3WonCILow     *float64 `json:"h3_won_ci_low"`
-	H3WonCIHigh    *float64 `json:"h3_won_ci_high"`
+	// P90MS is the 90th percentile over runs of the per-run difference
+	// (not a difference of p90s): 90 % of runs saw H3 − H2 at most this.
+	// Win, tie and loss split the runs by that difference: H3 faster by at
+	// least PairTieMS, within it, slower by at least it.
+	H3WonShare  float64  `json:"h3_won_share"`
+	H3WonCILow  *float64 `json:"h3_won_ci_low"`
+	H3WonCIHigh *float64 `json:"h3_won_ci_high"`
+	H3TieShare  float64  `json:"h3_tie_share"`
+	H3LostShare float64  `json:"h3_lost_share"`
 	// Histogram of the differences: Counts[i] runs fell in
 	// [Edges[i], Edges[i+1]) ms; the outer bins also hold the tails.
 	Histogram Histogram `json:"histogram"`

@@ -421,11 +421,21 @@ func TestReportMatchesExactComputation(t *testing.T) {
 			if g.Paired == nil || g.Paired.Runs != len(pd) {
 				t.Fatalf("%s: paired %+v, want %d runs", label, g.Paired, len(pd))
 			}
-			won := 0
+			// Win, tie, loss with the 0.5 ms tie band, counted here.
+			won, tie, lost := 0, 0, 0
 			for _, d := range pd {
-				if d < 0 {
+				switch {
+				case d <= -0.5:
 					won++
+				case d >= 0.5:
+					lost++
+				default:
+					tie++
 				}
+			}
+			if n := float64(len(pd)); math.Abs(g.Paired.H3TieShare-float64(tie)/n) > 1e-6 || math.Abs(g.Paired.H3LostShare-float64(lost)/n) > 1e-6 ||
+				tie == 0 || lost == 0 {
+				t.Errorf("%s: paired tie/lost %.4f/%.4f, exact %d/%d of %d", label, g.Paired.H3TieShare, g.Paired.H3LostShare, tie, lost, len(pd))
 			}
 			if math.Abs(g.Paired.MedianMS-exactQuantile(pd, 0.5)) > 0.002 || math.Abs(g.Paired.P90MS-exactQuantile(pd, 0.9)) > 0.002 ||
 				math.Abs(g.Paired.H3WonShare-float64(won)/float64(len(pd))) > 1e-6 {
