@@ -154,8 +154,8 @@ func (h *Hub) Unsubscribe(s *Subscription) {
 	s.close()
 }
 
-// Publish sends run to every client without blocking; it is meant for
-// ingest.Pipeline.OnAccept.
+// Publish sends run to every client without blocking: Hub is the
+// ingest.Feed of the live view.
 func (h *Hub) Publish(run store.Run) {
 	msg, err := json.Marshal(NewLiveRun(run))
 	if err != nil {
