@@ -19,6 +19,7 @@ type runSamples struct {
 	h2Par, h3Par []float64 // parallel batches only, for the paired view
 	fbPar        int       // parallel requests to the H3 origin that used h2/h1
 	gotH3, fb    int       // selected requests to the H3 origin: got h3 / got h2 or h1
+	h3First      bool      // the H3 batch started first (param_order)
 }
 
 func splitRun(d []float32, oc, par []uint8) runSamples {
@@ -195,6 +196,7 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 	settle(g, runs)
 	m := len(runs)
 	var x2, x3, pd []obs
+	var byOrder [2][]float64 // paired differences of h2first and h3first runs
 	gotH3 := make([]int32, m)
 	fb := make([]int32, m)
 	for r := range runs {
@@ -208,6 +210,11 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 		if run.pairedEligible() {
 			d := quantile7(run.h3Par, 0.5) - quantile7(run.h2Par, 0.5)
 			pd = append(pd, obs{d, int32(r)})
+			k := 0
+			if run.h3First {
+				k = 1
+			}
+			byOrder[k] = append(byOrder[k], d)
 		}
 		gotH3[r], fb[r] = int32(run.gotH3), int32(run.fb)
 	}
@@ -257,6 +264,14 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 			H3TieShare:  math.Round(float64(ties)/n*1e6) / 1e6,
 			H3LostShare: math.Round(float64(lost)/n*1e6) / 1e6,
 			Histogram:   histogram(diffs),
+		}
+		for k, name := range []string{"h2first", "h3first"} {
+			o := PairedOrder{Order: name, Runs: len(byOrder[k])}
+			if len(byOrder[k]) > 0 {
+				slices.Sort(byOrder[k])
+				o.MedianMS = ptr(round3(quantile7(byOrder[k], 0.5)))
+			}
+			g.Paired.ByOrder = append(g.Paired.ByOrder, o)
 		}
 	}
 	g.Availability = availability(g)

@@ -299,7 +299,8 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 // CSVHeader is the header row of WriteCSV: one figure per row ("tidy"
 // data). measure is duration_ms, diff_ms, diff_pct, paired_median_ms,
-// paired_p90_ms, paired_h3_won_share, paired_h3_tie_share, paired_h3_lost_share, h3_availability or failures; p is
+// paired_p90_ms, paired_h3_won_share, paired_h3_tie_share, paired_h3_lost_share, paired_median_ms_by_order
+// (outcome: the batch order), h3_availability or failures; p is
 // the percentile where one applies; insufficient is true or false for
 // percentiles and differences (too few runs for an interval: ci_low and
 // ci_high empty) and empty for the other measures.
@@ -347,6 +348,11 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			row("paired_h3_won_share", "h3-h2", "", f(p.H3WonShare), fp(p.H3WonCILow), fp(p.H3WonCIHigh), p.Runs, 0)
 			row("paired_h3_tie_share", "h3-h2", "", f(p.H3TieShare), "", "", p.Runs, 0)
 			row("paired_h3_lost_share", "h3-h2", "", f(p.H3LostShare), "", "", p.Runs, 0)
+			for _, bo := range p.ByOrder {
+				if bo.MedianMS != nil {
+					row("paired_median_ms_by_order", bo.Order, "", f(*bo.MedianMS), "", "", bo.Runs, 0)
+				}
+			}
 		}
 		if a := g.Availability; a != nil {
 			row("h3_availability", "h3", "", f(a.Share), fp(a.CILow), fp(a.CIHigh), 0, a.WantedH3)

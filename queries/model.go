@@ -181,9 +181,20 @@ type Paired struct {
 	H3WonCIHigh *float64 `json:"h3_won_ci_high"`
 	H3TieShare  float64  `json:"h3_tie_share"`
 	H3LostShare float64  `json:"h3_lost_share"`
+	// ByOrder is the median difference of the runs that started their H2
+	// batch first and of those that started the H3 batch first (the
+	// script picks at random): a gap between them is an order effect.
+	ByOrder []PairedOrder `json:"by_order"`
 	// Histogram of the differences: Counts[i] runs fell in
 	// [Edges[i], Edges[i+1]) ms; the outer bins also hold the tails.
 	Histogram Histogram `json:"histogram"`
+}
+
+// PairedOrder is the paired view of the runs of one batch order.
+type PairedOrder struct {
+	Order    string   `json:"order"` // "h2first" or "h3first"
+	Runs     int      `json:"runs"`
+	MedianMS *float64 `json:"median_ms"` // null without runs
 }
 
 // Histogram is a binned distribution.

@@ -327,11 +327,14 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 			grp     string
 			d       []float32
 			oc, par []uint8
+			h3First uint8
 		)
-		if err := rows.Scan(&grp, &d, &oc, &par); err != nil {
+		if err := rows.Scan(&grp, &d, &oc, &par, &h3First); err != nil {
 			return fmt.Errorf("reading per-run samples: %w", err)
 		}
-		byGroup[grp] = append(byGroup[grp], splitRun(d, oc, par))
+		run := splitRun(d, oc, par)
+		run.h3First = h3First == 1
+		byGroup[grp] = append(byGroup[grp], run)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading per-run samples: %w", err)

@@ -194,8 +194,16 @@ func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
 
 // paired is the test's own paired view: differences of run medians.
 func (g *exactGroup) paired() []float64 {
+	return g.pairedOf(func(uuid.UUID) bool { return true })
+}
+
+// pairedOf is paired for the runs keep selects.
+func (g *exactGroup) pairedOf(keep func(uuid.UUID) bool) []float64 {
 	var d []float64
-	for _, r := range g.perRun {
+	for id, r := range g.perRun {
+		if !keep(id) {
+			continue
+		}
 		if len(r.h2Par) == 0 || len(r.h3Par) == 0 || r.fbPar > 0 {
 			continue
 		}
@@ -418,6 +426,16 @@ func TestReportMatchesExactComputation(t *testing.T) {
 
 			// Paired view: exact, computed in Go on the same runs.
 			pd := e.paired()
+			// By batch order: runs and median difference of each.
+			if len(g.Paired.ByOrder) != 2 {
+				t.Errorf("%s: paired by order %+v", label, g.Paired.ByOrder)
+			}
+			for _, bo := range g.Paired.ByOrder {
+				od := e.pairedOf(func(id uuid.UUID) bool { return synth.Order(id) == bo.Order })
+				if bo.Runs != len(od) || len(od) == 0 || bo.MedianMS == nil || math.Abs(*bo.MedianMS-exactQuantile(od, 0.5)) > 0.002 {
+					t.Errorf("%s: paired %s %d runs, median %v; exact %d runs", label, bo.Order, bo.Runs, bo.MedianMS, len(od))
+				}
+			}
 			if g.Paired == nil || g.Paired.Runs != len(pd) {
 				t.Fatalf("%s: paired %+v, want %d runs", label, g.Paired, len(pd))
 			}

@@ -9,7 +9,8 @@ SELECT
     grp,
     groupArray(duration_ms) AS d,
     groupArray(oc) AS o,
-    groupArray(parallel) AS p
+    groupArray(parallel) AS p,
+    any(h3first) AS h3_first
 FROM
 (
     SELECT
@@ -17,7 +18,8 @@ FROM
         run_id,
         duration_ms,
         toUInt8(outcome) AS oc,
-        toUInt8(phase = 'parallel') AS parallel
+        toUInt8(phase = 'parallel') AS parallel,
+        toUInt8(param_order = 'h3first') AS h3first
     FROM samples
     -- The run sample is taken first, in PREWHERE, so the other columns
     -- are read only for the runs kept (a third of the time at 10 M rows).
