@@ -223,6 +223,37 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", name(g), a.WantedH3, a.GotH3, share(a.Share), shareCI(a.CILow, a.CIHigh))
 		})
 
+	var hasITT bool
+	for i := range r.Groups {
+		hasITT = hasITT || r.Groups[i].ITT != nil
+	}
+	if hasITT {
+		header := "group\tsent to\truns\trequests\tfailed\truns failing\t95% CI\t"
+		for _, p := range r.Percentiles {
+			header += fmt.Sprintf("p%g\t", p)
+		}
+		section("Intention to treat: every request of the design's non-bot runs by the origin it was sent to, failures at the 10 s timeout", 2,
+			header, func(tw io.Writer, g *Group) {
+				if g.ITT == nil {
+					return
+				}
+				for _, o := range []struct {
+					name string
+					s    *ITTStats
+				}{{"H2 origin", g.ITT.H2}, {"H3 origin", g.ITT.H3}} {
+					if o.s == nil {
+						continue
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t", name(g), o.name, o.s.Runs, o.s.Samples, o.s.Failed,
+						share(o.s.RunFailureRate), shareCI(o.s.RunFailureLow, o.s.RunFailureHigh))
+					for _, p := range o.s.Percentiles {
+						fmt.Fprintf(tw, "%s\t", ms(p.MS))
+					}
+					fmt.Fprintln(tw)
+				}
+			})
+	}
+
 	var failed bool
 	for i := range r.Groups {
 		failed = failed || len(r.Groups[i].Failures) > 0
@@ -300,7 +331,8 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // CSVHeader is the header row of WriteCSV: one figure per row ("tidy"
 // data). measure is duration_ms, diff_ms, diff_pct, paired_median_ms,
 // paired_p90_ms, paired_h3_won_share, paired_h3_tie_share, paired_h3_lost_share, paired_median_ms_by_order
-// (outcome: the batch order), h3_availability or failures; p is
+// (outcome: the batch order), h3_availability, itt_ms and itt_run_failure_rate (outcome: the
+// origin; intention to treat) or failures; p is
 // the percentile where one applies; insufficient is true or false for
 // percentiles and differences (too few runs for an interval: ci_low and
 // ci_high empty) and empty for the other measures.
@@ -356,6 +388,20 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		}
 		if a := g.Availability; a != nil {
 			row("h3_availability", "h3", "", f(a.Share), fp(a.CILow), fp(a.CIHigh), 0, a.WantedH3)
+		}
+		if t := g.ITT; t != nil {
+			for _, o := range []struct {
+				origin string
+				s      *ITTStats
+			}{{"h2", t.H2}, {"h3", t.H3}} {
+				if o.s == nil {
+					continue
+				}
+				for _, p := range o.s.Percentiles {
+					row("itt_ms", o.origin, strconv.FormatFloat(p.P, 'f', -1, 64), f(p.MS), "", "", o.s.Runs, o.s.Samples)
+				}
+				row("itt_run_failure_rate", o.origin, "", f(o.s.RunFailureRate), fp(o.s.RunFailureLow), fp(o.s.RunFailureHigh), o.s.Runs, o.s.Samples)
+			}
 		}
 		for _, fl := range g.Failures {
 			row("failures", fl.Origin+":"+fl.Error, "", strconv.Itoa(fl.Samples), "", "", 0, fl.Samples)

@@ -73,8 +73,14 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		mk(200+i, 100, 600, func(r *store.Run) { r.Report.Samples[4].Server.ConnID = "new-connection" })
 		// Partial: the page was hidden; only fast requests made it.
 		mk(300+i, 5, 5, func(r *store.Run) { r.Report.Partial = true })
-		// A second design: ten requests per batch, much slower.
+		// A second design: a bigger body, much slower.
 		mk(400+i, 2000, 2000, func(r *store.Run) { r.Report.Params.Bytes = 100000 })
+		// A failed request: left out of the headline, counted at the
+		// timeout in the intention-to-treat view.
+		mk(500+i, 100, 80, func(r *store.Run) {
+			s := &r.Report.Samples[5]
+			s.Error, s.Got, s.Duration = "timeout", beacon.ProtoUnknown, 0
+		})
 	}
 	if err := b.Insert(context.Background(), conn); err != nil {
 		t.Fatal(err)
@@ -110,18 +116,33 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 				}
 			}
 		}
-		wantEx := map[string]int{"fallback": traps, "cold": traps, "partial": traps}
+		wantEx := map[string]int{"fallback": traps, "cold": traps, "partial": traps, "failed": traps}
 		for reason, n := range wantEx {
 			if g.Excluded[reason] != n {
 				t.Errorf("%s: %d runs excluded as %s, want %d (all: %v)", src, g.Excluded[reason], reason, n, g.Excluded)
 			}
 		}
-		if g.DesignRuns != clean+3*traps {
-			t.Errorf("%s: %d runs of the design, want %d", src, g.DesignRuns, clean+3*traps)
+		const designRuns = clean + 4*traps
+		if g.DesignRuns != designRuns {
+			t.Errorf("%s: %d runs of the design, want %d", src, g.DesignRuns, designRuns)
 		}
-		// Availability per run: the fallback runs are the ones without h3.
-		if a := g.Availability; a == nil || a.Unit != "runs" || a.WantedH3 != clean+3*traps || a.GotH3 != clean+2*traps {
-			t.Errorf("%s: availability %+v, want %d of %d runs", src, a, clean+2*traps, clean+3*traps)
+		// Availability per run: the fallback runs and the runs with a failed
+		// H3 request are the ones without h3 throughout.
+		if a := g.Availability; a == nil || a.Unit != "runs" || a.WantedH3 != designRuns || a.GotH3 != clean+2*traps {
+			t.Errorf("%s: availability %+v, want %d of %d runs", src, a, clean+2*traps, designRuns)
+		}
+		// Intention to treat: every run of the design by origin, the failed
+		// requests at the 10 s timeout, so the H3 origin's p99 is 10 s.
+		itt := g.ITT
+		if itt == nil || itt.H3 == nil || itt.H2 == nil || itt.H3.Runs != designRuns || itt.H3.Samples != 5*designRuns ||
+			itt.H3.Failed != traps || itt.H3.FailedRuns != traps || itt.H2.Failed != 0 || len(itt.Diff) != len(percentiles) {
+			t.Fatalf("%s: intention to treat %+v", src, itt)
+		}
+		if p99 := itt.H3.Percentiles[len(percentiles)-1].MS; math.Abs(p99-10000) > 100 {
+			t.Errorf("%s: intention-to-treat H3 p99 = %v, want the 10 s timeout", src, p99)
+		}
+		if r := itt.H3.RunFailureRate; math.Abs(r-float64(traps)/designRuns) > 1e-6 || *itt.H3.RunFailureLow > r || *itt.H3.RunFailureHigh < r {
+			t.Errorf("%s: run failure rate %v [%v, %v], want %v", src, r, *itt.H3.RunFailureLow, *itt.H3.RunFailureHigh, float64(traps)/designRuns)
 		}
 	}
 }

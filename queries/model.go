@@ -106,6 +106,8 @@ type Group struct {
 	// (a run under each reason it has). Both come with the complete report.
 	DesignRuns int            `json:"design_runs"`
 	Excluded   map[string]int `json:"excluded_runs"`
+	// ITT is the intention-to-treat view (complete report).
+	ITT *ITT `json:"intention_to_treat"`
 	// BootstrapRuns is how many runs the bootstrap and the paired view
 	// used: all runs, or a uniform sample of about MaxRunsPerGroup.
 	BootstrapRuns int  `json:"bootstrap_runs"`

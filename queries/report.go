@@ -142,6 +142,11 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 		return err
 	}
 	rep.Stages = append(rep.Stages, Stage{"excluded", time.Since(start)})
+	start = time.Now()
+	if err := itt(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
+		return err
+	}
+	rep.Stages = append(rep.Stages, Stage{"itt", time.Since(start)})
 	rep.done = true
 	rep.finish()
 	return nil

@@ -1,0 +1,88 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// ITT is the intention-to-treat view of a group: every request by the
+// origin it was sent to, failures at the timeout (sql/itt.sql). It answers
+// "what did a visitor get by being sent to the H3 origin", fallbacks,
+// failures and excluded runs included, beside the headline's like-for-like
+// comparison.
+type ITT struct {
+	H2   *ITTStats `json:"h2"`   // requests sent to the H2 origin
+	H3   *ITTStats `json:"h3"`   // requests sent to the H3 origin
+	Diff []Diff    `json:"diff"` // H3 − H2 point differences; [] unless both
+}
+
+// ITTStats are one origin's requests in the intention-to-treat view.
+type ITTStats struct {
+	Runs           int          `json:"runs"`
+	Samples        int          `json:"samples"`
+	Failed         int          `json:"failed"`      // failed or timed-out requests
+	FailedRuns     int          `json:"failed_runs"` // runs with at least one
+	RunFailureRate float64      `json:"run_failure_rate"`
+	RunFailureLow  *float64     `json:"run_failure_ci_low"` // 95 % Wilson interval over runs
+	RunFailureHigh *float64     `json:"run_failure_ci_high"`
+	Percentiles    []Percentile `json:"percentiles"` // t-digest, failures at 10 000 ms; no intervals
+}
+
+// itt reads the intention-to-treat view of every group.
+func itt(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
+	q, err := query("itt.sql", o)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site)
+	if err != nil {
+		return fmt.Errorf("querying the intention-to-treat view: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			grp, sentTo                     string
+			runs, samples, failed, failRuns uint64
+			qs                              []float32
+		)
+		if err := rows.Scan(&grp, &sentTo, &runs, &samples, &failed, &failRuns, &qs); err != nil {
+			return fmt.Errorf("reading the intention-to-treat view: %w", err)
+		}
+		g := groups[grp]
+		if g == nil {
+			g = &Group{Group: grp, Diff: []Diff{}, Failures: []Failure{}}
+			groups[grp] = g
+		}
+		if g.ITT == nil {
+			g.ITT = &ITT{Diff: []Diff{}}
+		}
+		s := &ITTStats{Runs: int(runs), Samples: int(samples), Failed: int(failed), FailedRuns: int(failRuns),
+			Percentiles: make([]Percentile, len(percentiles))}
+		if a := runAvailability(s.Runs, s.FailedRuns); a != nil {
+			s.RunFailureRate, s.RunFailureLow, s.RunFailureHigh = a.Share, a.CILow, a.CIHigh
+		}
+		for i, p := range percentiles {
+			s.Percentiles[i].P = p
+			if i < len(qs) && !math.IsNaN(float64(qs[i])) {
+				s.Percentiles[i].MS = round3(float64(qs[i]))
+			}
+		}
+		if sentTo == "h3" {
+			g.ITT.H3 = s
+		} else {
+			g.ITT.H2 = s
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading the intention-to-treat view: %w", err)
+	}
+	for _, g := range groups {
+		if t := g.ITT; t != nil && t.H2 != nil && t.H3 != nil {
+			t.Diff = pointDiffs(&Stats{Percentiles: t.H2.Percentiles}, &Stats{Percentiles: t.H3.Percentiles})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+-- Intention to treat: every parallel request of the design's non-bot runs,
+-- whatever their other exclusions, by the origin it was sent to rather than
+-- the protocol it got. A failed or timed-out request counts at the script's
+-- 10 s timeout, so failures weigh on the tail as they weigh on users.
+-- Parameters: since, until (unix seconds), site twice.
+SELECT
+    /*GROUP*/ AS grp,
+    toString(want) AS sent_to,
+    uniq(run_id) AS n_runs,
+    count() AS n_samples,
+    countIf(error != '') AS n_failed,
+    uniqIf(run_id, error != '') AS n_failed_runs,
+    quantilesTDigest(/*LEVELS*/)(if(error = '', duration_ms, toFloat32(10000))) AS q
+FROM samples
+WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+  AND (? = '' OR site = ?)
+  AND phase = 'parallel' AND (want = 'h2' OR want = 'h3')
+  AND bitAnd(exclusions, 64) = 0
+  AND /*DESIGN*/
+GROUP BY grp, sent_to
+ORDER BY grp, sent_to
