@@ -98,6 +98,16 @@ func siteText(s string) string {
 	return s
 }
 
+// pctl is the value at percentile p of ps, 0 when ps lacks it.
+func pctl(ps []Percentile, p float64) float64 {
+	for _, x := range ps {
+		if x.P == p {
+			return x.MS
+		}
+	}
+	return 0
+}
+
 // ms formats a duration in ms with one decimal.
 func ms(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
@@ -250,6 +260,21 @@ func (r *Report) WriteTable(w io.Writer) error {
 						fmt.Fprintf(tw, "%s\t", ms(p.MS))
 					}
 					fmt.Fprintln(tw)
+				}
+			})
+	}
+
+	var hasHandshakes bool
+	for i := range r.Groups {
+		hasHandshakes = hasHandshakes || len(r.Groups[i].Handshakes) > 0
+	}
+	if hasHandshakes {
+		section("Handshakes: requests on a new connection, by protocol (apart from the warm comparison above)", 2,
+			"group\tproto\trequests\tp50 ms\tp90 ms\tconnect p50 ms\tresumed\t0-RTT\t", func(tw io.Writer, g *Group) {
+				for _, h := range g.Handshakes {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", name(g), h.Proto, h.Samples,
+						ms(pctl(h.Percentiles, 50)), ms(pctl(h.Percentiles, 90)), ms(pctl(h.ConnectMS, 50)),
+						share(h.ResumedShare), share(h.EarlyShare))
 				}
 			})
 	}

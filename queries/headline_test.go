@@ -24,12 +24,18 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 	conn := newDB(t)
 	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	var (
-		b      store.Batch
-		h2, h3 []float64
+		b              store.Batch
+		h2, h3         []float64
+		fresh, resumed int // runs of the clean design, and those whose QUIC handshake resumed
 	)
 	mk := func(i int, h2ms, h3ms float64, plant func(*store.Run)) {
 		run := storetest.RunOf(t, beacontest.Run{Site: "trap", Warmup: 2})
 		run.Received = at.Add(time.Duration(i) * time.Second)
+		// The warm-ups open the connections: the first to the H3 origin
+		// over TCP, the second over QUIC, resumed in every other run.
+		w0, w1 := &run.Report.Samples[0], &run.Report.Samples[1]
+		w0.Got, w0.Reused, w0.Connect, w0.Duration = beacon.ProtoH2, false, 40, 150
+		w1.Reused, w1.Connect, w1.Duration, w1.Server.Resumed = false, 20, 100, i%2 == 0
 		for k := range run.Report.Samples {
 			s := &run.Report.Samples[k]
 			if s.Phase != beacon.PhaseParallel {
@@ -43,6 +49,12 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		}
 		if plant != nil {
 			plant(&run)
+		}
+		if run.Report.Params.Bytes == 0 {
+			fresh++
+			if i%2 == 0 {
+				resumed++
+			}
 		}
 		b.Add(&run)
 	}
@@ -140,6 +152,19 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		}
 		if p99 := itt.H3.Percentiles[len(percentiles)-1].MS; math.Abs(p99-10000) > 100 {
 			t.Errorf("%s: intention-to-treat H3 p99 = %v, want the 10 s timeout", src, p99)
+		}
+		// Handshakes: the first request on each new connection, by protocol.
+		if len(g.Handshakes) != 2 {
+			t.Fatalf("%s: handshakes %+v", src, g.Handshakes)
+		}
+		for _, h := range g.Handshakes {
+			wantMS, wantResumed := 150.0, 0.0
+			if h.Proto == "h3" {
+				wantMS, wantResumed = 100, float64(resumed)/float64(fresh)
+			}
+			if h.Samples != fresh || math.Abs(h.Percentiles[0].MS-wantMS) > 0.01 || math.Abs(h.ResumedShare-wantResumed) > 1e-6 {
+				t.Errorf("%s: %s handshakes %+v, want %d at %v ms, resumed %v", src, h.Proto, h, fresh, wantMS, wantResumed)
+			}
 		}
 		if r := itt.H3.RunFailureRate; math.Abs(r-float64(traps)/designRuns) > 1e-6 || *itt.H3.RunFailureLow > r || *itt.H3.RunFailureHigh < r {
 			t.Errorf("%s: run failure rate %v [%v, %v], want %v", src, r, *itt.H3.RunFailureLow, *itt.H3.RunFailureHigh, float64(traps)/designRuns)

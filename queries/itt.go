@@ -3,7 +3,6 @@ package queries
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -60,15 +59,9 @@ func itt(ctx context.Context, conn driver.Conn, o *Options, w window, groups map
 			g.ITT = &ITT{Diff: []Diff{}}
 		}
 		s := &ITTStats{Runs: int(runs), Samples: int(samples), Failed: int(failed), FailedRuns: int(failRuns),
-			Percentiles: make([]Percentile, len(percentiles))}
+			Percentiles: levels(qs)}
 		if a := runAvailability(s.Runs, s.FailedRuns); a != nil {
 			s.RunFailureRate, s.RunFailureLow, s.RunFailureHigh = a.Share, a.CILow, a.CIHigh
-		}
-		for i, p := range percentiles {
-			s.Percentiles[i].P = p
-			if i < len(qs) && !math.IsNaN(float64(qs[i])) {
-				s.Percentiles[i].MS = round3(float64(qs[i]))
-			}
 		}
 		if sentTo == "h3" {
 			g.ITT.H3 = s

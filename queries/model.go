@@ -108,6 +108,10 @@ type Group struct {
 	Excluded   map[string]int `json:"excluded_runs"`
 	// ITT is the intention-to-treat view (complete report).
 	ITT *ITT `json:"intention_to_treat"`
+	// Handshakes are the requests on new connections by protocol
+	// (complete report): the cost of a first request, apart from the
+	// warm comparison.
+	Handshakes []Handshake `json:"handshakes"`
 	// BootstrapRuns is how many runs the bootstrap and the paired view
 	// used: all runs, or a uniform sample of about MaxRunsPerGroup.
 	BootstrapRuns int  `json:"bootstrap_runs"`

@@ -147,6 +147,11 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 		return err
 	}
 	rep.Stages = append(rep.Stages, Stage{"itt", time.Since(start)})
+	start = time.Now()
+	if err := handshakes(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
+		return err
+	}
+	rep.Stages = append(rep.Stages, Stage{"handshakes", time.Since(start)})
 	rep.done = true
 	rep.finish()
 	return nil
@@ -369,6 +374,9 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 
 // finishGroup sets the comparison fields that need both protocols.
 func finishGroup(g *Group, o *Options) {
+	if g.Handshakes == nil {
+		g.Handshakes = []Handshake{}
+	}
 	g.TooSmall = g.H2 == nil || g.H3 == nil || g.H2.TooSmall || g.H3.TooSmall
 	if g.Availability == nil {
 		g.Availability = availability(g) // per request; the complete report has it per run

@@ -1,0 +1,68 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Handshake is one protocol's requests on new connections in a group: what
+// a first request costs (sql/handshakes.sql). It is kept apart from the
+// headline, which compares warm connections only.
+type Handshake struct {
+	Proto        string       `json:"proto"` // protocol the request used: h2 or h3
+	Samples      int          `json:"samples"`
+	Percentiles  []Percentile `json:"percentiles"`         // request duration, ms; no intervals
+	ConnectMS    []Percentile `json:"connect_percentiles"` // connection set-up (TCP+TLS, or QUIC), ms
+	ResumedShare float64      `json:"resumed_share"`       // TLS session resumed
+	EarlyShare   float64      `json:"early_data_share"`    // sent as 0-RTT early data
+}
+
+// handshakes reads every group's requests on new connections.
+func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
+	q, err := query("handshakes.sql", o)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site)
+	if err != nil {
+		return fmt.Errorf("querying handshakes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			grp, proto     string
+			n              uint64
+			qs, qc         []float32
+			resumed, early float64
+		)
+		if err := rows.Scan(&grp, &proto, &n, &qs, &qc, &resumed, &early); err != nil {
+			return fmt.Errorf("reading handshakes: %w", err)
+		}
+		g := groups[grp]
+		if g == nil {
+			continue // a group with no run of the design's selection
+		}
+		h := Handshake{Proto: proto, Samples: int(n), Percentiles: levels(qs), ConnectMS: levels(qc),
+			ResumedShare: math.Round(resumed*1e6) / 1e6, EarlyShare: math.Round(early*1e6) / 1e6}
+		g.Handshakes = append(g.Handshakes, h)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading handshakes: %w", err)
+	}
+	return nil
+}
+
+// levels pairs quantile values with the report's percentiles.
+func levels(qs []float32) []Percentile {
+	out := make([]Percentile, len(percentiles))
+	for i, p := range percentiles {
+		out[i].P = p
+		if i < len(qs) && !math.IsNaN(float64(qs[i])) {
+			out[i].MS = round3(float64(qs[i]))
+		}
+	}
+	return out
+}

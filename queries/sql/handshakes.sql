@@ -1,0 +1,22 @@
+-- Handshakes: requests that opened a new connection (the browser saw a
+-- connection set-up: reused = 0), by the protocol they used — the time a
+-- visitor waits for a first byte on a fresh connection, and how often TLS
+-- resumed and QUIC sent 0-RTT. Warm-ups included (that is where new
+-- connections are); non-bot runs of the design, successful requests.
+-- Parameters: since, until (unix seconds), site twice.
+SELECT
+    /*GROUP*/ AS grp,
+    toString(got) AS proto,
+    count() AS n_samples,
+    quantilesTDigest(/*LEVELS*/)(duration_ms) AS q,
+    quantilesTDigest(/*LEVELS*/)(connect_ms) AS qc,
+    avg(srv_resumed) AS resumed,
+    avg(srv_early) AS early
+FROM samples
+WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+  AND (? = '' OR site = ?)
+  AND reused = 0 AND error = '' AND (got = 'h2' OR got = 'h3')
+  AND bitAnd(exclusions, 64) = 0
+  AND /*DESIGN*/
+GROUP BY grp, proto
+ORDER BY grp, proto
