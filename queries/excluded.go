@@ -27,9 +27,10 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 		var (
 			grp                     string
 			runs, withH3, available uint64
+			coldH2, coldH3          uint64
 			byReason                []uint64
 		)
-		if err := rows.Scan(&grp, &runs, &byReason, &withH3, &available); err != nil {
+		if err := rows.Scan(&grp, &runs, &byReason, &coldH2, &coldH3, &withH3, &available); err != nil {
 			return fmt.Errorf("reading excluded runs: %w", err)
 		}
 		g := groups[grp]
@@ -46,6 +47,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 				g.Excluded[store.ExclusionNames[i]] = int(n)
 			}
 		}
+		g.ColdRuns = map[string]int{"h2": int(coldH2), "h3": int(coldH3)}
 		g.Availability = runAvailability(int(withH3), int(available))
 	}
 	if err := rows.Err(); err != nil {

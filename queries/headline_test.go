@@ -134,6 +134,9 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 				t.Errorf("%s: %d runs excluded as %s, want %d (all: %v)", src, g.Excluded[reason], reason, n, g.Excluded)
 			}
 		}
+		if g.ColdRuns["h3"] != traps || g.ColdRuns["h2"] != 0 {
+			t.Errorf("%s: cold runs by origin %v, want h3 %d, h2 0", src, g.ColdRuns, traps)
+		}
 		const designRuns = clean + 4*traps
 		if g.DesignRuns != designRuns {
 			t.Errorf("%s: %d runs of the design, want %d", src, g.DesignRuns, designRuns)

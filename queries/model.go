@@ -106,6 +106,9 @@ type Group struct {
 	// (a run under each reason it has). Both come with the complete report.
 	DesignRuns int            `json:"design_runs"`
 	Excluded   map[string]int `json:"excluded_runs"`
+	// ColdRuns counts the cold runs by the origin of their cold requests
+	// (h2, h3); a run cold on both sides counts in both.
+	ColdRuns map[string]int `json:"cold_runs_by_origin"`
 	// ITT is the intention-to-treat view (complete report).
 	ITT *ITT `json:"intention_to_treat"`
 	// Handshakes are the requests on new connections by protocol

@@ -84,13 +84,29 @@ var ExclusionNames = [...]string{"fallback", "cold", "warmup_failed", "short_war
 
 // ExclusionsOf checks run against the like-for-like rules.
 func ExclusionsOf(run *Run) Exclusions {
+	x, _ := classifyRun(run)
+	return x
+}
+
+// ColdSeqs returns the seq numbers of run's batch requests that used a
+// connection their origin's warm-up did not (the cold rule of
+// ExcludeCold), for the samples column cold.
+func ColdSeqs(run *Run) map[int]bool {
+	_, cold := classifyRun(run)
+	return cold
+}
+
+// classifyRun applies the like-for-like rules to run: its exclusions, and
+// which batch requests were cold.
+func classifyRun(run *Run) (Exclusions, map[int]bool) {
 	var x Exclusions
+	var cold map[int]bool
 	if run.Bot {
 		x |= ExcludeBot
 	}
 	rep := run.Report
 	if rep == nil {
-		return x | ExcludePartial
+		return x | ExcludePartial, nil
 	}
 	if rep.Partial {
 		x |= ExcludePartial
@@ -132,16 +148,17 @@ func ExclusionsOf(run *Run) Exclusions {
 		case s.Want == beacon.ProtoH3 && s.Got != beacon.ProtoH3:
 			x |= ExcludeFallback
 		}
-		if s.Server.Present && s.Server.ConnID != "" {
-			if !warm[s.Want][s.Server.ConnID] {
-				x |= ExcludeCold
-			}
-		} else if !s.Reused || s.Connect > 0 {
+		if (s.Server.Present && s.Server.ConnID != "" && !warm[s.Want][s.Server.ConnID]) ||
+			((!s.Server.Present || s.Server.ConnID == "") && (!s.Reused || s.Connect > 0)) {
 			x |= ExcludeCold
+			if cold == nil {
+				cold = map[int]bool{}
+			}
+			cold[s.Seq] = true
 		}
 	}
 	if n := rep.Params.Parallel; batch[beacon.ProtoH2] < n || batch[beacon.ProtoH3] < n {
 		x |= ExcludePartial
 	}
-	return x
+	return x, cold
 }

@@ -44,6 +44,13 @@ func TestExclusionsOf(t *testing.T) {
 		{"clean", func(*store.Run) {}, 2, 0},
 		{"fallback", func(r *store.Run) { r.Report.Samples[4].Got = beacon.ProtoH2 }, 2, store.ExcludeFallback},
 		{"cold h3 by connection id", func(r *store.Run) { r.Report.Samples[5].Server.ConnID = "new" }, 2, store.ExcludeCold},
+		{"cold requests named", func(r *store.Run) {
+			r.Report.Samples[5].Server.ConnID = "new"
+			r.Report.Samples[11].Server.ConnID = "other"
+			if got := store.ColdSeqs(r); len(got) != 2 || !got[5] || !got[11] {
+				t.Errorf("ColdSeqs = %v, want seqs 5 and 11", got)
+			}
+		}, 2, store.ExcludeCold},
 		{"cold h2 by connection id", func(r *store.Run) { r.Report.Samples[9].Server.ConnID = "new" }, 2, store.ExcludeCold},
 		{"cold without Server-Timing: new connection", func(r *store.Run) {
 			s := &r.Report.Samples[10]
@@ -67,6 +74,10 @@ func TestExclusionsOf(t *testing.T) {
 			tc.plant(&run)
 			if got := store.ExclusionsOf(&run); got != tc.want {
 				t.Errorf("ExclusionsOf = %08b, want %08b", got, tc.want)
+			}
+			// The cold requests are named by seq exactly when the run is cold.
+			if cold := store.ColdSeqs(&run); (len(cold) > 0) != (tc.want&store.ExcludeCold != 0) {
+				t.Errorf("ColdSeqs = %v with exclusions %08b", cold, tc.want)
 			}
 		})
 	}

@@ -31,6 +31,7 @@ func sampleColumns() []column {
 		col("got", protoEnum, func(_ r, s s) int8 { return protoValue(s.Got) }),
 		col("outcome", outcomeEnum, func(_ r, s s) int8 { return int8(OutcomeOf(s.Want, s.Got)) }),
 		col("exclusions", "UInt8", func(r r, _ s) uint8 { return uint8(r.exclusions) }),
+		col("cold", "UInt8", func(r r, s s) uint8 { return b2u(r.cold[s.Seq]) }),
 		col("start_ms", "Float32", func(_ r, s s) float32 { return float32(s.Start) }),
 		col("duration_ms", "Float32", func(_ r, s s) float32 { return float32(s.Duration) }),
 		col("dns_ms", "Float32", func(_ r, s s) float32 { return float32(s.DNS) }),
@@ -90,6 +91,7 @@ const (
 type runRow struct {
 	*Run
 	exclusions Exclusions
+	cold       map[int]bool // seq numbers of cold batch requests
 }
 
 // column buffers one column of an insert batch: clickhouse-go appends a

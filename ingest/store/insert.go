@@ -23,7 +23,8 @@ func (b *Batch) Add(run *Run) {
 	if b.cols == nil {
 		b.cols = sampleColumns()
 	}
-	row := &runRow{Run: run, exclusions: ExclusionsOf(run)}
+	x, cold := classifyRun(run)
+	row := &runRow{Run: run, exclusions: x, cold: cold}
 	for _, c := range b.cols {
 		for i := range run.Report.Samples {
 			c.add(row, &run.Report.Samples[i])

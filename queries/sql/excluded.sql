@@ -3,7 +3,9 @@
 -- has; store.ExclusionNames gives the order), and HTTP/3 availability per
 -- run: of the non-bot runs with an H3 batch, those whose every batch request
 -- to the H3 origin was served over h3 (a failed or timed-out request
--- counts against). Parameters: since, until (unix seconds), site twice.
+-- counts against). Cold runs are also counted by the origin of their cold
+-- requests, so a bias such as a browser's background QUIC handshake shows
+-- on its side. Parameters: since, until (unix seconds), site twice.
 SELECT
     grp,
     count() AS n_runs,
@@ -17,13 +19,17 @@ SELECT
         countIf(bitAnd(x, 64) != 0),
         countIf(bitAnd(x, 128) != 0)
     ] AS by_reason,
+    countIf(cold_h2 > 0) AS n_cold_h2,
+    countIf(cold_h3 > 0) AS n_cold_h3,
     countIf(h3n > 0 AND bitAnd(x, 64) = 0) AS with_h3,
     countIf(h3n > 0 AND h3ok = h3n AND bitAnd(x, 64) = 0) AS available
 FROM
 (
     SELECT /*GROUP*/ AS grp, run_id, any(exclusions) AS x,
            countIf(want = 'h3') AS h3n,
-           countIf(want = 'h3' AND outcome = 'h3' AND error = '') AS h3ok
+           countIf(want = 'h3' AND outcome = 'h3' AND error = '') AS h3ok,
+           countIf(cold = 1 AND want = 'h2') AS cold_h2,
+           countIf(cold = 1 AND want = 'h3') AS cold_h3
     FROM samples
     WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
