@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // ErrInvalidOptions wraps every validation error of Options, ParseTime and
@@ -156,6 +158,16 @@ func (o *Options) Validate() error {
 		o.Seed = DefaultSeed
 	}
 	return nil
+}
+
+// exclusionMask is the exclusion bits that leave a run out of o's
+// selection: every reason, but bot when bots are asked for (IncludeBots
+// then brings in bots' otherwise like-for-like runs).
+func (o *Options) exclusionMask() store.Exclusions {
+	if o.IncludeBots {
+		return ^store.ExcludeBot
+	}
+	return ^store.Exclusions(0)
 }
 
 // rollupAnswers reports whether the hourly rollup holds what o asks for.

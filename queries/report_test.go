@@ -85,12 +85,16 @@ func keyOf(s synth.Sample, by string) string {
 // the runs' exclusions (synth.Exclusions). Every generated run has one
 // design, so the design filter keeps them all.
 func selected(s synth.Sample, o Options, ex map[uuid.UUID]store.Exclusions) bool {
+	counts := ^store.Exclusions(0) // the reasons that leave a run out
+	if o.IncludeBots {
+		counts &^= store.ExcludeBot
+	}
 	return !s.Time.Before(o.Since) && s.Time.Before(o.Until) &&
 		(o.Site == "" || s.Site == o.Site) &&
 		(o.IncludeWarmup || s.Phase == "parallel") &&
 		(o.IncludeFailed || s.Error == "") &&
 		(o.IncludeBots || s.Bot == 0) &&
-		(o.IncludeExcluded || ex[s.RunID] == 0)
+		(o.IncludeExcluded || ex[s.RunID]&counts == 0)
 }
 
 // runAvailabilityOf counts, among the non-bot runs of group in o's window,

@@ -86,7 +86,8 @@ func b01(b bool) uint8 {
 
 // rawArgs are the leading parameters of the raw-row SQL files.
 func rawArgs(o *Options, w window) []any {
-	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeFailed), b01(o.IncludeBots), b01(o.IncludeExcluded)}
+	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeFailed), b01(o.IncludeBots),
+		b01(o.IncludeExcluded), uint8(o.exclusionMask())}
 }
 
 // Markers of the raw-edge block in the rollup SQL files: the branch that

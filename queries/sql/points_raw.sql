@@ -2,7 +2,8 @@
 -- a row per group (outcome '') with its totals and a grand total (group '').
 -- /*GROUP*/ is replaced by a fixed expression chosen in Go (groupExpr),
 -- never by user input. Parameters: since, until (unix seconds), site twice,
--- include_warmup, include_failed, include_bots, include_excluded (0/1).
+-- include_warmup, include_failed, include_bots, include_excluded (0/1), the
+-- exclusion bits that count (all but bot when bots are included).
 SELECT
     grp,
     oc,
@@ -18,7 +19,7 @@ FROM
       AND (? = 1 OR phase = 'parallel')
       AND (? = 1 OR error = '')
       AND (? = 1 OR bot = 0)
-      AND (? = 1 OR exclusions = 0)
+      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
       AND /*DESIGN*/
 )
 GROUP BY grp, oc WITH ROLLUP

@@ -4,7 +4,7 @@
 -- of run_id (threshold per group, out of 1 000 000); the hash reads the
 -- UUID's bytes, which 18.16's hash functions do not take directly.
 -- Parameters: groups (Array(String)), thresholds (Array(UInt64)), since,
--- until, site twice, include_warmup, include_failed, include_bots, include_excluded.
+-- until, site twice, include_warmup, include_failed, include_bots, include_excluded, the exclusion bits that count.
 SELECT
     grp,
     groupArray(duration_ms) AS d,
@@ -30,7 +30,7 @@ FROM
       AND (? = 1 OR phase = 'parallel')
       AND (? = 1 OR error = '')
       AND (? = 1 OR bot = 0)
-      AND (? = 1 OR exclusions = 0)
+      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
       AND /*DESIGN*/
 )
 GROUP BY grp, run_id

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries"
 )
 
 // pageOrigin serves html on a third, TCP-only origin (plain HTTP on
@@ -104,5 +106,26 @@ func TestBrowserEndToEnd(t *testing.T) {
 	}
 	if parallel["h2"] != 5 || parallel["h3"] != 5 {
 		t.Errorf("parallel samples by origin = %v, want 5 h2 and 5 h3", parallel)
+	}
+
+	// A real browser's run passes every like-for-like check — both batches
+	// complete on the connections the warm-ups opened, as the server's
+	// connection ids show — but for being headless: exclusions is the bot
+	// bit alone, and the report with bots included shows it in the
+	// headline, the moment it is stored.
+	var excl uint8
+	if err := conn.QueryRow(ctx, "SELECT any(exclusions) FROM samples WHERE site = 'e2e'").Scan(&excl); err != nil {
+		t.Fatal(err)
+	}
+	if store.Exclusions(excl) != store.ExcludeBot {
+		t.Errorf("the real browser's run has exclusions %08b, want the bot bit alone", excl)
+	}
+	rep, err := queries.Run(ctx, conn, queries.Options{Site: "e2e", By: "none", IncludeBots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Groups) != 1 || rep.Groups[0].H2 == nil || rep.Groups[0].H3 == nil ||
+		rep.Groups[0].H2.Runs != 1 || rep.Groups[0].H3.Samples != 5 {
+		t.Errorf("default report with bots right after the run: %s %+v", rep.Source, rep.Groups)
 	}
 }
