@@ -2,7 +2,6 @@ package queries
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -14,16 +13,7 @@ import (
 // HTTP/3 availability per run (sql/excluded.sql). It reads every run of
 // the window, so it is part of the complete report, not the estimate.
 func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
-	q, err := query("excluded.sql", o)
-	if err != nil {
-		return err
-	}
-	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site)
-	if err != nil {
-		return fmt.Errorf("querying excluded runs: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return eachRow(ctx, conn, o, w, "excluded.sql", "excluded runs", func(rows driver.Rows) error {
 		var (
 			grp                     string
 			runs, withH3, available uint64
@@ -31,15 +21,9 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 			byReason                []uint64
 		)
 		if err := rows.Scan(&grp, &runs, &byReason, &coldH2, &coldH3, &withH3, &available); err != nil {
-			return fmt.Errorf("reading excluded runs: %w", err)
+			return err
 		}
-		g := groups[grp]
-		if g == nil {
-			// Every run of the group is excluded: show the group with its
-			// reasons and no figures.
-			g = &Group{Group: grp, Diff: []Diff{}, Failures: []Failure{}}
-			groups[grp] = g
-		}
+		g := groupOf(groups, grp)
 		g.DesignRuns = int(runs)
 		g.Excluded = map[string]int{}
 		for i, n := range byReason {
@@ -49,11 +33,8 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 		}
 		g.ColdRuns = map[string]int{"h2": int(coldH2), "h3": int(coldH3)}
 		g.Availability = runAvailability(int(withH3), int(available))
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading excluded runs: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // runAvailability is the share of runs with every H3-batch request on h3,

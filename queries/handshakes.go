@@ -2,7 +2,6 @@ package queries
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -22,16 +21,7 @@ type Handshake struct {
 
 // handshakes reads every group's requests on new connections.
 func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
-	q, err := query("handshakes.sql", o)
-	if err != nil {
-		return err
-	}
-	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site)
-	if err != nil {
-		return fmt.Errorf("querying handshakes: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return eachRow(ctx, conn, o, w, "handshakes.sql", "handshakes", func(rows driver.Rows) error {
 		var (
 			grp, proto     string
 			n              uint64
@@ -39,20 +29,13 @@ func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, gro
 			resumed, early float64
 		)
 		if err := rows.Scan(&grp, &proto, &n, &qs, &qc, &resumed, &early); err != nil {
-			return fmt.Errorf("reading handshakes: %w", err)
+			return err
 		}
-		g := groups[grp]
-		if g == nil {
-			continue // a group with no run of the design's selection
-		}
-		h := Handshake{Proto: proto, Samples: int(n), Percentiles: levels(qs), ConnectMS: levels(qc),
-			ResumedShare: math.Round(resumed*1e6) / 1e6, EarlyShare: math.Round(early*1e6) / 1e6}
-		g.Handshakes = append(g.Handshakes, h)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading handshakes: %w", err)
-	}
-	return nil
+		g := groupOf(groups, grp)
+		g.Handshakes = append(g.Handshakes, Handshake{Proto: proto, Samples: int(n), Percentiles: levels(qs), ConnectMS: levels(qc),
+			ResumedShare: math.Round(resumed*1e6) / 1e6, EarlyShare: math.Round(early*1e6) / 1e6})
+		return nil
+	})
 }
 
 // levels pairs quantile values with the report's percentiles.

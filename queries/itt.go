@@ -2,7 +2,6 @@ package queries
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -32,29 +31,16 @@ type ITTStats struct {
 
 // itt reads the intention-to-treat view of every group.
 func itt(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
-	q, err := query("itt.sql", o)
-	if err != nil {
-		return err
-	}
-	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site)
-	if err != nil {
-		return fmt.Errorf("querying the intention-to-treat view: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := eachRow(ctx, conn, o, w, "itt.sql", "the intention-to-treat view", func(rows driver.Rows) error {
 		var (
 			grp, sentTo                     string
 			runs, samples, failed, failRuns uint64
 			qs                              []float32
 		)
 		if err := rows.Scan(&grp, &sentTo, &runs, &samples, &failed, &failRuns, &qs); err != nil {
-			return fmt.Errorf("reading the intention-to-treat view: %w", err)
+			return err
 		}
-		g := groups[grp]
-		if g == nil {
-			g = &Group{Group: grp, Diff: []Diff{}, Failures: []Failure{}}
-			groups[grp] = g
-		}
+		g := groupOf(groups, grp)
 		if g.ITT == nil {
 			g.ITT = &ITT{Diff: []Diff{}}
 		}
@@ -68,9 +54,10 @@ func itt(ctx context.Context, conn driver.Conn, o *Options, w window, groups map
 		} else {
 			g.ITT.H2 = s
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading the intention-to-treat view: %w", err)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, g := range groups {
 		if t := g.ITT; t != nil && t.H2 != nil && t.H3 != nil {

@@ -76,14 +76,7 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 	}
 
 	groups := map[string]*Group{}
-	get := func(name string) *Group {
-		g := groups[name]
-		if g == nil {
-			g = &Group{Group: name, Diff: []Diff{}, Failures: []Failure{}}
-			groups[name] = g
-		}
-		return g
-	}
+	get := func(name string) *Group { return groupOf(groups, name) }
 	t0 := time.Now()
 	stage := func(name string) {
 		now := time.Now()
@@ -132,26 +125,22 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if rep.done {
 		return nil
 	}
-	start := time.Now()
-	if err := perRun(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
-		return err
+	o, w, groups := &rep.opts, rep.win, rep.groups
+	for _, sec := range []struct {
+		name string
+		run  func() error
+	}{
+		{"runs", func() error { return perRun(ctx, conn, o, w, groups) }},
+		{"excluded", func() error { return excluded(ctx, conn, o, w, groups) }},
+		{"itt", func() error { return itt(ctx, conn, o, w, groups) }},
+		{"handshakes", func() error { return handshakes(ctx, conn, o, w, groups) }},
+	} {
+		start := time.Now()
+		if err := sec.run(); err != nil {
+			return err
+		}
+		rep.Stages = append(rep.Stages, Stage{sec.name, time.Since(start)})
 	}
-	rep.Stages = append(rep.Stages, Stage{"runs", time.Since(start)})
-	start = time.Now()
-	if err := excluded(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
-		return err
-	}
-	rep.Stages = append(rep.Stages, Stage{"excluded", time.Since(start)})
-	start = time.Now()
-	if err := itt(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
-		return err
-	}
-	rep.Stages = append(rep.Stages, Stage{"itt", time.Since(start)})
-	start = time.Now()
-	if err := handshakes(ctx, conn, &rep.opts, rep.win, rep.groups); err != nil {
-		return err
-	}
-	rep.Stages = append(rep.Stages, Stage{"handshakes", time.Since(start)})
 	rep.done = true
 	rep.finish()
 	return nil

@@ -48,8 +48,21 @@ func query(name string, o *Options) (string, error) {
 	if !ok {
 		return "", invalid("unknown grouping %q", o.By)
 	}
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.Design.sql()).Replace(string(b)), nil
+	q := strings.ReplaceAll(string(b), "/*SELECTION*/", selectionSQL)
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.Design.sql()).Replace(q), nil
 }
+
+// selectionSQL is the report's selection of raw rows, the one definition
+// every raw query uses as /*SELECTION*/: the window, the site, the widening
+// options, the like-for-like headline (exclusion bits that count) and the
+// design. rawArgs binds its parameters, in this order.
+const selectionSQL = `time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR phase = 'parallel')
+      AND (? = 1 OR error = '')
+      AND (? = 1 OR bot = 0)
+      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
+      AND /*DESIGN*/`
 
 // window is the report window in the forms the SQL files bind.
 type window struct {
@@ -84,7 +97,7 @@ func b01(b bool) uint8 {
 	return 0
 }
 
-// rawArgs are the leading parameters of the raw-row SQL files.
+// rawArgs are the parameters of selectionSQL.
 func rawArgs(o *Options, w window) []any {
 	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeFailed), b01(o.IncludeBots),
 		b01(o.IncludeExcluded), uint8(o.exclusionMask())}

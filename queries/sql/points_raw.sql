@@ -14,13 +14,7 @@ FROM
 (
     SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, run_id, duration_ms
     FROM samples
-    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
-      AND (? = 1 OR phase = 'parallel')
-      AND (? = 1 OR error = '')
-      AND (? = 1 OR bot = 0)
-      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-      AND /*DESIGN*/
+    WHERE /*SELECTION*/
 )
 GROUP BY grp, oc WITH ROLLUP
 ORDER BY grp, oc

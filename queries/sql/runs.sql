@@ -25,12 +25,6 @@ FROM
     -- are read only for the runs kept (a third of the time at 10 M rows).
     PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
              < transform(/*GROUP*/, CAST(? AS Array(String)), CAST(? AS Array(UInt64)), toUInt64(1000000))
-    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
-      AND (? = 1 OR phase = 'parallel')
-      AND (? = 1 OR error = '')
-      AND (? = 1 OR bot = 0)
-      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-      AND /*DESIGN*/
+    WHERE /*SELECTION*/
 )
 GROUP BY grp, run_id

@@ -6,12 +6,6 @@ SELECT
     toString(outcome) AS oc,
     count() AS n
 FROM samples
-WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-  AND (? = '' OR site = ?)
-  AND (? = 1 OR phase = 'parallel')
-  AND (? = 1 OR error = '')
-  AND (? = 1 OR bot = 0)
-  AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-  AND /*DESIGN*/
+WHERE /*SELECTION*/
 GROUP BY h, oc
 ORDER BY h, oc

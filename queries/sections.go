@@ -1,0 +1,42 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// eachRow runs the SQL file name, whose parameters are the window and the
+// site, and hands every row to scan; what names the figures in errors.
+func eachRow(ctx context.Context, conn driver.Conn, o *Options, w window, name, what string, scan func(driver.Rows) error) error {
+	q, err := query(name, o)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site)
+	if err != nil {
+		return fmt.Errorf("querying %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("reading %s: %w", what, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", what, err)
+	}
+	return nil
+}
+
+// groupOf returns groups[name], adding an empty group (a group whose runs
+// are all outside the headline still shows its other sections).
+func groupOf(groups map[string]*Group, name string) *Group {
+	g := groups[name]
+	if g == nil {
+		g = &Group{Group: name, Diff: []Diff{}, Failures: []Failure{}}
+		groups[name] = g
+	}
+	return g
+}
