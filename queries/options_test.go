@@ -78,20 +78,27 @@ func TestValidate(t *testing.T) {
 
 func TestOptionsFromValues(t *testing.T) {
 	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
-	o, err := OptionsFromValues(url.Values{"since": {"7d"}, "by": {"country"}, "site": {"a.example"}, "warmup": {"1"}, "min_runs": {"10"}}, now)
+	o, err := OptionsFromValues(url.Values{"since": {"7d"}, "by": {"country"}, "site": {"a.example"}, "warmup": {"1"}, "min_runs": {"10"},
+		"excluded": {"1"}, "design": {"10,4096,3,1"}}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.By != "country" || o.Site != "a.example" || !o.IncludeWarmup || o.MinRuns != 10 || !o.Since.Equal(now.Add(-7*24*time.Hour)) {
+	if o.By != "country" || o.Site != "a.example" || !o.IncludeWarmup || o.MinRuns != 10 || !o.Since.Equal(now.Add(-7*24*time.Hour)) ||
+		!o.IncludeExcluded || o.Design != (Design{Parallel: 10, Bytes: 4096, Warmup: 3, BeaconMajor: 1, Set: true}) {
 		t.Errorf("parsed %+v", o)
 	}
 	back, err := OptionsFromValues(o.values(), now)
-	if err != nil || back.By != o.By || !back.Since.Equal(o.Since) || !back.IncludeWarmup {
+	if err != nil || back.By != o.By || !back.Since.Equal(o.Since) || !back.IncludeWarmup || !back.IncludeExcluded || back.Design != o.Design {
 		t.Errorf("values round trip: %+v, %v", back, err)
+	}
+	if all, err := OptionsFromValues(url.Values{"design": {"all"}}, now); err != nil || !all.Design.All || all.Design.sql() != "1" {
+		t.Errorf("design=all: %+v, %v", all.Design, err)
 	}
 	for _, v := range []url.Values{
 		{"by": {"x"}}, {"since": {"soon"}}, {"until": {"2020-01-01"}, "since": {"2021-01-01"}},
 		{"min_runs": {"many"}}, {"bots": {"maybe"}}, {"colour": {"red"}}, {"by": {"country", "asn"}},
+		{"design": {"5,0,2"}}, {"design": {"5,0,2,x"}}, {"design": {"5,0,-2,1"}}, {"design": {"1,2,3,4,5"}},
+		{"design": {"5,0,2,1) OR (1=1"}}, {"excluded": {"perhaps"}},
 	} {
 		if _, err := OptionsFromValues(v, now); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%v: err = %v, want ErrInvalidOptions", v, err)
