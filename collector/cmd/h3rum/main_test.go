@@ -25,6 +25,8 @@ func TestServeBadInputExitsBeforeListening(t *testing.T) {
 		{"bad log format", []string{"--log-format", "xml"}, [2]string{}, "--log-format"},
 		{"bad environment", nil, [2]string{"H3RUM_BATCH_ROWS", "abc"}, "H3RUM_BATCH_ROWS"},
 		{"negative retention", []string{"--retention", "-1"}, [2]string{}, "--retention"},
+		{"short report token", []string{"--report-token", "s3cret"}, [2]string{}, "--report-token is 6 bytes"},
+		{"short agent token", nil, [2]string{"H3RUM_AGENT_TOKEN", "0123456789abcdef0123456789abcde"}, "--agent-token is 31 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env[0] != "" {

@@ -83,14 +83,19 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.rateLimit, "rate-limit", 10, "reports per second allowed per client address (0: unlimited)")
 	fs.Int64Var(&c.maxBeaconBytes, "max-beacon-bytes", beacon.MaxReportBytes, "largest /beacon body, in bytes")
 	fs.IntVar(&c.concurrency, "ingest-concurrency", 0, "reports decoded at once (default: half the cores, at least 1), so a burst of reports leaves CPU for the probe")
-	fs.StringVar(&c.agentToken, "agent-token", "", "bearer token for agents on /ingest/ws (empty: WebSocket ingest off)")
+	fs.StringVar(&c.agentToken, "agent-token", "", "bearer token for agents on /ingest/ws, at least 32 bytes (empty: WebSocket ingest off)")
 	fs.IntVar(&c.batchRows, "batch-rows", 20000, "sample rows per ClickHouse insert")
 	fs.DurationVar(&c.flushInterval, "flush-interval", time.Second, "longest a sample waits before it is inserted (jittered ±20%)")
 	fs.Int64Var(&c.spoolMaxBytes, "spool-max-bytes", 1<<30, "disk budget of the spool that holds samples while ClickHouse is slow or down")
 	fs.IntVar(&c.retentionDays, "retention", 0, "days of samples to keep, enforced by dropping month partitions (0: keep all)")
 
-	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard (without it they are open only when --addr is loopback)")
+	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it they are open only when --addr is loopback)")
 }
+
+// minTokenBytes is the shortest bearer token serve accepts: a token is the
+// only credential of the report and agent endpoints on the internet, so it
+// must not be guessable.
+const minTokenBytes = 32
 
 func (c *serveConfig) validate() error {
 	var errs []error
@@ -117,6 +122,11 @@ func (c *serveConfig) validate() error {
 	}
 	if c.retentionDays < 0 {
 		errs = append(errs, errors.New("--retention must not be negative"))
+	}
+	for _, tok := range []struct{ flag, value string }{{"--report-token", c.reportToken}, {"--agent-token", c.agentToken}} {
+		if tok.value != "" && len(tok.value) < minTokenBytes {
+			errs = append(errs, fmt.Errorf("%s is %d bytes; use at least %d (e.g. openssl rand -hex 32)", tok.flag, len(tok.value), minTokenBytes))
+		}
 	}
 	c.srv.AltSvcMaxAge = time.Duration(c.altSvcMaxAge) * time.Second
 	c.srv.DataDir = c.store.dataDir

@@ -324,12 +324,13 @@ func TestLiveFeedAndReportAPI(t *testing.T) {
 
 // A report token closes the report routes to requests without it.
 func TestReportTokenRequired(t *testing.T) {
-	ts := startServe(t, "--report-token", "s3cret")
+	const token = "s3cret-0123456789abcdef0123456789"
+	ts := startServe(t, "--report-token", token)
 	c := insecureClient()
 	for _, tc := range []struct {
 		auth string
 		want int
-	}{{"", http.StatusUnauthorized}, {"Bearer wrong", http.StatusUnauthorized}, {"Bearer s3cret", http.StatusOK}} {
+	}{{"", http.StatusUnauthorized}, {"Bearer wrong", http.StatusUnauthorized}, {"Bearer " + token, http.StatusOK}} {
 		req, _ := http.NewRequest("GET", ts.h3+"/api/report?since=1h", nil)
 		if tc.auth != "" {
 			req.Header.Set("Authorization", tc.auth)
