@@ -37,9 +37,10 @@ type Feed interface {
 // shutdown. When ClickHouse is down or slow and the queue fills, the batcher
 // later reads the spool instead, in order; a spool segment is deleted only
 // once all its rows are inserted, and segments left by an earlier process are
-// replayed at Start. Replays are idempotent: rows are keyed by (site, day,
-// run_id, seq) in a ReplacingMergeTree, with the receive time fixed before
-// spooling. Only when the spool budget is used up does Accept refuse with
+// replayed at Start. Each run is stored once: a replayed or retried insert
+// first leaves out the runs ClickHouse already holds (see insertRetry), and
+// the receive time is fixed before spooling, so a replayed row equals the
+// original. Only when the spool budget is used up does Accept refuse with
 // ErrBusy.
 //
 // Set the fields, call Start, and Shutdown when done.
