@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -22,9 +23,20 @@ type submission struct {
 	geoCountry string // from the trusted CDN header, "" when not configured
 	// earlyData: the request arrived as TLS 0-RTT data and could be a replay.
 	earlyData bool
-	// rateLimited: the per-address report rate applies. Agents on the
-	// WebSocket authenticate with a token instead.
-	rateLimited bool
+	// limiter is the rate the submission counts against: the per-address
+	// one for browsers, the connection's own for agents; nil: none.
+	limiter *access.Limiter
+}
+
+// submission describes what r says about its sender: client address (from
+// a trusted proxy's header if the peer is one), user agent, the CDN's
+// country (only from a trusted proxy), and whether it came as early data.
+func (h *Handler) submission(r *http.Request, received time.Time) submission {
+	sub := submission{received: received, client: h.Clients.IP(r), userAgent: r.UserAgent(), earlyData: isEarlyData(r)}
+	if h.GeoHeader != "" && h.Clients.PeerTrusted(r) {
+		sub.geoCountry = r.Header.Get(h.GeoHeader)
+	}
+	return sub
 }
 
 // rejection is why a submission was refused: an HTTP status (or the
@@ -37,9 +49,34 @@ type rejection struct {
 	retryAfter time.Duration
 }
 
-// admit is the one path from a report's bytes to an enriched run, for
-// every transport: decode, site, early data, rate, enrichment.
-func (h *Handler) admit(sub submission) (store.Run, *rejection) {
+// Admission is one path for every transport, in two steps, cheapest
+// refusals first. gate runs before the report's bytes are read or parsed:
+// early data and the rate limit. admit then takes a decoding slot and
+// decodes, checks the site and enriches.
+
+// gate refuses a submission that may not be decoded at all.
+func (h *Handler) gate(sub *submission) *rejection {
+	if sub.earlyData {
+		return &rejection{status: http.StatusTooEarly, reason: ReasonTooEarly,
+			detail: "report sent as TLS early data; retry after the handshake"}
+	}
+	if sub.limiter != nil {
+		if ok, wait := sub.limiter.Allow(sub.client, sub.received); !ok {
+			return &rejection{status: http.StatusTooManyRequests, reason: ReasonRateLimited,
+				detail: "too many reports from this address", retryAfter: wait}
+		}
+	}
+	return nil
+}
+
+// admit turns a gated submission's bytes into an enriched run. The
+// decoding slot covers the CPU work only, not the wait for durability.
+func (h *Handler) admit(ctx context.Context, sub submission) (store.Run, *rejection) {
+	if !h.acquire(ctx) {
+		return store.Run{}, &rejection{status: http.StatusServiceUnavailable, reason: ReasonOverloaded,
+			detail: "collector busy decoding other reports; retry (or raise --ingest-concurrency)", retryAfter: time.Second}
+	}
+	defer h.release()
 	rep, err := beacon.Decode(sub.wire)
 	if err != nil {
 		status, reason, detail := decodeRejection(err)
@@ -48,16 +85,6 @@ func (h *Handler) admit(sub submission) (store.Run, *rejection) {
 	if !h.siteAllowed(rep.Site) {
 		return store.Run{}, &rejection{status: http.StatusForbidden, reason: ReasonSiteNotAllowed,
 			detail: fmt.Sprintf("site %q is not served by this collector", rep.Site)}
-	}
-	if sub.earlyData {
-		return store.Run{}, &rejection{status: http.StatusTooEarly, reason: ReasonTooEarly,
-			detail: "report sent as TLS early data; retry after the handshake"}
-	}
-	if sub.rateLimited && h.limiter != nil {
-		if ok, wait := h.limiter.allow(sub.client, sub.received); !ok {
-			return store.Run{}, &rejection{status: http.StatusTooManyRequests, reason: ReasonRateLimited,
-				detail: "too many reports from this address", retryAfter: wait}
-		}
 	}
 	return h.Enricher.Enrich(Envelope{Report: rep, Wire: sub.wire, Received: sub.received,
 		ClientIP: sub.client, UserAgent: sub.userAgent, GeoCountry: sub.geoCountry}), nil

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/netip"
 	"runtime"
 	"slices"
 	"strconv"
@@ -49,14 +48,16 @@ type Handler struct {
 	// reports; a request whose Origin is not listed is refused (403).
 	// Empty, or "*", allows any origin.
 	AllowOrigins []string
-	// TrustedProxies are the peers whose X-Forwarded-For/Forwarded headers
-	// are believed; empty trusts none.
-	TrustedProxies []netip.Prefix
+	// Clients resolves a report's client address: the socket peer, or the
+	// one configured header when the peer is a trusted proxy.
+	Clients access.Clients
 	// GeoHeader names a request header carrying the client's country as set
-	// by a trusted CDN (e.g. "CF-IPCountry"); empty ignores such headers.
+	// by a CDN (e.g. "CF-IPCountry"). It is believed only from a peer in
+	// Clients.TrustedProxies; empty ignores such headers.
 	GeoHeader string
 	// RateLimit is the sustained reports per second allowed per client
-	// address (per /64 for IPv6); 0 means unlimited.
+	// address (per /64 for IPv6) on POST /beacon; 0 means unlimited. It is
+	// applied before the body is read.
 	RateLimit float64
 	// RateBurst is how many reports a client may send at once. Default
 	// RateLimit rounded up, at least 1.
@@ -69,6 +70,13 @@ type Handler struct {
 	// AgentToken is the bearer token agents present on GET /ingest/ws;
 	// empty disables the WebSocket transport (404).
 	AgentToken string
+	// AgentRateLimit is the sustained reports per second one agent
+	// connection may send (agents are exempt from the per-address
+	// RateLimit: many may share a host). Default 50; bursts of as many.
+	AgentRateLimit float64
+	// Failures throttles wrong agent tokens per client address; nil does
+	// not throttle. Share one with the report endpoints.
+	Failures *access.Failures
 	// WSPingInterval is how often the server pings an idle WebSocket; a
 	// connection silent for two intervals is closed. Default 30 s.
 	WSPingInterval time.Duration
@@ -91,7 +99,7 @@ type Handler struct {
 	initErr error
 	mux     *http.ServeMux
 	m       *handlerMetrics
-	limiter *rateLimiter
+	limiter *access.Limiter
 	log     *slog.Logger
 	bodies  sync.Pool // *[]byte body buffers, reused across requests
 }
@@ -134,6 +142,12 @@ func (h *Handler) init() {
 	if h.RateLimit < 0 || math.IsNaN(h.RateLimit) || math.IsInf(h.RateLimit, 0) {
 		errs = append(errs, fmt.Errorf("ingest handler: rate limit %v must be a positive number or 0", h.RateLimit))
 	}
+	if h.AgentRateLimit < 0 || math.IsNaN(h.AgentRateLimit) || math.IsInf(h.AgentRateLimit, 0) {
+		errs = append(errs, fmt.Errorf("ingest handler: agent rate limit %v must be a positive number or 0", h.AgentRateLimit))
+	}
+	if err := h.Clients.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("ingest handler: %w", err))
+	}
 	m, err := newHandlerMetrics(h.Registerer)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("registering ingest handler metrics: %w", err))
@@ -149,7 +163,7 @@ func (h *Handler) init() {
 		h.m.rejected.WithLabelValues(reasonDecodePrefix + r)
 	}
 	if h.RateLimit > 0 {
-		h.limiter = newRateLimiter(h.RateLimit, h.RateBurst, h.RateClients)
+		h.limiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)
 	}
 	n := h.MaxConcurrency
 	if n <= 0 {
@@ -261,7 +275,13 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.cors(w, origin)
-
+	sub := h.submission(r, received)
+	sub.limiter = h.limiter
+	// Refuse what can be refused before reading a byte of the body.
+	if rej := h.gate(&sub); rej != nil {
+		h.refuse(w, rej)
+		return
+	}
 	bp, _ := h.bodies.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
@@ -274,36 +294,30 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 			h.reject(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
 			return
 		}
-		h.reject(w, http.StatusBadRequest, ReasonReadError, "reading the body failed")
+		h.reject(w, http.StatusBadRequest, ReasonReadError, "reading the body failed (sent too slowly, or cut)")
 		return
 	}
-	if !h.acquire(r.Context()) {
-		retryAfter(w, time.Second)
-		h.reject(w, http.StatusServiceUnavailable, ReasonOverloaded, "collector busy decoding other reports; retry (or raise --ingest-concurrency)")
-		return
-	}
-	sub := submission{wire: body, received: received, client: access.ClientIP(r, h.TrustedProxies),
-		userAgent: r.UserAgent(), earlyData: isEarlyData(r), rateLimited: true}
-	if h.GeoHeader != "" {
-		sub.geoCountry = r.Header.Get(h.GeoHeader)
-	}
-	run, rej := h.admit(sub)
-	// The slot covers the CPU work only, not the wait for durability.
-	h.release()
+	sub.wire = body
+	run, rej := h.admit(r.Context(), sub)
 	if rej == nil {
 		if err := h.Sink.Accept(r.Context(), run); err != nil {
 			rej = acceptRejection(err)
 		}
 	}
 	if rej != nil {
-		if rej.retryAfter > 0 {
-			retryAfter(w, rej.retryAfter)
-		}
-		h.reject(w, rej.status, rej.reason, rej.detail)
+		h.refuse(w, rej)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// refuse answers a rejection.
+func (h *Handler) refuse(w http.ResponseWriter, rej *rejection) {
+	if rej.retryAfter > 0 {
+		retryAfter(w, rej.retryAfter)
+	}
+	h.reject(w, rej.status, rej.reason, rej.detail)
 }
 
 // acquire takes a decoding slot: at once if one is free, else within

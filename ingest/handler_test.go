@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/h3rum/h3rum/beacon/beacontest"
+	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -186,59 +188,89 @@ func TestHandlerPreflightAndCORS(t *testing.T) {
 
 func TestHandlerTrustedProxyAndGeoHeader(t *testing.T) {
 	sink := &recordingSink{}
-	h := &Handler{Sink: sink, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, GeoHeader: "CF-IPCountry",
-		RateLimit: 1, RateBurst: 1}
-	post := func(remote, xff string) int {
+	h := &Handler{Sink: sink, Clients: access.Clients{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}},
+		GeoHeader: "CF-IPCountry", RateLimit: 1, RateBurst: 1}
+	post := func(remote string, hdr ...string) int {
 		r := httptest.NewRequest("POST", "/beacon", bytes.NewReader(wireReport("s")))
 		r.RemoteAddr = remote
-		r.Header.Set("X-Forwarded-For", xff)
-		r.Header.Set("CF-IPCountry", "JP")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Set(hdr[i], hdr[i+1])
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		return rec.Code
 	}
 	// Two clients behind the same trusted proxy are limited separately…
-	if a, b := post("10.0.0.1:1", "198.51.100.1"), post("10.0.0.1:1", "198.51.100.2"); a != 204 || b != 204 {
+	if a, b := post("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1", "CF-IPCountry", "JP"),
+		post("10.0.0.1:1", "X-Forwarded-For", "198.51.100.2"); a != 204 || b != 204 {
 		t.Errorf("two clients via a trusted proxy: %d %d, want 204 204", a, b)
 	}
-	// …and a forged header from an untrusted peer does not dodge the limit.
-	if a, b := post("203.0.113.9:1", "1.1.1.1"), post("203.0.113.9:1", "2.2.2.2"); a != 204 || b != 429 {
+	// …a forged header from an untrusted peer does not dodge the limit…
+	if a, b := post("203.0.113.9:1", "X-Forwarded-For", "1.1.1.1"), post("203.0.113.9:1", "X-Forwarded-For", "2.2.2.2"); a != 204 || b != 429 {
 		t.Errorf("forged X-Forwarded-For: %d %d, want 204 429", a, b)
 	}
+	// …nor does a Forwarded header a trusted proxy passed through, when
+	// the proxy speaks X-Forwarded-For…
+	if a, b := post("10.0.0.1:1", "X-Forwarded-For", "198.51.100.3", "Forwarded", "for=6.6.6.1"),
+		post("10.0.0.1:1", "X-Forwarded-For", "198.51.100.3", "Forwarded", "for=6.6.6.2"); a != 204 || b != 429 {
+		t.Errorf("rotating Forwarded behind an X-Forwarded-For proxy: %d %d, want 204 429", a, b)
+	}
+	// …and the CDN's country is believed from the proxy only.
+	if code := post("203.0.113.10:1", "CF-IPCountry", "KP"); code != 204 {
+		t.Fatalf("direct client: %d", code)
+	}
+	if len(sink.runs) != 5 {
+		t.Fatalf("%d runs, want 5", len(sink.runs))
+	}
 	if g := sink.runs[0].Geo; g.Country != "JP" || g.Continent != "AS" {
-		t.Errorf("geo header ignored: %+v", g)
+		t.Errorf("geo header from the trusted proxy ignored: %+v", g)
+	}
+	if g := sink.runs[4].Geo; g.Country == "KP" {
+		t.Errorf("geo header from an untrusted peer believed: %+v", g)
 	}
 }
 
-func TestRateLimiterEviction(t *testing.T) {
-	l := newRateLimiter(1, 1, 4)
-	now := time.Unix(1000, 0)
-	for i := range 4 {
-		l.allow(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), now)
+// The rate limit is applied before the body is read or decoded: a flood of
+// malformed reports from one address costs one decode, not fifty.
+func TestHandlerRateLimitBeforeDecode(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := &Handler{Sink: &recordingSink{}, RateLimit: 1, RateBurst: 1, MaxConcurrency: 1, Registerer: reg}
+	if err := h.Init(); err != nil {
+		t.Fatal(err)
 	}
-	if ok, _ := l.allow(netip.MustParseAddr("192.0.2.0"), now); ok {
-		t.Error("second report within the second allowed")
+	junk := bytes.Repeat([]byte("{"), 30<<10)
+	codes := map[int]int{}
+	for range 50 {
+		body := &countingReader{r: bytes.NewReader(junk)}
+		r := httptest.NewRequest("POST", "/beacon", body)
+		r.RemoteAddr = "203.0.113.7:5555"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		codes[rec.Code]++
+		if rec.Code == 429 && body.n > 0 {
+			t.Fatalf("a rate-limited report had %d body bytes read", body.n)
+		}
 	}
-	l.allow(netip.MustParseAddr("192.0.2.200"), now)
-	if n := l.len(); n > 4 {
-		t.Errorf("table grew to %d, bound 4", n)
+	if codes[400] != 1 || codes[429] != 49 {
+		t.Errorf("50 malformed reports at 1/s: %v, want 1×400 and 49×429", codes)
 	}
-	// IPv6 clients share a bucket per /64.
-	if ok, _ := l.allow(netip.MustParseAddr("2001:db8:1:2::1"), now); !ok {
-		t.Error("first IPv6 report refused")
-	}
-	if ok, wait := l.allow(netip.MustParseAddr("2001:db8:1:2::ffff"), now); ok || wait <= 0 {
-		t.Errorf("same /64 not limited (ok=%v wait=%v)", ok, wait)
-	}
-	if ok, _ := l.allow(netip.MustParseAddr("2001:db8:1:2::1"), now.Add(1100*time.Millisecond)); !ok {
-		t.Error("bucket did not refill")
-	}
+}
+
+type countingReader struct {
+	r *bytes.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
 
 func TestWebSocket(t *testing.T) {
 	sink := &recordingSink{}
 	reg := prometheus.NewRegistry()
-	h := &Handler{Sink: sink, AgentToken: "s3cret", Sites: []string{"shop"}, Registerer: reg}
+	h := &Handler{Sink: sink, AgentToken: testAgentToken, Sites: []string{"shop"}, Registerer: reg}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ingest/ws"
@@ -246,7 +278,7 @@ func TestWebSocket(t *testing.T) {
 	if _, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Authorization": {"Bearer wrong"}}); err == nil || resp.StatusCode != 401 {
 		t.Fatalf("wrong token: err=%v status=%v, want 401", err, resp)
 	}
-	conn, _, err := websocket.DefaultDialer.Dial(url+"?token=s3cret", nil)
+	conn, _, err := websocket.DefaultDialer.Dial(url+"?token="+testAgentToken, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,6 +323,45 @@ func TestWebSocket(t *testing.T) {
 	conn.Close()
 	waitFor(t, "the too_large count", func() bool { return rejectedCount(t, reg, ReasonTooLarge) == 1 })
 
+	// An agent connection has its own report rate: beyond it, reports are
+	// refused with rate_limited (and the agent's id) before decoding.
+	limitedSrv := httptest.NewServer(&Handler{Sink: sink, AgentToken: testAgentToken, AgentRateLimit: 2})
+	t.Cleanup(limitedSrv.Close)
+	conn, _, err = websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(limitedSrv.URL, "http")+"/ingest/ws", http.Header{"Authorization": {"Bearer " + testAgentToken}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		conn.WriteMessage(websocket.TextMessage, []byte(`{"id":"r`+strconv.Itoa(i)+`","report":`+string(wireReport("shop"))+`}`))
+	}
+	limited := 0
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for range 5 {
+		var a WSAck
+		if err := conn.ReadJSON(&a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Reason == ReasonRateLimited && strings.HasPrefix(a.ID, "r") {
+			limited++
+		}
+	}
+	conn.Close()
+	if limited != 3 {
+		t.Errorf("5 reports at once at 2/s: %d refused as rate limited, want 3", limited)
+	}
+
+	// Wrong tokens are throttled per address: after the burst, even the
+	// right token is answered 429 until the address has waited.
+	throttledSrv := httptest.NewServer(&Handler{Sink: sink, AgentToken: testAgentToken, Failures: access.NewFailures()})
+	t.Cleanup(throttledSrv.Close)
+	url = "ws" + strings.TrimPrefix(throttledSrv.URL, "http") + "/ingest/ws"
+	for range access.FailureBurst {
+		websocket.DefaultDialer.Dial(url, http.Header{"Authorization": {"Bearer wrong"}})
+	}
+	if _, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Authorization": {"Bearer " + testAgentToken}}); err == nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("after %d wrong tokens: err=%v resp=%v, want 429 with Retry-After", access.FailureBurst, err, resp)
+	}
+
 	// No token configured: the endpoint does not exist.
 	srv2 := httptest.NewServer(&Handler{Sink: sink})
 	t.Cleanup(srv2.Close)
@@ -298,6 +369,8 @@ func TestWebSocket(t *testing.T) {
 		t.Errorf("disabled endpoint: err=%v resp=%v, want 404", err, resp)
 	}
 }
+
+const testAgentToken = "agent-token-0123456789abcdef0123456789"
 
 // TestWebSocketAckWaitsForDurability: the ack comes only after Accept
 // returns, and carries its failure.

@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -50,12 +51,26 @@ func (h *Handler) authorized(r *http.Request) bool {
 	return access.Token(h.AgentToken).Matches(tok)
 }
 
+func (h *Handler) agentRate() float64 {
+	if h.AgentRateLimit > 0 {
+		return h.AgentRateLimit
+	}
+	return 50
+}
+
 func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
 	if h.AgentToken == "" {
 		http.NotFound(w, r)
 		return
 	}
+	client, now := h.Clients.IP(r), time.Now()
+	if blocked, wait := h.Failures.Blocked(client, now); blocked {
+		retryAfter(w, wait)
+		h.reject(w, http.StatusTooManyRequests, ReasonRateLimited, "too many wrong tokens from this address; wait")
+		return
+	}
 	if !h.authorized(r) {
+		h.Failures.Failed(client, now)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="h3rum agents"`)
 		h.reject(w, http.StatusUnauthorized, ReasonUnauthorized, "missing or wrong agent token")
 		return
@@ -71,7 +86,8 @@ func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
 		return // the Upgrader has answered
 	}
 	h.log.Debug("agent connected")
-	s := &wsSession{h: h, conn: conn, req: r, acks: make(chan WSAck, wsInFlight)}
+	s := &wsSession{h: h, conn: conn, req: r, acks: make(chan WSAck, wsInFlight),
+		limiter: access.NewLimiter(h.agentRate(), int(math.Ceil(h.agentRate())), 1)}
 	s.serve()
 }
 
@@ -81,6 +97,8 @@ type wsSession struct {
 	req  *http.Request
 	acks chan WSAck
 	wg   sync.WaitGroup
+	// limiter is the connection's own report rate (one bucket).
+	limiter *access.Limiter
 }
 
 func (s *wsSession) serve() {
@@ -95,12 +113,6 @@ func (s *wsSession) serve() {
 	go s.writeLoop(ping, writerDone)
 
 	sem := make(chan struct{}, wsInFlight)
-	ip := access.ClientIP(s.req, h.TrustedProxies)
-	ua := s.req.UserAgent()
-	geo := ""
-	if h.GeoHeader != "" {
-		geo = s.req.Header.Get(h.GeoHeader)
-	}
 	for {
 		_, data, err := s.conn.ReadMessage()
 		if err != nil {
@@ -111,13 +123,19 @@ func (s *wsSession) serve() {
 		}
 		s.conn.SetReadDeadline(time.Now().Add(wait))
 		h.m.requests.WithLabelValues("ws").Inc()
-		received := time.Now().UTC()
+		sub := h.submission(s.req, time.Now().UTC())
+		sub.limiter = s.limiter
+		if rej := h.gate(&sub); rej != nil {
+			s.refuse(messageID(data), rej.reason, rej.detail)
+			continue
+		}
 		var msg WSMessage
 		if err := json.Unmarshal(data, &msg); err != nil || msg.ID == "" || len(msg.Report) == 0 {
 			s.refuse(msg.ID, ReasonBadMessage, `want {"id": "…", "report": {…}}`)
 			continue
 		}
-		run, rej := h.admit(submission{wire: msg.Report, received: received, client: ip, userAgent: ua, geoCountry: geo})
+		sub.wire = msg.Report
+		run, rej := h.admit(s.req.Context(), sub)
 		if rej != nil {
 			s.refuse(msg.ID, rej.reason, rej.detail)
 			continue
@@ -181,4 +199,16 @@ func (s *wsSession) writeLoop(ping time.Duration, done chan<- struct{}) {
 			}
 		}
 	}
+}
+
+// messageID is the id of a message refused before it is parsed in full,
+// so that the agent can match the refusal; "" when it has none.
+func messageID(data []byte) string {
+	var m struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return ""
+	}
+	return m.ID
 }

@@ -2,6 +2,7 @@ package queries
 
 import (
 	"cmp"
+	"context"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -192,7 +193,7 @@ func interval(reps []float64, want int) (lo, hi float64, ok bool) {
 // ClickHouse point estimate and the exact estimate on the fetched runs.
 // When the runs are a sample of m out of n, deviations are scaled by
 // sqrt(m/n) (m-out-of-n bootstrap) to estimate the full-data interval.
-func analyse(g *Group, runs []runSamples, o *Options) {
+func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	settle(g, runs)
 	m := len(runs)
 	var x2, x3, pd []obs
@@ -295,6 +296,9 @@ func analyse(g *Group, runs []runSamples, o *Options) {
 	repPct := make([][]float64, len(qs))
 	var repMed, repP90, repWon, repAvail []float64
 	for b := 0; b < B; b++ {
+		if b%64 == 0 && ctx.Err() != nil {
+			return // the caller reports ctx's error
+		}
 		clear(w)
 		for i := 0; i < m; i++ {
 			w[rng.IntN(m)]++

@@ -176,7 +176,9 @@ func TestDashboardStreamsEstimateThenComplete(t *testing.T) {
 	load(t, conn, synth.All(synth.Config{Seed: 3, Runs: 400}))
 	h := &Handler{Conn: conn, AllowOpen: true}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/dashboard?since="+testSince.Format(time.RFC3339)+"&until="+testUntil.Format(time.RFC3339), nil))
+	req := httptest.NewRequest("GET", "http://localhost/dashboard?since="+testSince.Format(time.RFC3339)+"&until="+testUntil.Format(time.RFC3339), nil)
+	req.RemoteAddr = "127.0.0.1:5000"
+	h.ServeHTTP(rec, req)
 	body := rec.Body.String()
 	if rec.Code != 200 || !rec.Flushed {
 		t.Fatalf("status %d, flushed %v", rec.Code, rec.Flushed)

@@ -2,13 +2,17 @@ package queries
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
+	"math"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,11 +36,24 @@ type Handler struct {
 	// Token is the bearer token for every data route ("Authorization:
 	// Bearer …", the h3rum_report cookie, or ?token= on /dashboard, which
 	// sets the cookie). Empty means no token: the routes are then open
-	// only if AllowOpen is set, and refused (403) otherwise.
+	// only if AllowOpen is set and the request is local (access.Local),
+	// and refused (403) otherwise.
 	Token string
-	// AllowOpen permits serving without a token; set it only when the
-	// listener is bound to loopback.
+	// AllowOpen permits serving local requests without a token; set it
+	// only when every listener of the process is bound to loopback and no
+	// proxy is trusted.
 	AllowOpen bool
+	// Clients resolves the client address wrong tokens are throttled by;
+	// its Header also counts as a forwarding header for AllowOpen.
+	Clients access.Clients
+	// Failures throttles wrong tokens per client address; nil does not.
+	Failures *access.Failures
+	// MaxConcurrent is how many reports are computed at once (each may use
+	// every core for its bootstrap). Default 2.
+	MaxConcurrent int
+	// QueueWait is how long a report waits for its turn before it is
+	// answered 503 with Retry-After. Default 2 s.
+	QueueWait time.Duration
 	// Hub feeds /api/live; nil answers 404 there.
 	Hub *Hub
 	// Timeout bounds one report computation. Default 30 s.
@@ -45,6 +62,7 @@ type Handler struct {
 	Logger *slog.Logger
 
 	once     sync.Once
+	slots    chan struct{} // reports being computed (MaxConcurrent)
 	log      *slog.Logger
 	upgrader websocket.Upgrader
 	mux      *http.ServeMux
@@ -59,6 +77,7 @@ func (h *Handler) init() {
 		// The default CheckOrigin refuses cross-origin upgrades, so another
 		// site cannot ride the cookie into the live feed.
 		h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 4096}
+		h.slots = make(chan struct{}, cmp.Or(max(h.MaxConcurrent, 0), 2))
 		h.mux = http.NewServeMux()
 		h.routes(h.mux)
 	})
@@ -104,10 +123,14 @@ func fail(w http.ResponseWriter, status int, reason string) {
 // authorize checks the request's credentials and answers it if they fail.
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) bool {
 	if h.Token == "" {
-		if h.AllowOpen {
+		if h.AllowOpen && access.Local(r, h.Clients.Header) {
 			return true
 		}
-		fail(w, http.StatusForbidden, "forbidden: reports are served without a token only on loopback; set a report token")
+		fail(w, http.StatusForbidden, "forbidden: without a report token, reports are served only to requests from this machine to localhost, with no proxy in between; set a report token")
+		return false
+	}
+	client, now := h.Clients.IP(r), time.Now()
+	if h.throttled(w, client, now) {
 		return false
 	}
 	// The Authorization header wins when present; the cookie counts only
@@ -120,10 +143,44 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) bool {
 	} else if c, err := r.Cookie(CookieName); err == nil && token.Matches(c.Value) {
 		return true
 	}
+	h.Failures.Failed(client, now)
 	w.Header().Set("WWW-Authenticate", `Bearer realm="h3rum"`)
 	fail(w, http.StatusUnauthorized, "unauthorized: a valid report token is required (Authorization: Bearer …)")
 	return false
 }
+
+// throttled answers 429 when client has used up its wrong tokens.
+func (h *Handler) throttled(w http.ResponseWriter, client netip.Addr, now time.Time) bool {
+	blocked, wait := h.Failures.Blocked(client, now)
+	if blocked {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		fail(w, http.StatusTooManyRequests, "too many requests: too many wrong tokens from this address; wait")
+	}
+	return blocked
+}
+
+// acquire waits for a report slot, up to QueueWait; without one it answers
+// 503 with Retry-After. The caller releases a slot it got.
+func (h *Handler) acquire(w http.ResponseWriter, r *http.Request) bool {
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(cmp.Or(max(h.QueueWait, 0), 2*time.Second))
+	defer t.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+	w.Header().Set("Retry-After", "5")
+	fail(w, http.StatusServiceUnavailable, "busy: other reports are being computed; retry shortly")
+	return false
+}
+
+func (h *Handler) release() { <-h.slots }
 
 func (h *Handler) options(w http.ResponseWriter, r *http.Request) (Options, bool) {
 	o, err := OptionsFromValues(r.URL.Query(), time.Now())
@@ -151,13 +208,15 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o, ok := h.options(w, r)
-	if !ok {
+	if !ok || !h.acquire(w, r) {
 		return
 	}
+	defer h.release()
 	rep, ok := h.run(w, r, o)
 	if !ok {
 		return
 	}
+	writeSoon(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(rep)
@@ -166,7 +225,12 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 	h.init()
 	if tok := r.URL.Query().Get("token"); tok != "" && h.Token != "" {
+		client, now := h.Clients.IP(r), time.Now()
+		if h.throttled(w, client, now) {
+			return
+		}
 		if !access.Token(h.Token).Matches(tok) {
+			h.Failures.Failed(client, now)
 			fail(w, http.StatusUnauthorized, "unauthorized: wrong token")
 			return
 		}
@@ -187,9 +251,10 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o, ok := h.options(w, r)
-	if !ok {
+	if !ok || !h.acquire(w, r) {
 		return
 	}
+	defer h.release()
 	h.streamDashboard(w, r, o)
 }
 
@@ -236,8 +301,18 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Opti
 		rest.WriteString("</template>\n")
 	}
 	renderPart(&rest, "bottom", v)
+	writeSoon(w)
 	w.Write(rest.Bytes())
 }
+
+// writeSoon gives the response writeTime from now to be written: the
+// server's per-request write deadline started before the report was
+// computed, which may take up to Timeout.
+func writeSoon(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTime))
+}
+
+const writeTime = 15 * time.Second
 
 // reportFailed answers a report that could not be computed.
 func (h *Handler) reportFailed(w http.ResponseWriter, err error) {

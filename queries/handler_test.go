@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +14,12 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
-const testToken = "s3cret-t0ken"
+const testToken = "s3cret-t0ken-0123456789abcdef0123"
 
 func serve(t *testing.T, h *Handler) *httptest.Server {
 	t.Helper()
@@ -34,6 +36,10 @@ func get(t *testing.T, url string, hdr map[string]string) (*http.Response, strin
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	res, err := noRedirect.Do(req)
@@ -75,6 +81,12 @@ func TestHandlerAuthAndParams(t *testing.T) {
 		{"live without token", locked.URL + "/api/live", nil, 401, "unauthorized"},
 		{"static js needs no token", locked.URL + "/dashboard.js", nil, 200, "use strict"},
 		{"open on loopback", open.URL + "/api/report" + window, nil, 200, `"groups":[`},
+		{"open, but through a proxy", open.URL + "/api/report" + window, map[string]string{"X-Forwarded-For": "203.0.113.5"}, 403, "forbidden"},
+		{"open, but forwarded", open.URL + "/api/report" + window, map[string]string{"Forwarded": "for=203.0.113.5"}, 403, "forbidden"},
+		{"open, but a rebinding host", open.URL + "/api/report" + window, map[string]string{"Host": "attacker.example"}, 403, "forbidden"},
+		{"open dashboard, rebinding host", open.URL + "/dashboard" + window, map[string]string{"Host": "attacker.example:80"}, 403, "forbidden"},
+		{"open live, rebinding host", open.URL + "/api/live", map[string]string{"Host": "attacker.example"}, 404, ""},
+		{"open, localhost host", open.URL + "/api/report" + window, map[string]string{"Host": "localhost"}, 200, `"groups":[`},
 		{"no token, not loopback", closed.URL + "/api/report" + window, nil, 403, "forbidden"},
 		{"bad by", open.URL + "/api/report?by=planet", nil, 400, `bad request: unknown grouping "planet"`},
 		{"bad since", open.URL + "/api/report?since=later", nil, 400, `bad request: cannot parse time "later"`},
@@ -261,5 +273,68 @@ func TestLiveWebSocket(t *testing.T) {
 	}
 	if n := hub.Stats().Clients; n != 0 {
 		t.Errorf("%d clients after close, want 0", n)
+	}
+}
+
+// Wrong tokens are throttled per client address, on every route that takes
+// one; other addresses are unaffected and the right token works again once
+// the address has waited.
+func TestHandlerThrottlesWrongTokens(t *testing.T) {
+	conn := newDB(t)
+	h := &Handler{Conn: conn, Token: testToken, Failures: access.NewFailures(), Hub: &Hub{}}
+	srv := serve(t, h)
+	for i := range access.FailureBurst {
+		if res, _ := get(t, srv.URL+"/api/report", map[string]string{"Authorization": "Bearer guess" + strconv.Itoa(i)}); res.StatusCode != 401 {
+			t.Fatalf("wrong token %d: %d, want 401", i, res.StatusCode)
+		}
+	}
+	for _, path := range []string{"/api/report", "/dashboard?token=guess", "/api/live"} {
+		res, body := get(t, srv.URL+path, map[string]string{"Authorization": "Bearer " + testToken})
+		if res.StatusCode != 429 || res.Header.Get("Retry-After") == "" || !strings.HasPrefix(body, "too many requests") {
+			t.Errorf("%s after %d wrong tokens: %d %q (Retry-After %q), want 429", path, access.FailureBurst, res.StatusCode, body, res.Header.Get("Retry-After"))
+		}
+	}
+}
+
+// Reports are bounded in cost: replicates are capped, at most
+// MaxConcurrent are computed at once (the next waits QueueWait, then gets
+// 503 with Retry-After), and a report whose client left gives its slot back.
+func TestHandlerCostLimits(t *testing.T) {
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 9, Runs: 2000}))
+	window := "?since=2025-01-01T00:00:00Z&until=2025-01-03T00:00:00Z"
+	h := &Handler{Conn: conn, AllowOpen: true, MaxConcurrent: 1, QueueWait: 200 * time.Millisecond}
+	srv := serve(t, h)
+
+	if res, body := get(t, srv.URL+"/api/report"+window+"&replicates="+strconv.Itoa(MaxReplicates+1), nil); res.StatusCode != 400 || !strings.Contains(body, "replicates") {
+		t.Errorf("replicates over the cap: %d %q, want 400", res.StatusCode, body)
+	}
+
+	h.slots <- struct{}{} // another report is being computed
+	for _, path := range []string{"/api/report", "/dashboard"} {
+		res, body := get(t, srv.URL+path+window, nil)
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" || !strings.HasPrefix(body, "busy") {
+			t.Errorf("%s with every slot taken: %d %q, want 503 busy with Retry-After", path, res.StatusCode, body)
+		}
+	}
+	<-h.slots
+
+	// A client that leaves mid-report frees its slot.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/report"+window+"&by=country&replicates="+strconv.Itoa(MaxReplicates), nil)
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		res.Body.Close()
+		t.Logf("the report finished within the client's 300 ms; its slot is free anyway")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.slots) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(h.slots) > 0 {
+		t.Fatal("the slot of a report whose client left was still held after 10 s")
+	}
+	if res, _ := get(t, srv.URL+"/api/report"+window, nil); res.StatusCode != 200 {
+		t.Errorf("next report: %d, want 200", res.StatusCode)
 	}
 }

@@ -48,6 +48,7 @@ const (
 	DefaultWindow          = 24 * time.Hour
 	DefaultMinRuns         = 30
 	DefaultReplicates      = 1000
+	MaxReplicates          = 10000      // a report's bootstrap costs time in proportion
 	DefaultMaxRunsPerGroup = 3000       // twice what p99 needs for an interval: see MaxRunsPerGroup
 	DefaultSeed            = 0x68337275 // "h3ru": reports are reproducible
 )
@@ -144,8 +145,8 @@ func (o *Options) Validate() error {
 	if o.Replicates == 0 {
 		o.Replicates = DefaultReplicates
 	}
-	if o.Replicates > 100000 {
-		return invalid("replicates %d is more than 100000", o.Replicates)
+	if o.Replicates > MaxReplicates {
+		return invalid("replicates %d is more than %d", o.Replicates, MaxReplicates)
 	}
 	if o.MaxRunsPerGroup == 0 {
 		o.MaxRunsPerGroup = DefaultMaxRunsPerGroup

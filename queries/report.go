@@ -343,7 +343,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for name, runs := range byGroup {
 		g := groups[name]
-		if g == nil {
+		if g == nil || ctx.Err() != nil {
 			continue
 		}
 		wg.Add(1)
@@ -354,10 +354,13 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 			// reproducible for a given seed.
 			slices.SortFunc(runs, compareRuns)
 			g.BootstrapRuns = len(runs)
-			analyse(g, runs, o)
+			analyse(ctx, g, runs, o)
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("computing confidence intervals: %w", err)
+	}
 	return nil
 }
 

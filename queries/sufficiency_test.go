@@ -1,6 +1,7 @@
 package queries
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -86,7 +87,7 @@ func pooled(rs []runSamples, h3 bool) []float64 {
 func TestSmallGroupExactAndSufficiency(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	g, rs := smallGroup(rng, 40, 5, -1) // 200 samples per protocol, as in the issue
-	analyse(g, rs, &Options{Replicates: 300, Seed: 1})
+	analyse(context.Background(), g, rs, &Options{Replicates: 300, Seed: 1})
 	for _, c := range []struct {
 		name string
 		s    *Stats
@@ -128,7 +129,7 @@ func TestSmallGroupExactAndSufficiency(t *testing.T) {
 	} {
 		g, rs := smallGroup(rng, 40, 5, -1)
 		rs = tc.edit(g, rs)
-		analyse(g, rs, &Options{Replicates: -1})
+		analyse(context.Background(), g, rs, &Options{Replicates: -1})
 		if g.H2.Exact || g.H3.Exact || g.H2.Percentiles[0].MS != -1 || g.H3.Percentiles[4].MS != -1 {
 			t.Errorf("%s: exact %v/%v, p50 %v", tc.name, g.H2.Exact, g.H3.Exact, g.H2.Percentiles[0].MS)
 		}
@@ -324,7 +325,7 @@ func (c *coverageModel) coverOnce(k, set int) (h2, h3, diff int, err error) {
 		return s
 	}
 	g.H2, g.H3 = stats(), stats()
-	analyse(g, runs, &Options{Replicates: DefaultReplicates, Seed: uint64(set) + 1})
+	analyse(context.Background(), g, runs, &Options{Replicates: DefaultReplicates, Seed: uint64(set) + 1})
 
 	for i := range percentiles {
 		a, b, d := g.H2.Percentiles[i], g.H3.Percentiles[i], g.Diff[i]
@@ -344,4 +345,24 @@ func (c *coverageModel) coverOnce(k, set int) (h2, h3, diff int, err error) {
 	}
 	a, b, d := g.H2.Percentiles[k], g.H3.Percentiles[k], g.Diff[k]
 	return in(a.CILowMS, a.CIHighMS, t2), in(b.CILowMS, b.CIHighMS, t3), in(d.CILowMS, d.CIHighMS, t3-t2), nil
+}
+
+// The bootstrap stops when its context ends: a report whose client left
+// does not compute on.
+func TestBootstrapStopsWhenCanceled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	g, rs := smallGroup(rng, 200, 5, -1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	analyse(ctx, g, rs, &Options{Replicates: MaxReplicates, Seed: 1})
+	for _, s := range []*Stats{g.H2, g.H3} {
+		if p := s.Percentiles[0]; p.CILowMS != nil {
+			t.Errorf("canceled bootstrap still produced an interval: %+v", p)
+		}
+	}
+	g, rs = smallGroup(rng, 200, 5, -1)
+	analyse(context.Background(), g, rs, &Options{Replicates: 200, Seed: 1})
+	if p := g.H2.Percentiles[0]; p.CILowMS == nil {
+		t.Errorf("bootstrap without cancellation gave no interval: %+v", p)
+	}
 }

@@ -1,40 +1,86 @@
-// Package access decides who a request comes from and what it may do:
-// the client address behind trusted proxies and bearer tokens.
+// Package access decides who a request comes from and what it may do: the
+// client address behind trusted proxies, bearer tokens and the throttle on
+// wrong ones, per-client rate limits, and when the report endpoints may be
+// served without a token.
 package access
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
 )
 
-// ClientIP returns the address of the client that sent r. It is the socket
-// peer, unless the peer is inside one of the trusted proxy prefixes: then
-// the forwarding headers are read — Forwarded (RFC 7239) when present, else
-// X-Forwarded-For — from the right, skipping trusted hops, and the first
-// untrusted address is the client. A malformed or obfuscated hop stops the
-// walk at the nearest address already vouched for, so a client cannot
-// choose its own address by sending a forged header. The zero Addr means
-// the peer address could not be parsed.
-func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	var addr netip.Addr
-	if err == nil {
-		addr = peer.Addr()
-	} else if a, err := netip.ParseAddr(r.RemoteAddr); err == nil {
-		addr = a
-	} else {
-		return netip.Addr{}
+// DefaultClientIPHeader is the header trusted proxies put the client address
+// in, unless configured otherwise.
+const DefaultClientIPHeader = "X-Forwarded-For"
+
+// Clients resolves the client address of a request. The socket peer is the
+// client unless it is one of TrustedProxies; then exactly one header,
+// Header, is read, from the right, skipping trusted hops, and the first
+// untrusted address is the client (rightmost-untrusted). Every other
+// forwarding header is ignored, so a client cannot choose its own address
+// by sending one the proxy passes through untouched. The zero Clients
+// trusts no proxy.
+type Clients struct {
+	// TrustedProxies are the peers (load balancers, CDNs, reverse proxies)
+	// whose Header is believed. Empty trusts none.
+	TrustedProxies []netip.Prefix
+	// Header carries the client address when the peer is trusted:
+	// "X-Forwarded-For" (the default; comma-separated hops), "Forwarded"
+	// (RFC 7239 for= parameters), or a single-address header set by a CDN
+	// such as "CF-Connecting-IP" or "True-Client-IP".
+	Header string
+}
+
+// Validate checks the header name.
+func (c *Clients) Validate() error {
+	if c.Header != "" && !validToken(c.Header) {
+		return fmt.Errorf("client IP header %q is not a header name", c.Header)
 	}
-	addr = addr.Unmap().WithZone("")
-	if !isTrusted(addr, trusted) {
+	return nil
+}
+
+func (c *Clients) header() string {
+	if c.Header == "" {
+		return DefaultClientIPHeader
+	}
+	return http.CanonicalHeaderKey(c.Header)
+}
+
+// Peer is the socket peer's address; the zero Addr when RemoteAddr cannot
+// be parsed.
+func Peer(r *http.Request) netip.Addr {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap().WithZone("")
+	}
+	if a, err := netip.ParseAddr(r.RemoteAddr); err == nil {
+		return a.Unmap().WithZone("")
+	}
+	return netip.Addr{}
+}
+
+// PeerTrusted reports whether r came straight from a trusted proxy, whose
+// headers (the client address, a CDN's country) may be believed.
+func (c *Clients) PeerTrusted(r *http.Request) bool {
+	p := Peer(r)
+	return p.IsValid() && c.trusted(p)
+}
+
+// IP returns the address of the client that sent r. A malformed or
+// obfuscated hop stops the walk at the nearest address already vouched
+// for. The zero Addr means the peer address could not be parsed.
+func (c *Clients) IP(r *http.Request) netip.Addr {
+	addr := Peer(r)
+	if !addr.IsValid() || !c.trusted(addr) {
 		return addr
 	}
 	var hops []string
-	if fw := r.Header.Values("Forwarded"); len(fw) > 0 {
-		hops = forwardedFor(fw)
+	name := c.header()
+	if name == "Forwarded" {
+		hops = forwardedFor(r.Header.Values(name))
 	} else {
-		for _, v := range r.Header.Values("X-Forwarded-For") {
+		for _, v := range r.Header.Values(name) {
 			for h := range strings.SplitSeq(v, ",") {
 				hops = append(hops, strings.TrimSpace(h))
 			}
@@ -46,15 +92,15 @@ func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
 			return addr
 		}
 		addr = a
-		if !isTrusted(a, trusted) {
+		if !c.trusted(a) {
 			return a
 		}
 	}
 	return addr
 }
 
-func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
-	for _, p := range trusted {
+func (c *Clients) trusted(a netip.Addr) bool {
+	for _, p := range c.TrustedProxies {
 		if p.Contains(a) {
 			return true
 		}
@@ -93,4 +139,15 @@ func parseHop(s string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return a.Unmap().WithZone(""), true
+}
+
+// validToken reports whether s is an HTTP token (a valid header name).
+func validToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -27,6 +27,11 @@ func TestServeBadInputExitsBeforeListening(t *testing.T) {
 		{"negative retention", []string{"--retention", "-1"}, [2]string{}, "--retention"},
 		{"short report token", []string{"--report-token", "s3cret"}, [2]string{}, "--report-token is 6 bytes"},
 		{"short agent token", nil, [2]string{"H3RUM_AGENT_TOKEN", "0123456789abcdef0123456789abcde"}, "--agent-token is 31 bytes"},
+		{"geo header without trusted proxies", []string{"--geo-header", "CF-IPCountry"}, [2]string{}, "--geo-header is believed only from --trusted-proxies"},
+		{"client ip header without trusted proxies", []string{"--client-ip-header", "CF-Connecting-IP"}, [2]string{}, "--client-ip-header is read only from --trusted-proxies"},
+		{"bad client ip header", []string{"--trusted-proxies", "10.0.0.0/8", "--client-ip-header", "X Bad"}, [2]string{}, "--client-ip-header"},
+		{"bad trusted proxy", []string{"--trusted-proxies", "10.0.0.0/33"}, [2]string{}, "10.0.0.0/33"},
+		{"zero report concurrency", []string{"--report-concurrency", "0"}, [2]string{}, "--report-concurrency"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env[0] != "" {

@@ -9,9 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -20,6 +20,7 @@ import (
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/ingest"
+	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/queries"
 )
 
@@ -34,11 +35,13 @@ type serveConfig struct {
 	// ingest
 	sites          listFlag
 	trustedProxies prefixFlag
+	clientIPHeader string
 	geoHeader      string
 	geoipDB, asnDB string
 	rateLimit      float64
 	maxBeaconBytes int64
 	agentToken     string
+	agentRateLimit float64
 	concurrency    int
 	batchRows      int
 	flushInterval  time.Duration
@@ -49,7 +52,8 @@ type serveConfig struct {
 	ready func(*origin.Server)
 
 	// queries
-	reportToken string
+	reportToken       string
+	reportConcurrency int
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -76,20 +80,23 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	c.log.register(fs)
 
 	fs.Var(&c.sites, "sites", "comma-separated data-site values accepted by /beacon (default: any)")
-	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR prefixes of proxies whose X-Forwarded-For/Forwarded is believed")
-	fs.StringVar(&c.geoHeader, "geo-header", "", "request header with the client's country set by a trusted CDN, e.g. CF-IPCountry")
+	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR prefixes or addresses of the load balancers, CDNs or reverse proxies in front of the collector; only from them are --client-ip-header and --geo-header believed")
+	fs.StringVar(&c.clientIPHeader, "client-ip-header", access.DefaultClientIPHeader, "the one header trusted proxies put the client address in: X-Forwarded-For, Forwarded, or a CDN's single-address header such as CF-Connecting-IP (read right to left, skipping trusted hops)")
+	fs.StringVar(&c.geoHeader, "geo-header", "", "request header with the client's country set by a CDN among --trusted-proxies, e.g. CF-IPCountry")
 	fs.StringVar(&c.geoipDB, "geoip-db", "", "GeoIP2/GeoLite2 City or Country, or DB-IP Lite city mmdb file; comma-separated to ask several in turn (DB-IP ships IPv4 and IPv6 files)")
 	fs.StringVar(&c.asnDB, "asn-db", "", "GeoLite2 ASN mmdb file")
 	fs.Float64Var(&c.rateLimit, "rate-limit", 10, "reports per second allowed per client address (0: unlimited)")
 	fs.Int64Var(&c.maxBeaconBytes, "max-beacon-bytes", beacon.MaxReportBytes, "largest /beacon body, in bytes")
 	fs.IntVar(&c.concurrency, "ingest-concurrency", 0, "reports decoded at once (default: half the cores, at least 1), so a burst of reports leaves CPU for the probe")
 	fs.StringVar(&c.agentToken, "agent-token", "", "bearer token for agents on /ingest/ws, at least 32 bytes (empty: WebSocket ingest off)")
+	fs.Float64Var(&c.agentRateLimit, "agent-rate-limit", 50, "reports per second allowed per agent connection (agents are exempt from --rate-limit)")
 	fs.IntVar(&c.batchRows, "batch-rows", 20000, "sample rows per ClickHouse insert")
 	fs.DurationVar(&c.flushInterval, "flush-interval", time.Second, "longest a sample waits before it is inserted (jittered ±20%)")
 	fs.Int64Var(&c.spoolMaxBytes, "spool-max-bytes", 1<<30, "disk budget of the spool that holds samples while ClickHouse is slow or down")
 	fs.IntVar(&c.retentionDays, "retention", 0, "days of samples to keep, enforced by dropping month partitions (0: keep all)")
 
-	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it they are open only when --addr is loopback)")
+	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it they answer only local requests, and only when every listener is loopback and no proxy is trusted)")
+	fs.IntVar(&c.reportConcurrency, "report-concurrency", 2, "reports computed at once; others wait 2 s, then get 503")
 }
 
 // minTokenBytes is the shortest bearer token serve accepts: a token is the
@@ -107,6 +114,24 @@ func (c *serveConfig) validate() error {
 	}
 	if c.rateLimit < 0 {
 		errs = append(errs, errors.New("--rate-limit must not be negative"))
+	}
+	if c.agentRateLimit <= 0 {
+		errs = append(errs, errors.New("--agent-rate-limit must be positive"))
+	}
+	if c.reportConcurrency <= 0 {
+		errs = append(errs, errors.New("--report-concurrency must be positive"))
+	}
+	if err := (&access.Clients{Header: c.clientIPHeader}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--client-ip-header: %w", err))
+	}
+	if len(c.trustedProxies) == 0 {
+		// Headers only trusted proxies may set would be believed from no one.
+		if c.geoHeader != "" {
+			errs = append(errs, errors.New("--geo-header is believed only from --trusted-proxies; give the CDN's address ranges"))
+		}
+		if !strings.EqualFold(c.clientIPHeader, access.DefaultClientIPHeader) {
+			errs = append(errs, errors.New("--client-ip-header is read only from --trusted-proxies; give their address ranges"))
+		}
 	}
 	if c.maxBeaconBytes < 1024 {
 		errs = append(errs, errors.New("--max-beacon-bytes must be at least 1024"))
@@ -139,17 +164,13 @@ func (c *serveConfig) validate() error {
 	return nil
 }
 
-// loopbackOnly reports whether addr listens on loopback addresses only.
-func loopbackOnly(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
+// openReports reports whether the report endpoints may answer local
+// requests without a token: only when every listener is loopback and no
+// proxy is trusted (a proxy on the same host would make every forwarded
+// request look local).
+func (c *serveConfig) openReports() bool {
+	return c.reportToken == "" && len(c.trustedProxies) == 0 &&
+		access.LoopbackListener(c.srv.Addr) && access.LoopbackListener(c.srv.H2Addr)
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -269,16 +290,20 @@ func (c *serveConfig) demoOrigin(host, addr string) string {
 // and /metrics: the script and demo, the report endpoints, and the reports.
 func (c *serveConfig) appHandler(conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {
 	mux := http.NewServeMux()
+	clients := access.Clients{TrustedProxies: c.trustedProxies, Header: c.clientIPHeader}
+	failures := access.NewFailures() // one throttle for every token
 	ih := &ingest.Handler{
 		Sink:           pipe,
 		Enricher:       &ingest.Enricher{GeoIP: geo},
 		Sites:          c.sites,
 		AllowOrigins:   c.srv.AllowOrigins,
-		TrustedProxies: c.trustedProxies,
+		Clients:        clients,
 		GeoHeader:      c.geoHeader,
 		RateLimit:      c.rateLimit,
 		MaxBodyBytes:   c.maxBeaconBytes,
 		AgentToken:     c.agentToken,
+		AgentRateLimit: c.agentRateLimit,
+		Failures:       failures,
 		MaxConcurrency: c.concurrency,
 		Logger:         log,
 		Registerer:     reg,
@@ -291,11 +316,14 @@ func (c *serveConfig) appHandler(conn driver.Conn, pipe *ingest.Pipeline, hub *q
 	bh := &beacon.Handler{H3Origin: c.demoOrigin(c.srv.H3Host, c.srv.Addr), H2Origin: c.demoOrigin(c.srv.H2Host, c.srv.H2Addr)}
 	bh.Register(mux)
 	qh := &queries.Handler{
-		Conn:      conn,
-		Token:     c.reportToken,
-		AllowOpen: loopbackOnly(c.srv.Addr),
-		Hub:       hub,
-		Logger:    log,
+		Conn:          conn,
+		Token:         c.reportToken,
+		AllowOpen:     c.openReports(),
+		Clients:       clients,
+		Failures:      failures,
+		MaxConcurrent: c.reportConcurrency,
+		Hub:           hub,
+		Logger:        log,
 	}
 	qh.Register(mux)
 	return mux, nil
