@@ -3,10 +3,15 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,13 +44,20 @@ type Local struct {
 	// Logger receives start and stop events; nil discards them.
 	Logger *slog.Logger
 
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *os.File
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	log      *os.File
+	password string
 }
 
-// AddressFile is the file under Dir that records the running server's DSN,
-// so that `h3rum report --clickhouse local` finds what `serve` started.
+// PasswordFile is the file under Dir that holds the password of the
+// server's only user, generated at first start and readable by its owner
+// only, so that other local users cannot reach the data.
+const PasswordFile = "password"
+
+// AddressFile is the file under Dir that records the running server's DSN
+// (password included, so readable by its owner only), so that
+// `h3rum report --clickhouse local` finds what `serve` started.
 const AddressFile = "address"
 
 // ReadLocalDSN returns the DSN recorded by a Local server kept in dir.
@@ -57,9 +69,54 @@ func ReadLocalDSN(dir string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// DSN is the address of the server in clickhouse-go's DSN form.
+// DSN is the address of the server in clickhouse-go's DSN form, with its
+// credentials. Valid once Start has returned.
 func (l *Local) DSN() string {
-	return fmt.Sprintf("clickhouse://default@127.0.0.1:%d/%s", l.Port, LocalDatabase)
+	return l.DSNFor(LocalDatabase)
+}
+
+// DSNFor is DSN for another database on the same server.
+func (l *Local) DSNFor(database string) string {
+	u := url.URL{Scheme: "clickhouse", User: url.UserPassword("default", l.password),
+		Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port)), Path: "/" + database}
+	return u.String()
+}
+
+// readPassword returns the password kept in dir, creating it first.
+func readPassword(dir string) (string, error) {
+	path := filepath.Join(dir, PasswordFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if pw := strings.TrimSpace(string(b)); pw != "" {
+			// Tighten a file an older release or a user loosened.
+			if err := os.Chmod(path, 0o600); err != nil {
+				return "", fmt.Errorf("restricting %s: %w", path, err)
+			}
+			return pw, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("reading the local ClickHouse password: %w", err)
+	}
+	var raw [32]byte
+	rand.Read(raw[:])
+	pw := hex.EncodeToString(raw[:])
+	if err := writePrivate(path, pw+"\n"); err != nil {
+		return "", fmt.Errorf("writing the local ClickHouse password: %w", err)
+	}
+	return pw, nil
+}
+
+// writePrivate replaces path with content readable by its owner only, even
+// when an older file was readable by others.
+func writePrivate(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil { // a stale tmp file keeps its mode
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func (l *Local) logger() *slog.Logger {
@@ -110,8 +167,11 @@ func (l *Local) Start(ctx context.Context) error {
 			return fmt.Errorf("choosing a port for local ClickHouse: %w", err)
 		}
 	}
+	if l.password, err = readPassword(dir); err != nil {
+		return err
+	}
 	cfg := filepath.Join(dir, "config.xml")
-	if err := writeConfig(cfg, dir, l.Port); err != nil {
+	if err := writeConfig(cfg, dir, l.Port, l.password); err != nil {
 		return err
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
@@ -135,7 +195,7 @@ func (l *Local) Start(ctx context.Context) error {
 		l.Stop(context.Background())
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, AddressFile), []byte(l.DSN()+"\n"), 0o640); err != nil {
+	if err := writePrivate(filepath.Join(dir, AddressFile), l.DSN()+"\n"); err != nil {
 		l.Stop(context.Background())
 		return fmt.Errorf("recording local ClickHouse address: %w", err)
 	}
@@ -150,7 +210,8 @@ func (l *Local) waitReady(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	opts := &clickhouse.Options{Addr: []string{fmt.Sprintf("127.0.0.1:%d", l.Port)}, DialTimeout: time.Second}
+	opts := &clickhouse.Options{Addr: []string{fmt.Sprintf("127.0.0.1:%d", l.Port)}, DialTimeout: time.Second,
+		Auth: clickhouse.Auth{Username: "default", Password: l.password}}
 	var lastErr error
 	for {
 		conn, err := clickhouse.Open(opts)
@@ -274,7 +335,7 @@ var configTemplate = template.Must(template.New("config").Parse(`<?xml version="
     <merge_tree><old_parts_lifetime>10</old_parts_lifetime></merge_tree>
     <users>
         <default>
-            <password></password>
+            <password_sha256_hex>{{.PasswordHash}}</password_sha256_hex>
             <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
             <profile>default</profile>
             <quota>default</quota>
@@ -285,15 +346,17 @@ var configTemplate = template.Must(template.New("config").Parse(`<?xml version="
 </yandex>
 `))
 
-func writeConfig(path, dir string, port int) error {
+func writeConfig(path, dir string, port int, password string) error {
 	var b bytes.Buffer
+	sum := sha256.Sum256([]byte(password))
 	if err := configTemplate.Execute(&b, struct {
-		Dir  string
-		Port int
-	}{dir, port}); err != nil {
+		Dir          string
+		Port         int
+		PasswordHash string
+	}{dir, port, hex.EncodeToString(sum[:])}); err != nil {
 		return fmt.Errorf("rendering local ClickHouse config: %w", err)
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o640); err != nil {
+	if err := writePrivate(path, b.String()); err != nil {
 		return fmt.Errorf("writing local ClickHouse config: %w", err)
 	}
 	return nil

@@ -2,10 +2,11 @@ package store_test
 
 import (
 	"context"
-	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/h3rum/h3rum/ingest/store"
@@ -127,7 +128,7 @@ func TestOpenRejectsBadDSN(t *testing.T) {
 
 func TestOpenCreatesMissingDatabase(t *testing.T) {
 	l := storetest.Private(t)
-	dsn := fmt.Sprintf("clickhouse://default@127.0.0.1:%d/fresh_db", l.Port)
+	dsn := l.DSNFor("fresh_db")
 	conn, err := store.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatalf("Open with a missing database: %v", err)
@@ -136,5 +137,76 @@ func TestOpenCreatesMissingDatabase(t *testing.T) {
 	var db string
 	if err := conn.QueryRow(context.Background(), "SELECT currentDatabase()").Scan(&db); err != nil || db != "fresh_db" {
 		t.Fatalf("currentDatabase() = %q, %v; want fresh_db", db, err)
+	}
+}
+
+// The managed server has a password, generated at first start and kept
+// with the DSN in files only their owner can read: a connection without it
+// is refused. A data dir from a release without a password (config and
+// address files readable by the group) gets one on its next start, and
+// the data stays.
+func TestLocalPassword(t *testing.T) {
+	l := storetest.Private(t)
+	ctx := context.Background()
+	for _, name := range []string{store.PasswordFile, store.AddressFile, "config.xml"} {
+		fi, err := os.Stat(filepath.Join(l.Dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", name, fi.Mode().Perm())
+		}
+	}
+	pw, err := os.ReadFile(filepath.Join(l.Dir, store.PasswordFile))
+	if err != nil || len(strings.TrimSpace(string(pw))) < 32 {
+		t.Fatalf("password file %q (%v): want at least 32 characters", pw, err)
+	}
+	if cfg, _ := os.ReadFile(filepath.Join(l.Dir, "config.xml")); strings.Contains(string(cfg), strings.TrimSpace(string(pw))) {
+		t.Error("config.xml holds the password itself, not its hash")
+	}
+	u, err := url.Parse(l.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []*url.Userinfo{url.User("default"), url.UserPassword("default", "wrong")} {
+		u.User = user
+		if conn, err := store.Open(ctx, u.String()); err == nil {
+			conn.Close()
+			t.Errorf("connected as %q without the right password", user.String())
+		}
+	}
+	conn, err := store.Open(ctx, l.DSN())
+	if err != nil {
+		t.Fatalf("with the password: %v", err)
+	}
+	if err := conn.Exec(ctx, "CREATE TABLE kept (x UInt8) ENGINE = TinyLog"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	// An older data dir: no password file, loose modes.
+	if err := l.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(l.Dir, store.PasswordFile))
+	os.Chmod(filepath.Join(l.Dir, "config.xml"), 0o644)
+	if err := l.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pw2, _ := os.ReadFile(filepath.Join(l.Dir, store.PasswordFile))
+	if len(pw2) == 0 || string(pw2) == string(pw) {
+		t.Errorf("no fresh password for a data dir without one: %q", pw2)
+	}
+	if fi, _ := os.Stat(filepath.Join(l.Dir, "config.xml")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("config.xml mode %v after restart, want 0600", fi.Mode().Perm())
+	}
+	conn, err = store.Open(ctx, l.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'kept'").Scan(&n); err != nil || n != 1 {
+		t.Errorf("table lost across the password change: %d, %v", n, err)
 	}
 }

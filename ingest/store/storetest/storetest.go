@@ -75,7 +75,7 @@ func DSN(t testing.TB) string {
 		}
 		return '_'
 	}, t.Name()))
-	return fmt.Sprintf("clickhouse://default@127.0.0.1:%d/%s", l.Port, name[:min(len(name), 100)])
+	return l.DSNFor(name[:min(len(name), 100)])
 }
 
 // DB opens a fresh, migrated database on the shared server, closed when
