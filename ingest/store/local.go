@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/template"
 	"time"
@@ -48,6 +50,13 @@ type Local struct {
 	exited   chan struct{}
 	log      *os.File
 	password string
+
+	up        atomic.Bool
+	pid       atomic.Int64
+	restarts  atomic.Int64
+	supMu     sync.Mutex
+	supCancel context.CancelFunc
+	supDone   chan struct{}
 }
 
 // PasswordFile is the file under Dir that holds the password of the
@@ -188,19 +197,96 @@ func (l *Local) Start(ctx context.Context) error {
 		logf.Close()
 		return fmt.Errorf("starting %s: %w", bin[0], err)
 	}
-	l.cmd, l.log, l.exited = cmd, logf, make(chan struct{})
-	go func() { cmd.Wait(); close(l.exited) }()
+	exited := make(chan struct{})
+	l.cmd, l.log, l.exited = cmd, logf, exited
+	l.pid.Store(int64(cmd.Process.Pid))
+	go func() { cmd.Wait(); close(exited) }()
 
 	if err := l.waitReady(ctx); err != nil {
-		l.Stop(context.Background())
+		l.stop(context.Background())
 		return err
 	}
 	if err := writePrivate(filepath.Join(dir, AddressFile), l.DSN()+"\n"); err != nil {
-		l.Stop(context.Background())
+		l.stop(context.Background())
 		return fmt.Errorf("recording local ClickHouse address: %w", err)
 	}
+	l.up.Store(true)
 	l.logger().Info("local ClickHouse started", "port", l.Port, "dir", dir, "pid", cmd.Process.Pid)
 	return nil
+}
+
+// Up reports whether the server is running and answered at its last
+// start.
+func (l *Local) Up() bool { return l.up.Load() }
+
+// PID is the server's process id; 0 when it is not running.
+func (l *Local) PID() int { return int(l.pid.Load()) }
+
+// Restarts is how many times Supervise has restarted the server.
+func (l *Local) Restarts() int64 { return l.restarts.Load() }
+
+// Supervision backoff: the first restart waits superviseMin, each failed
+// one doubles the wait, up to superviseMax.
+const (
+	superviseMin = 500 * time.Millisecond
+	superviseMax = 30 * time.Second
+)
+
+// Supervise keeps the started server running: when it exits on its own
+// (a crash, the OOM killer, someone's kill), it is started again on the
+// same port and data, with backoff, until Stop is called. Call it once,
+// after Start; it returns at once, and Stop ends it.
+func (l *Local) Supervise() {
+	l.supMu.Lock()
+	defer l.supMu.Unlock()
+	if l.supCancel != nil || l.cmd == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.supCancel, l.supDone = cancel, make(chan struct{})
+	exited := l.exited
+	go func() {
+		defer close(l.supDone)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-exited:
+			}
+			l.up.Store(false)
+			l.pid.Store(0)
+			l.logger().Warn("local ClickHouse exited; restarting it", "state", l.cmd.ProcessState.String())
+			l.log.Close()
+			l.cmd = nil
+			for wait := superviseMin; ; wait = min(2*wait, superviseMax) {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				err := l.Start(ctx)
+				if err == nil {
+					l.restarts.Add(1)
+					break
+				}
+				l.logger().Error("restarting local ClickHouse", "err", err, "retry_in", min(2*wait, superviseMax))
+			}
+			exited = l.exited
+		}
+	}()
+}
+
+// stopSupervising ends Supervise and waits until it has returned, so that
+// it does not restart a server being stopped.
+func (l *Local) stopSupervising() {
+	l.supMu.Lock()
+	cancel, done := l.supCancel, l.supDone
+	l.supCancel, l.supDone = nil, nil
+	l.supMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
 }
 
 func (l *Local) waitReady(ctx context.Context) error {
@@ -236,13 +322,20 @@ func (l *Local) waitReady(ctx context.Context) error {
 // Stop terminates the server and waits for it to exit; if ctx ends first,
 // the server is killed.
 func (l *Local) Stop(ctx context.Context) error {
+	l.stopSupervising()
+	return l.stop(ctx)
+}
+
+func (l *Local) stop(ctx context.Context) error {
 	if l.cmd == nil {
 		return nil
 	}
+	l.up.Store(false)
 	defer func() {
 		l.log.Close()
 		os.Remove(filepath.Join(l.Dir, AddressFile))
 		l.cmd = nil
+		l.pid.Store(0)
 	}()
 	l.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -258,13 +351,16 @@ func (l *Local) Stop(ctx context.Context) error {
 
 // Kill stops the server abruptly, as a crash would.
 func (l *Local) Kill() {
+	l.stopSupervising()
 	if l.cmd == nil {
 		return
 	}
+	l.up.Store(false)
 	syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
 	<-l.exited
 	l.log.Close()
 	l.cmd = nil
+	l.pid.Store(0)
 }
 
 // stopStale terminates a server left running on this directory by an

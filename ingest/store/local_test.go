@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
@@ -210,3 +212,53 @@ func TestLocalPassword(t *testing.T) {
 		t.Errorf("table lost across the password change: %d, %v", n, err)
 	}
 }
+
+// A supervised server that dies is started again on the same port, with
+// its data and password; Stop ends the supervision (no restart after it).
+func TestLocalSupervisedRestart(t *testing.T) {
+	l := storetest.Private(t)
+	ctx := context.Background()
+	conn, err := store.Open(ctx, l.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Exec(ctx, "CREATE TABLE kept (x UInt8) ENGINE = TinyLog"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	dsn := l.DSN()
+	l.Supervise()
+	pid := l.PID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for (l.Restarts() == 0 || !l.Up()) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if l.Restarts() != 1 || !l.Up() || l.PID() == pid {
+		t.Fatalf("after a kill: restarts %d, up %v, pid %d (was %d); want a restarted server", l.Restarts(), l.Up(), l.PID(), pid)
+	}
+	if l.DSN() != dsn {
+		t.Errorf("DSN changed across the restart: %s → %s", dsn, l.DSN())
+	}
+	conn, err = store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'kept'").Scan(&n); err != nil || n != 1 {
+		t.Errorf("after the restart: table kept %d, %v", n, err)
+	}
+	if err := l.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * superviseWait)
+	if l.Up() || l.PID() != 0 || l.Restarts() != 1 {
+		t.Errorf("after Stop: up %v, pid %d, restarts %d; want stopped for good", l.Up(), l.PID(), l.Restarts())
+	}
+}
+
+// superviseWait is longer than the first restart's backoff.
+const superviseWait = time.Second
