@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
 
@@ -31,6 +34,9 @@ const (
 	DefaultMaxHeaderBytes  = 64 << 10
 	DefaultIdleTimeout     = 60 * time.Second
 	DefaultShutdownTimeout = 10 * time.Second
+	DefaultBodyTimeout     = 10 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultMaxConnsPerAddr = 512
 
 	// maxMaxProbeBytes bounds MaxProbeBytes: the server keeps that many
 	// random bytes in memory.
@@ -45,10 +51,46 @@ const (
 //   - the H2 origin on H2Addr: TCP only, and every response says
 //     "Alt-Svc: clear", so a browser never upgrades it to HTTP/3.
 //
-// Both answer /probe, /healthz and /metrics themselves and pass every other
-// path to Handler. Configure it through the exported fields, whose zero
-// values mean the documented defaults, then call Start (or Run). A Server
-// must not be copied or reconfigured after Start.
+// Both answer /probe and /healthz themselves and pass every other path to
+// Handler. Metrics are served on a listener of their own, MetricsAddr,
+// never on the origins. Configure it through the exported fields, whose
+// zero values mean the documented defaults, then call Start (or Run). A
+// Server must not be copied or reconfigured after Start.
+//
+// # Limits
+//
+// The origins face the internet, so whatever one client can hold is
+// bounded:
+//
+//   - Connections: at most MaxConnsPerAddr open at once from one client
+//     address (an IPv4 address or an IPv6 /64), counted over both origins
+//     and both transports. A TCP connection over the cap is reset before
+//     its TLS handshake, a QUIC one refused with CONNECTION_REFUSED at its
+//     first packet. Once an address holds half its cap, its new QUIC
+//     connections first prove their address with a Retry, so that packets
+//     with a forged source address cannot use up the connections of a real
+//     one; a Retry adds a round trip to the measured HTTP/3 times, so each
+//     is counted (h3rum_collector_quic_retries_total). Peers in
+//     TrustedProxies are not counted.
+//   - Streams: 100 requests at once per connection (maxConcurrentStreams),
+//     on HTTP/2 and HTTP/3 alike so that neither protocol gets more
+//     parallelism than the other; the beacon sends at most 20 at once.
+//   - Time: 10 s for the TLS handshake and, over HTTP/1.1, the request
+//     header section; 5 s for the QUIC handshake; BodyTimeout for a
+//     request body; WriteTimeout for a response, and for data a TCP client
+//     leaves unacknowledged (TCP_USER_TIMEOUT on Linux); IdleTimeout
+//     between requests.
+//   - Header size: MaxHeaderBytes. Body size: MaxProbeBytes for /probe;
+//     Handler caps its own.
+//
+// The deadlines are set per request through http.ResponseController, and
+// Handler may extend them the same way (a response that streams for longer
+// than WriteTimeout must). /probe, the measured path, sets them only where
+// they matter, so that a plain GET costs what it did without them: a read
+// deadline when it reads a body, a write deadline when its answer is over
+// 16 KiB (smaller ones fit in what clients take in without reading).
+// http.Server's ReadTimeout and WriteTimeout stay unset: over HTTP/2 they
+// would start timers for every stream.
 //
 // # UDP buffers
 //
@@ -140,23 +182,69 @@ type Server struct {
 	// request for this long. Default 60s.
 	IdleTimeout time.Duration
 
-	// Handler serves every path except /probe, /healthz, /metrics (and
-	// /echo when Echo is set), on both origins and all protocols. Its
-	// answers are counted in /metrics; the ResponseWriter it gets still
-	// supports http.Flusher, http.Hijacker and http.ResponseController.
-	// Nil answers 404.
+	// BodyTimeout is the longest a client may take to send a request body,
+	// counted from when the handler starts: a request whose body is still
+	// incomplete then is answered 408 by /probe, and Handler's reads of
+	// it fail with os.ErrDeadlineExceeded. Default 10s.
+	BodyTimeout time.Duration
+	// WriteTimeout is the longest one response may take to write, counted
+	// from when the handler starts; a response still being written then is
+	// cut (the stream reset, or over HTTP/1.1 the connection closed).
+	// /probe answers of up to 16 KiB are exempt (see Limits above). On
+	// Linux it also closes a TCP connection whose client acknowledges
+	// nothing that was sent for this long. Handler may extend the deadline
+	// of a response that streams for longer through
+	// http.ResponseController. Default 30s.
+	WriteTimeout time.Duration
+
+	// MaxConnsPerAddr is how many connections one client address may
+	// have open at once, TCP and QUIC to both origins together; an IPv6
+	// client's address is its /64, which is what one subscriber gets. A
+	// browser running the test holds three (the H3 origin over TCP and
+	// QUIC, the H2 origin over TCP), a few more at times, until
+	// IdleTimeout after its last request. Carrier-grade NAT puts hundreds
+	// or thousands of subscribers behind one IPv4 address, but only those
+	// running the test at the same moment count: the default lets well
+	// over a hundred of them do so, while a single host cannot hold
+	// thousands of connections. Negative: no cap. Default 512.
+	MaxConnsPerAddr int
+	// TrustedProxies are the addresses of proxies and load balancers in
+	// front of the server, whose connections carry many clients and are
+	// not capped by MaxConnsPerAddr. Optional.
+	TrustedProxies []netip.Prefix
+
+	// Handler serves every path except /probe and /healthz (and /echo
+	// when Echo is set), on both origins and all protocols; /metrics
+	// included, which is not served on the origins. Its answers are
+	// counted in the metrics; the ResponseWriter it gets still supports
+	// http.Flusher, http.Hijacker and http.ResponseController (deadlines
+	// included: see BodyTimeout and WriteTimeout). Nil answers 404.
 	Handler http.Handler
 
 	// Registerer gets the server's metrics and the Go runtime and process
 	// collectors (collectors another component registered first are
 	// reused). Nil: no registration.
 	Registerer prometheus.Registerer
-	// Gatherer is what /metrics exposes. Default: Registerer when it is
-	// also a Gatherer (a *prometheus.Registry is both); without either,
-	// /metrics goes to Handler like any other path.
+	// Gatherer is what /metrics on MetricsAddr exposes. Default:
+	// Registerer when it is also a Gatherer (a *prometheus.Registry is
+	// both).
 	Gatherer prometheus.Gatherer
+	// MetricsAddr is the host:port of a plain-HTTP listener that serves
+	// /metrics (Prometheus) and nothing else, for a private network or
+	// loopback: it has no TLS and no per-address cap. Start fails when it
+	// is set and there is no Gatherer. Default "": no metrics listener.
+	MetricsAddr string
 
-	// Logger receives start-up, reload and error messages. Nil discards.
+	// HealthDetail, when set, adds lines to the /healthz answer, e.g.
+	// "clickhouse: down\n". /healthz stays 200 while the origins serve: the
+	// probe is what a load balancer routes, and reports are spooled while
+	// the store is away.
+	HealthDetail func() string
+
+	// Logger receives start-up, reload and error messages, and at debug
+	// level what net/http reports about failed connections (TLS handshakes
+	// from scanners), without client addresses or strings clients sent.
+	// Nil discards.
 	Logger *slog.Logger
 
 	// ShutdownTimeout bounds the graceful shutdown Run does when its
@@ -174,6 +262,8 @@ type Server struct {
 	cors           corsPolicy
 	maxProbeBytes  int
 	maxHeaderBytes int
+	limiter        *connLimiter
+	errorLog       *log.Logger
 	payload        []byte
 	connPrefix     string
 	connSeq        atomic.Uint64
@@ -183,6 +273,10 @@ type Server struct {
 	h3Socks, h2Socks   sockets
 	tcpH3, tcpH2       *http.Server
 	quicSrv            *http3.Server
+	quicLns            []*quic.EarlyListener
+	quicTrs            []*quic.Transport
+	metricsLn          net.Listener
+	metricsSrv         *http.Server
 	h3InFlight         atomic.Int64 // HTTP/3 requests being handled
 
 	wg       sync.WaitGroup
@@ -210,6 +304,15 @@ func (s *Server) shutdownTimeout() time.Duration {
 func (s *Server) altSvcMaxAge() time.Duration {
 	return cmp.Or(s.AltSvcMaxAge, DefaultAltSvcMaxAge)
 }
+func (s *Server) bodyTimeout() time.Duration {
+	return cmp.Or(s.BodyTimeout, DefaultBodyTimeout)
+}
+func (s *Server) writeTimeout() time.Duration {
+	return cmp.Or(s.WriteTimeout, DefaultWriteTimeout)
+}
+func (s *Server) maxConnsPerAddr() int {
+	return cmp.Or(s.MaxConnsPerAddr, DefaultMaxConnsPerAddr)
+}
 
 // Validate checks the whole configuration and returns every problem found,
 // one per line, without listening on anything. It loads the certificate
@@ -226,9 +329,19 @@ func (s *Server) Validate() error {
 	if err2 != nil {
 		add("h2 addr: %w", err2)
 	}
-	if err == nil && err2 == nil && h3Port != 0 && h3Port == h2Port &&
-		(h3Host == h2Host || h3Host == "" || h2Host == "") {
+	if err == nil && err2 == nil && samePort(h3Host, h3Port, h2Host, h2Port) {
 		add("addr %q and h2 addr %q use the same TCP port; the two origins need different ports", s.addr(), s.h2Addr())
+	}
+	if s.MetricsAddr != "" {
+		mHost, mPort, err3 := splitListenAddr(s.MetricsAddr)
+		switch {
+		case err3 != nil:
+			add("metrics addr: %w", err3)
+		case err == nil && samePort(mHost, mPort, h3Host, h3Port):
+			add("metrics addr %q and addr %q use the same TCP port", s.MetricsAddr, s.addr())
+		case err2 == nil && samePort(mHost, mPort, h2Host, h2Port):
+			add("metrics addr %q and h2 addr %q use the same TCP port", s.MetricsAddr, s.h2Addr())
+		}
 	}
 
 	for _, h := range []struct{ name, v string }{{"h3 host", s.H3Host}, {"h2 host", s.H2Host}} {
@@ -295,6 +408,17 @@ func (s *Server) Validate() error {
 	if s.ShutdownTimeout < 0 {
 		add("shutdown timeout %v: must not be negative", s.ShutdownTimeout)
 	}
+	if s.BodyTimeout < 0 {
+		add("body timeout %v: must not be negative", s.BodyTimeout)
+	}
+	if s.WriteTimeout < 0 {
+		add("write timeout %v: must not be negative", s.WriteTimeout)
+	}
+	for _, p := range s.TrustedProxies {
+		if !p.IsValid() {
+			add("trusted proxies: %q is not a valid prefix", p)
+		}
+	}
 	if fi, err := os.Stat(s.dataDir()); err == nil && !fi.IsDir() {
 		add("data dir %q is not a directory", s.dataDir())
 	}
@@ -311,6 +435,12 @@ func splitListenAddr(a string) (host string, port int, err error) {
 		return "", 0, fmt.Errorf("%q: port must be a number from 0 to 65535", a)
 	}
 	return host, port, nil
+}
+
+// samePort reports whether two TCP listen addresses collide: the same
+// port, chosen (not 0), on the same host or with either on every address.
+func samePort(host1 string, port1 int, host2 string, port2 int) bool {
+	return port1 != 0 && port1 == port2 && (host1 == host2 || host1 == "" || host2 == "")
 }
 
 func validHostName(h string) bool {

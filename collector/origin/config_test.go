@@ -1,6 +1,7 @@
 package origin
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,14 @@ func TestValidate(t *testing.T) {
 		{"acme email without domains", &Server{ACMEEmail: "a@example.com"}, "without acme domains"},
 		{"data dir is a file", &Server{DataDir: notADir}, "is not a directory"},
 		{"negative timeout", &Server{ShutdownTimeout: -1}, "shutdown timeout"},
+		{"negative body timeout", &Server{BodyTimeout: -time.Second}, "body timeout -1s"},
+		{"negative write timeout", &Server{WriteTimeout: -time.Second}, "write timeout -1s"},
+		{"no cap", &Server{MaxConnsPerAddr: -1, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, ""},
+		{"invalid trusted proxy", &Server{TrustedProxies: []netip.Prefix{{}}}, "trusted proxies"},
+		{"metrics addr", &Server{MetricsAddr: "127.0.0.1:9090"}, ""},
+		{"metrics addr without port", &Server{MetricsAddr: "127.0.0.1"}, `metrics addr: "127.0.0.1": want host:port`},
+		{"metrics on the h3 port", &Server{Addr: ":9000", MetricsAddr: "127.0.0.1:9000"}, "metrics addr \"127.0.0.1:9000\" and addr \":9000\" use the same TCP port"},
+		{"metrics on the h2 port", &Server{H2Addr: "localhost:9001", MetricsAddr: ":9001"}, "and h2 addr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.s.Validate()

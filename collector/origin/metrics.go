@@ -3,10 +3,13 @@ package origin
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Label values. Origins are the two test origins; protocols are what the
@@ -48,11 +51,21 @@ type metrics struct {
 	handshakes *prometheus.CounterVec   // origin, proto, resumed
 	early      *prometheus.CounterVec   // origin, proto
 	probe      *prometheus.HistogramVec // proto
+	refused    *prometheus.CounterVec   // origin, transport, reason
+	retries    *prometheus.CounterVec   // origin
 
 	// ok[origin][proto][0] counts 204, [1] counts 200.
 	ok       [2][3][2]prometheus.Counter
 	probeObs [3]prometheus.Observer
+
+	// Connections refused for the per-address cap: TCP by origin, and
+	// QUIC (H3 origin only); Retries asked of crowded addresses.
+	refusedTCP          [2]prometheus.Counter
+	refusedQUIC, retryQ prometheus.Counter
 }
+
+// Reasons for refusing a connection.
+const reasonPerAddrCap = "per_addr_cap"
 
 // Every metric is named h3rum_collector_<name>.
 const metricNamespace, metricSubsystem = "h3rum", "collector"
@@ -80,6 +93,10 @@ func newMetrics() *metrics {
 			Help:    "Server handling time of /probe (the app entry of its Server-Timing), by protocol.",
 			Buckets: []float64{5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 10e-3, 100e-3, 1},
 		}, []string{"proto"}),
+		refused: counter("connections_refused_total", "Connections refused before their handshake, by origin, transport (tcp or quic) and reason (per_addr_cap: the client's address had MaxConnsPerAddr connections open).",
+			"origin", "transport", "reason"),
+		retries: counter("quic_retries_total", "QUIC connection attempts asked to prove their address with a Retry, which costs them a round trip, because their address held half of MaxConnsPerAddr.",
+			"origin"),
 	}
 }
 
@@ -107,6 +124,12 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		if m.probe, err = registerOrReuse(reg, m.probe); err != nil {
 			return err
 		}
+		if m.refused, err = registerOrReuse(reg, m.refused); err != nil {
+			return err
+		}
+		if m.retries, err = registerOrReuse(reg, m.retries); err != nil {
+			return err
+		}
 		if _, err = registerOrReuse(reg, collectors.NewGoCollector()); err != nil {
 			return err
 		}
@@ -123,7 +146,19 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	for p, proto := range protoLabels {
 		m.probeObs[p] = m.probe.WithLabelValues(proto)
 	}
+	for o, oLabel := range [2]string{originH3, originH2} {
+		m.refusedTCP[o] = m.refused.WithLabelValues(oLabel, transportTCP, reasonPerAddrCap)
+	}
+	m.refusedQUIC = m.refused.WithLabelValues(originH3, transportQUIC, reasonPerAddrCap)
+	m.retryQ = m.retries.WithLabelValues(originH3)
 	return nil
+}
+
+// metricsHandler serves the metrics of g (Prometheus text or protobuf).
+func (s *Server) metricsHandler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	})
 }
 
 func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {

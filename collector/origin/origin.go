@@ -22,15 +22,15 @@ type testOrigin struct {
 	altSvc    []string
 
 	openTCP, openQUIC prometheus.Gauge
-	metrics           http.Handler // nil when there is no Gatherer
 }
 
-// Paths the server answers itself; every other path goes to Server.Handler.
+// Paths the server answers itself; every other path on the origins goes to
+// Server.Handler. /metrics is served on Server.MetricsAddr only.
 const (
 	pathProbe   = "/probe"
 	pathHealthz = "/healthz"
-	pathMetrics = "/metrics"
 	pathEcho    = "/echo"
+	pathMetrics = "/metrics"
 )
 
 func (o *testOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -45,6 +45,9 @@ func (o *testOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := o.probe(w, r)
 	if p.code == 0 {
 		return // already answered with an error
+	}
+	if p.deadline(r) {
+		o.srv.setWriteDeadline(w)
 	}
 	w.WriteHeader(p.code)
 	if p.n > 0 && r.Method != http.MethodHead {
@@ -95,6 +98,7 @@ func (o *testOrigin) headersTooLarge(w http.ResponseWriter, pi int) {
 
 // serveOther serves every path but /probe.
 func (o *testOrigin) serveOther(w http.ResponseWriter, r *http.Request) {
+	o.srv.setDeadlines(w, r)
 	pi := protoIndex(r.ProtoMajor)
 	ci, creq, ok := o.admit(w, r, pi)
 	if !ok {
@@ -103,17 +107,6 @@ func (o *testOrigin) serveOther(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case pathHealthz:
 		o.healthz(w, r, pi)
-	case pathMetrics:
-		if o.metrics == nil {
-			o.delegate(w, r, pi)
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header()["Allow"] = o.srv.hdr.getHead
-			o.reject(w, pi, http.StatusMethodNotAllowed, "method not allowed: /metrics answers GET and HEAD")
-			return
-		}
-		o.serveCounted(o.metrics, w, r, pi)
 	case pathEcho:
 		if !o.srv.Echo {
 			o.delegate(w, r, pi)
@@ -145,6 +138,9 @@ func (o *testOrigin) healthz(w http.ResponseWriter, r *http.Request, pi int) {
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
 		io.WriteString(w, "ok\n")
+		if d := o.srv.HealthDetail; d != nil {
+			io.WriteString(w, d())
+		}
 	}
 	o.srv.metrics.countRequest(o.idx, pi, http.StatusOK)
 }

@@ -1,8 +1,10 @@
 package origin
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -97,10 +99,15 @@ func (o *testOrigin) readProbeBody(w http.ResponseWriter, r *http.Request, pi in
 	if r.Body == nil || r.Body == http.NoBody {
 		return true
 	}
+	o.srv.setReadDeadline(w)
 	max := o.srv.maxProbeBytes
 	got, err := io.CopyN(io.Discard, r.Body, int64(max)+1)
 	if got > int64(max) {
 		o.reject(w, pi, http.StatusRequestEntityTooLarge, "request body over "+strconv.Itoa(max)+" bytes")
+		return false
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		o.reject(w, pi, http.StatusRequestTimeout, "request body not received within "+o.srv.bodyTimeout().String())
 		return false
 	}
 	if err != nil && err != io.EOF {

@@ -1,6 +1,7 @@
 // Package origin serves h3rum's two test origins, a no-op /probe over
-// HTTP/2 and HTTP/3 with per-connection Server-Timing plus /healthz and
-// /metrics, and hands every other path to the application's handler.
+// HTTP/2 and HTTP/3 with per-connection Server-Timing plus /healthz, hands
+// every other path to the application's handler, and serves /metrics on a
+// listener of its own.
 package origin
 
 import (
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -19,7 +21,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
@@ -40,8 +41,19 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.started = true
 	if err := s.start(ctx); err != nil {
+		for _, ln := range s.quicLns {
+			ln.Close()
+		}
+		for _, tr := range s.quicTrs {
+			tr.Close()
+		}
+		s.quicLns, s.quicTrs = nil, nil
 		s.h3Socks.close()
 		s.h2Socks.close()
+		if s.metricsLn != nil {
+			s.metricsLn.Close()
+			s.metricsLn = nil
+		}
 		s.shutDown = true
 		s.done = make(chan struct{})
 		close(s.done)
@@ -67,6 +79,13 @@ func (s *Server) start(ctx context.Context) error {
 	s.failed = make(chan struct{})
 	s.done = make(chan struct{})
 
+	s.errorLog = newErrorLog(s.logger.Handler(), slog.LevelDebug) // TLS handshake errors from scanners
+	maxConns := s.maxConnsPerAddr()
+	if maxConns < 0 {
+		maxConns = -1
+	}
+	s.limiter = newConnLimiter(maxConns, s.TrustedProxies)
+
 	s.metrics = newMetrics()
 	if err := s.metrics.register(s.Registerer); err != nil {
 		return err
@@ -75,11 +94,8 @@ func (s *Server) start(ctx context.Context) error {
 	if gatherer == nil {
 		gatherer, _ = s.Registerer.(prometheus.Gatherer)
 	}
-	var metricsHandler http.Handler
-	if gatherer != nil {
-		metricsHandler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
-			ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
-		})
+	if s.MetricsAddr != "" && gatherer == nil {
+		return fmt.Errorf("metrics addr %q is set but there are no metrics to serve: set Registerer to a *prometheus.Registry, or Gatherer", s.MetricsAddr)
 	}
 
 	h3Cert, h2Cert, acme, err := s.certificates()
@@ -87,9 +103,8 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 
-	s.h3Origin = &testOrigin{srv: s, idx: 0, label: originH3, otherHost: s.H2Host, metrics: metricsHandler}
-	s.h2Origin = &testOrigin{srv: s, idx: 1, label: originH2, otherHost: s.H3Host, metrics: metricsHandler,
-		altSvc: []string{"clear"}}
+	s.h3Origin = &testOrigin{srv: s, idx: 0, label: originH3, otherHost: s.H2Host}
+	s.h2Origin = &testOrigin{srv: s, idx: 1, label: originH2, otherHost: s.H3Host, altSvc: []string{"clear"}}
 	for _, o := range []*testOrigin{s.h3Origin, s.h2Origin} {
 		o.openTCP = s.metrics.open.WithLabelValues(o.label, transportTCP)
 		o.openQUIC = s.metrics.open.WithLabelValues(o.label, transportQUIC)
@@ -101,6 +116,21 @@ func (s *Server) start(ctx context.Context) error {
 	if s.h2Socks, err = bindOrigin(ctx, s.h2Addr(), false, s.logger); err != nil {
 		return fmt.Errorf("h2 origin: %w", err)
 	}
+	if s.MetricsAddr != "" {
+		var lc net.ListenConfig
+		if s.metricsLn, err = lc.Listen(ctx, "tcp", s.MetricsAddr); err != nil {
+			return fmt.Errorf("metrics: listening on %s: %w", s.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET "+pathMetrics, s.metricsHandler(gatherer))
+		s.metricsSrv = &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: handshakeTimeout,
+			WriteTimeout:      s.writeTimeout(),
+			IdleTimeout:       s.idleTimeout(),
+			ErrorLog:          s.errorLog,
+		}
+	}
 	altSvcPort := s.AltSvcPort
 	if altSvcPort == 0 {
 		altSvcPort = int(s.h3Socks.addrPort().Port())
@@ -111,7 +141,6 @@ func (s *Server) start(ctx context.Context) error {
 	if acme {
 		tcpProtos = append(tcpProtos, "acme-tls/1")
 	}
-	errorLog := slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug) // TLS handshake errors from scanners
 	newTCP := func(o *testOrigin, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *http.Server {
 		conf := &tls.Config{
 			MinVersion:       tls.VersionTLS12,
@@ -122,47 +151,50 @@ func (s *Server) start(ctx context.Context) error {
 		// Make the session ticket keys before ServeTLS clones the config
 		// per listener, so that a session resumes on any of them.
 		_, _ = conf.DecryptTicket(nil, tls.ConnectionState{})
+		// ReadTimeout and WriteTimeout stay unset: over HTTP/2 they would
+		// start timers for every stream, the probe's included. The
+		// handlers set per-request deadlines instead (see Server).
 		return &http.Server{
 			Handler:           o,
 			TLSConfig:         conf,
-			ReadHeaderTimeout: 10 * time.Second,
+			ReadHeaderTimeout: handshakeTimeout,
 			IdleTimeout:       s.idleTimeout(),
 			MaxHeaderBytes:    2 * s.maxHeaderBytes,
+			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams},
 			ConnContext:       o.tcpConnContext,
 			ConnState:         o.tcpConnState,
-			ErrorLog:          errorLog,
+			ErrorLog:          s.errorLog,
 		}
 	}
 	s.tcpH3 = newTCP(s.h3Origin, h3Cert)
 	s.tcpH2 = newTCP(s.h2Origin, h2Cert)
 	s.quicSrv = &http3.Server{
-		Handler: inFlight{s.h3Origin, &s.h3InFlight},
-		TLSConfig: &tls.Config{
-			MinVersion:       tls.VersionTLS13,
-			GetCertificate:   h3Cert,
-			VerifyConnection: s.h3Origin.verifyConnection,
-		},
-		QUICConfig: &quic.Config{
-			Allow0RTT:            true, // /probe is idempotent; EarlyData tells handlers that care
-			HandshakeIdleTimeout: 5 * time.Second,
-			MaxIdleTimeout:       s.idleTimeout(),
-		},
+		Handler:        inFlight{s.h3Origin, &s.h3InFlight},
 		MaxHeaderBytes: 2 * s.maxHeaderBytes,
 		IdleTimeout:    s.idleTimeout(),
 		ConnContext:    s.h3Origin.quicConnContext,
 		// Logger stays nil: quic-go logs every request at debug level,
 		// which costs allocations on the probe path even when disabled.
 	}
-
 	s.checkUDPBuffers()
-	for _, ln := range s.h3Socks.tcp {
-		s.serve("h3 origin tcp "+ln.Addr().String(), func() error { return s.tcpH3.ServeTLS(ln, "", "") })
+	if err := s.listenQUIC(h3Cert); err != nil {
+		return fmt.Errorf("h3 origin: %w", err)
 	}
-	for _, pc := range s.h3Socks.udp {
-		s.serve("h3 origin udp "+pc.LocalAddr().String(), func() error { return s.quicSrv.Serve(pc) })
+
+	limited := func(o *testOrigin, ln net.Listener) net.Listener {
+		return &limitListener{Listener: ln, lim: s.limiter, userTimeout: s.writeTimeout(), refused: s.metrics.refusedTCP[o.idx]}
+	}
+	for _, ln := range s.h3Socks.tcp {
+		s.serve("h3 origin tcp "+ln.Addr().String(), func() error { return s.tcpH3.ServeTLS(limited(s.h3Origin, ln), "", "") })
+	}
+	for _, ln := range s.quicLns {
+		s.serve("h3 origin udp "+ln.Addr().String(), func() error { return s.quicSrv.ServeListener(ln) })
 	}
 	for _, ln := range s.h2Socks.tcp {
-		s.serve("h2 origin tcp "+ln.Addr().String(), func() error { return s.tcpH2.ServeTLS(ln, "", "") })
+		s.serve("h2 origin tcp "+ln.Addr().String(), func() error { return s.tcpH2.ServeTLS(limited(s.h2Origin, ln), "", "") })
+	}
+	if s.metricsLn != nil {
+		s.serve("metrics "+s.metricsLn.Addr().String(), func() error { return s.metricsSrv.Serve(s.metricsLn) })
 	}
 	go func() {
 		s.wg.Wait()
@@ -172,6 +204,62 @@ func (s *Server) start(ctx context.Context) error {
 	s.logger.Info("h3 origin listening", "tcp", addrList(s.h3Socks.tcp), "udp", udpList(s.h3Socks.udp),
 		"alt_svc", s.h3Origin.altSvc[0], "host", s.H3Host)
 	s.logger.Info("h2 origin listening", "tcp", addrList(s.h2Socks.tcp), "alt_svc", "clear", "host", s.H2Host)
+	if s.metricsLn != nil {
+		s.logger.Info("metrics listening", "addr", s.metricsLn.Addr().String(), "path", pathMetrics)
+	}
+	return nil
+}
+
+// Limits of the origins (see Server).
+const (
+	// maxConcurrentStreams is how many requests a client may have in
+	// flight on one connection, HTTP/2 and HTTP/3 alike. 100 is what
+	// RFC 9113 recommends as the least and quic-go's default; net/http
+	// would allow 250 over HTTP/2.
+	maxConcurrentStreams = 100
+	// handshakeTimeout bounds the TLS handshake over TCP and, over
+	// HTTP/1.1, the reading of each request's header section.
+	handshakeTimeout = 10 * time.Second
+	// quicHandshakeTimeout bounds the QUIC handshake.
+	quicHandshakeTimeout = 5 * time.Second
+)
+
+// listenQUIC starts QUIC on the H3 origin's UDP sockets, each with its
+// own quic.Transport, whose hooks apply the per-address cap before any
+// TLS (see quicGate).
+//
+// The TLS configuration comes from http3.ConfigureTLSConfig rather than
+// from http3.Server, which would also record its HTTP/3 settings in
+// session tickets and refuse 0-RTT when they have shrunk since. Tickets
+// here are sealed with keys made at start-up, and the settings are fixed
+// for the life of the process, so every ticket that opens carries the
+// current settings.
+func (s *Server) listenQUIC(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) error {
+	tlsConf := http3.ConfigureTLSConfig(&tls.Config{
+		MinVersion:       tls.VersionTLS13,
+		GetCertificate:   getCert,
+		VerifyConnection: s.h3Origin.verifyConnection,
+	})
+	quicConf := &quic.Config{
+		Allow0RTT:            true, // /probe is idempotent; EarlyData tells handlers that care
+		HandshakeIdleTimeout: quicHandshakeTimeout,
+		MaxIdleTimeout:       s.idleTimeout(),
+		MaxIncomingStreams:   maxConcurrentStreams,
+	}
+	gate := &quicGate{lim: s.limiter, refused: s.metrics.refusedQUIC, retries: s.metrics.retryQ}
+	for _, pc := range s.h3Socks.udp {
+		tr := &quic.Transport{
+			Conn:                pc,
+			ConnContext:         gate.connContext,
+			VerifySourceAddress: gate.verifySourceAddress,
+		}
+		s.quicTrs = append(s.quicTrs, tr)
+		ln, err := tr.ListenEarly(tlsConf, quicConf)
+		if err != nil {
+			return fmt.Errorf("listening for QUIC on udp %s: %w", pc.LocalAddr(), err)
+		}
+		s.quicLns = append(s.quicLns, ln)
+	}
 	return nil
 }
 
@@ -197,6 +285,20 @@ func (s *Server) Addrs() (h3, h2 netip.AddrPort) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.h3Socks.addrPort(), s.h2Socks.addrPort()
+}
+
+// MetricsAddrPort returns the address the metrics listener is bound to
+// once Start has returned; the zero AddrPort when MetricsAddr is empty.
+func (s *Server) MetricsAddrPort() netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.metricsLn == nil {
+		return netip.AddrPort{}
+	}
+	if a, ok := s.metricsLn.Addr().(*net.TCPAddr); ok {
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 // DevCert describes the development certificate in use; ok is false before
@@ -242,23 +344,36 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 
 	var wg sync.WaitGroup
-	var errH3, errTCPH3, errTCPH2 error
+	var errH3, errTCPH3, errTCPH2, errMetrics error
 	wg.Go(func() { errTCPH3 = s.tcpH3.Shutdown(ctx) })
 	wg.Go(func() { errTCPH2 = s.tcpH2.Shutdown(ctx) })
 	wg.Go(func() { errH3 = s.shutdownQUIC(ctx) })
+	if s.metricsSrv != nil {
+		wg.Go(func() { errMetrics = s.metricsSrv.Shutdown(ctx) })
+	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		// http.Server.Shutdown leaves connections open when ctx ends.
 		s.tcpH3.Close()
 		s.tcpH2.Close()
 		s.quicSrv.Close()
+		if s.metricsSrv != nil {
+			s.metricsSrv.Close()
+		}
 	}
-	// The HTTP/3 server does not close sockets it was handed.
+	// The HTTP/3 server closes neither the QUIC listeners it was handed
+	// nor their transports and sockets.
+	for _, ln := range s.quicLns {
+		ln.Close()
+	}
+	for _, tr := range s.quicTrs {
+		tr.Close()
+	}
 	for _, c := range s.h3Socks.udp {
 		c.Close()
 	}
 	<-s.done
-	return errors.Join(errTCPH3, errTCPH2, errH3)
+	return errors.Join(errTCPH3, errTCPH2, errH3, errMetrics)
 }
 
 // quicDrainGrace is how long Shutdown keeps HTTP/3 connections open once no

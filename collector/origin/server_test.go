@@ -565,7 +565,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestHealthzMetricsEcho(t *testing.T) {
-	ts := startServer(t, &Server{Echo: true})
+	ts := startServer(t, &Server{Echo: true, MetricsAddr: "127.0.0.1:0"})
 	c := ts.tcpClient(t, false, nil)
 	resp, body := do(t, c, "GET", ts.h2+"/healthz", nil)
 	if resp.StatusCode != 200 || body != "ok\n" {
@@ -576,7 +576,10 @@ func TestHealthzMetricsEcho(t *testing.T) {
 		t.Errorf("echo: %d %q", resp.StatusCode, body)
 	}
 	do(t, c, "GET", ts.h3+"/probe", nil)
-	resp, body = do(t, c, "GET", ts.h3+"/metrics", nil)
+
+	metricsURL := "http://" + ts.MetricsAddrPort().String() + "/metrics"
+	plain := &http.Client{Timeout: 10 * time.Second}
+	resp, body = do(t, plain, "GET", metricsURL, nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("metrics: %d", resp.StatusCode)
 	}
@@ -587,6 +590,7 @@ func TestHealthzMetricsEcho(t *testing.T) {
 		`h3rum_collector_tls_handshakes_total{origin="h2",proto="h2",resumed="false"} 1`,
 		`h3rum_collector_probe_handling_seconds_count{proto="h2"} 1`,
 		`h3rum_collector_open_connections{origin="h3",transport="tcp"} 1`,
+		`h3rum_collector_connections_refused_total{origin="h3",reason="per_addr_cap",transport="quic"} 0`,
 		"go_goroutines ",
 		"process_cpu_seconds_total ",
 	} {
@@ -594,11 +598,54 @@ func TestHealthzMetricsEcho(t *testing.T) {
 			t.Errorf("metrics lack %q", want)
 		}
 	}
+	for _, tc := range []struct {
+		method, url string
+		want        int
+	}{
+		{"POST", metricsURL, http.StatusMethodNotAllowed},
+		{"GET", "http://" + ts.MetricsAddrPort().String() + "/healthz", http.StatusNotFound},
+	} {
+		if resp, _ := do(t, plain, tc.method, tc.url, nil); resp.StatusCode != tc.want {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.url, resp.StatusCode, tc.want)
+		}
+	}
+
+	// The origins do not serve /metrics, over any protocol.
+	for _, pc := range ts.protoClients(t) {
+		for _, base := range []string{ts.h3, ts.h2} {
+			if pc.proto == "h3" && base == ts.h2 {
+				continue // the H2 origin has no HTTP/3
+			}
+			if resp, _ := do(t, pc.client, "GET", base+"/metrics", nil); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s/metrics over %s: %d, want 404", base, pc.proto, resp.StatusCode)
+			}
+		}
+	}
+
+	// Shutdown closes the metrics listener too.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ts.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := net.Dial("tcp", ts.MetricsAddrPort().String()); err == nil {
+		conn.Close()
+		t.Error("the metrics listener still accepts after Shutdown")
+	}
 
 	off := startServer(t, &Server{})
 	resp, _ = do(t, off.tcpClient(t, false, nil), "GET", off.h3+"/echo", nil)
 	if resp.StatusCode != 404 {
 		t.Errorf("echo while off: %d, want 404", resp.StatusCode)
+	}
+	if ap := off.MetricsAddrPort(); ap.IsValid() {
+		t.Errorf("metrics listening on %v without MetricsAddr", ap)
+	}
+	// A metrics listener needs metrics.
+	noMetrics := &Server{Addr: "localhost:0", H2Addr: "localhost:0", DataDir: t.TempDir(), MetricsAddr: "127.0.0.1:0"}
+	if err := noMetrics.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "no metrics to serve") {
+		noMetrics.Shutdown(t.Context())
+		t.Errorf("Start with MetricsAddr and no Registerer: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package origin
 
 import (
+	"net"
 	"sync"
 	"syscall"
 	"time"
@@ -83,4 +84,18 @@ func (ti *tcpInfo) readLocked(now time.Time) (connStats, bool) {
 	}
 	ti.at, ti.last = now, st
 	return st, true
+}
+
+// setUserTimeout sets TCP_USER_TIMEOUT: the kernel closes the connection
+// when data it sent stays unacknowledged, or cannot be sent because the
+// client's window stays closed, for d. That bounds a client that stops
+// reading without a deadline on every request.
+func setUserTimeout(c *net.TCPConn, d time.Duration) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = raw.Control(func(fd uintptr) {
+		_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d/time.Millisecond))
+	})
 }

@@ -3,6 +3,7 @@
 package origin
 
 import (
+	"net"
 	"syscall"
 	"time"
 )
@@ -14,3 +15,7 @@ type tcpInfo struct{}
 func newTCPInfo(syscall.RawConn) *tcpInfo { return &tcpInfo{} }
 
 func (*tcpInfo) stats(time.Time) connStats { return connStats{} }
+
+// setUserTimeout does nothing outside Linux; the per-request write
+// deadlines still apply.
+func setUserTimeout(*net.TCPConn, time.Duration) {}

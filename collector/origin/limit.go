@@ -1,0 +1,231 @@
+package origin
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/quic-go/quic-go"
+)
+
+// connLimiter caps the connections open at once from one client address,
+// over every listener of the server (see Server.MaxConnsPerAddr).
+type connLimiter struct {
+	max     int // < 0: no cap
+	trusted []netip.Prefix
+
+	mu   sync.Mutex
+	open map[netip.Addr]int // by key; entries at 0 are deleted
+}
+
+func newConnLimiter(max int, trusted []netip.Prefix) *connLimiter {
+	l := &connLimiter{max: max, open: make(map[netip.Addr]int)}
+	for _, p := range trusted {
+		// Peers are matched unmapped, so ::ffff:10.0.0.0/104 means 10.0.0.0/8.
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		l.trusted = append(l.trusted, p.Masked())
+	}
+	return l
+}
+
+// key returns what a peer's connections are counted under: its IPv4
+// address, or the /64 of its IPv6 address, which is what one subscriber
+// gets. counted is false when connections are not capped or the peer is a
+// trusted proxy.
+func (l *connLimiter) key(a netip.Addr) (k netip.Addr, counted bool) {
+	if l.max < 0 || !a.IsValid() {
+		return netip.Addr{}, false
+	}
+	a = a.Unmap().WithZone("")
+	for _, p := range l.trusted {
+		if p.Contains(a) {
+			return netip.Addr{}, false
+		}
+	}
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.Addr(), true
+	}
+	return a, true
+}
+
+// acquire counts one more connection under k, unless k is at the cap.
+func (l *connLimiter) acquire(k netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.open[k]
+	if n >= l.max {
+		return false
+	}
+	l.open[k] = n + 1
+	return true
+}
+
+// release uncounts a connection acquire counted.
+func (l *connLimiter) release(k netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := l.open[k]; n > 1 {
+		l.open[k] = n - 1
+	} else {
+		delete(l.open, k)
+	}
+}
+
+// crowded reports whether k holds at least half its cap.
+func (l *connLimiter) crowded(k netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return 2*l.open[k] >= l.max
+}
+
+// limitListener is a TCP listener that resets connections over the
+// per-address cap as soon as they are accepted, before any TLS, and sets
+// TCP_USER_TIMEOUT on the others.
+type limitListener struct {
+	net.Listener
+	lim         *connLimiter
+	userTimeout time.Duration
+	refused     prometheus.Counter
+}
+
+// Accept returns the next connection within the cap. It waits for
+// another one after a refusal rather than returning an error, which would
+// make http.Server pause accepting for everyone.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		tc, ok := c.(*net.TCPConn)
+		if !ok {
+			return c, nil
+		}
+		var addr netip.Addr
+		if ta, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
+			addr = ta.AddrPort().Addr()
+		}
+		k, counted := l.lim.key(addr)
+		if !counted {
+			setUserTimeout(tc, l.userTimeout)
+			return tc, nil
+		}
+		if !l.lim.acquire(k) {
+			// A reset rather than a close: no TIME_WAIT left behind by
+			// a client that keeps trying.
+			tc.SetLinger(0)
+			tc.Close()
+			l.refused.Inc()
+			continue
+		}
+		setUserTimeout(tc, l.userTimeout)
+		return &limitedConn{TCPConn: tc, lim: l.lim, key: k}, nil
+	}
+}
+
+// limitedConn is a counted TCP connection: closing it releases its place.
+// It embeds *net.TCPConn so that the socket stays reachable (TCP_INFO for
+// Server-Timing) through syscall.Conn.
+type limitedConn struct {
+	*net.TCPConn
+	lim    *connLimiter
+	key    netip.Addr
+	closed atomic.Bool
+}
+
+func (c *limitedConn) Close() error {
+	if c.closed.CompareAndSwap(false, true) {
+		c.lim.release(c.key)
+	}
+	return c.TCPConn.Close()
+}
+
+// errPerAddrCap refuses a QUIC connection over the per-address cap.
+var errPerAddrCap = errors.New("too many connections from this address")
+
+// quicGate applies the per-address cap to the QUIC connections of the H3
+// origin, through the hooks of their quic.Transport.
+type quicGate struct {
+	lim              *connLimiter
+	refused, retries prometheus.Counter
+
+	// A client's first flight is often two Initial packets (a ClientHello
+	// with a post-quantum key share does not fit in one), and each is
+	// refused on its own: the last few refused sources are remembered
+	// so that one attempt is counted once.
+	mu     sync.Mutex
+	recent [16]refusal
+	next   int
+}
+
+type refusal struct {
+	from netip.AddrPort
+	at   time.Time
+}
+
+// refusalMemory is how long a refused source stays in quicGate.recent.
+const refusalMemory = time.Second
+
+// countRefusal counts a refused connection attempt from a, unless it was
+// already counted.
+func (g *quicGate) countRefusal(a netip.AddrPort) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range g.recent {
+		if r.from == a && now.Sub(r.at) < refusalMemory {
+			return
+		}
+	}
+	g.recent[g.next] = refusal{from: a, at: now}
+	g.next = (g.next + 1) % len(g.recent)
+	g.refused.Inc()
+}
+
+// connContext is the quic.Transport.ConnContext: it runs at the first
+// packet of every new connection, and an error refuses the connection
+// with CONNECTION_REFUSED before any TLS. quic-go ends the context it is
+// handed when the connection closes or its handshake fails for any
+// reason, which is what releases the connection's place.
+func (g *quicGate) connContext(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+	from := udpAddrPort(ci.RemoteAddr)
+	k, counted := g.lim.key(from.Addr())
+	if !counted {
+		return ctx, nil
+	}
+	if !g.lim.acquire(k) {
+		g.countRefusal(from)
+		return nil, errPerAddrCap
+	}
+	context.AfterFunc(ctx, func() { g.lim.release(k) })
+	return ctx, nil
+}
+
+// verifySourceAddress is the quic.Transport.VerifySourceAddress: a new
+// connection from an address that holds half its cap must prove with a
+// Retry that it receives at that address. Packets with a forged source
+// cannot, so they can use up only half of a real address's places, and
+// clients below half their cap keep their 0-RTT and their round trip.
+func (g *quicGate) verifySourceAddress(a net.Addr) bool {
+	k, counted := g.lim.key(udpAddrPort(a).Addr())
+	if !counted || !g.lim.crowded(k) {
+		return false
+	}
+	g.retries.Inc()
+	return true
+}
+
+func udpAddrPort(a net.Addr) netip.AddrPort {
+	if ua, ok := a.(*net.UDPAddr); ok {
+		return ua.AddrPort()
+	}
+	return netip.AddrPort{}
+}

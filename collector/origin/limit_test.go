@@ -1,0 +1,342 @@
+package origin
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+func TestConnLimiterKey(t *testing.T) {
+	l := newConnLimiter(2, []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("::ffff:172.16.0.0/108"), // 172.16.0.0/12, written mapped
+		netip.MustParsePrefix("2001:db8:ffff::/48"),
+	})
+	for _, tc := range []struct {
+		addr    string
+		key     string // "" = not counted
+		comment string
+	}{
+		{"192.0.2.1", "192.0.2.1", "IPv4 as is"},
+		{"::ffff:192.0.2.1", "192.0.2.1", "IPv4-mapped, as a dual-stack socket reports it"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::", "IPv6 by its /64"},
+		{"2001:db8:1:2::9%eth0", "2001:db8:1:2::", "zone dropped"},
+		{"10.1.2.3", "", "trusted"},
+		{"::ffff:10.1.2.3", "", "trusted, mapped"},
+		{"172.20.0.1", "", "trusted through a mapped prefix"},
+		{"2001:db8:ffff:1::1", "", "trusted IPv6"},
+	} {
+		k, counted := l.key(netip.MustParseAddr(tc.addr))
+		got := ""
+		if counted {
+			got = k.String()
+		}
+		if got != tc.key {
+			t.Errorf("%s (%s): key %q, want %q", tc.addr, tc.comment, got, tc.key)
+		}
+	}
+
+	a, _ := l.key(netip.MustParseAddr("2001:db8:1:2::1"))
+	b, _ := l.key(netip.MustParseAddr("2001:db8:1:2:ffff::1"))
+	if !l.acquire(a) || !l.acquire(b) || l.acquire(a) {
+		t.Error("two addresses of one /64 did not share its cap of 2")
+	}
+	if !l.crowded(a) {
+		t.Error("a /64 at its cap is not crowded")
+	}
+	l.release(a)
+	if !l.acquire(b) {
+		t.Error("a released place was not given again")
+	}
+	l.release(a)
+	l.release(b)
+	if len(l.open) != 0 {
+		t.Errorf("all released, but the limiter still holds %v", l.open)
+	}
+
+	if _, counted := newConnLimiter(-1, nil).key(netip.MustParseAddr("192.0.2.1")); counted {
+		t.Error("a negative cap counts connections")
+	}
+}
+
+// tlsDial completes a TLS handshake with an origin over TCP.
+func (ts *testServer) tlsDial(addr netip.AddrPort) (*tls.Conn, error) {
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second},
+		Config: &tls.Config{RootCAs: ts.pool, ServerName: "localhost", NextProtos: []string{"h2"}}}
+	c, err := d.Dial("tcp", addr.String())
+	if err != nil {
+		return nil, err
+	}
+	return c.(*tls.Conn), nil
+}
+
+// quicDial completes a QUIC handshake with the H3 origin.
+func (ts *testServer) quicDial(t *testing.T, conf *tls.Config) (*quic.Conn, error) {
+	t.Helper()
+	if conf == nil {
+		conf = &tls.Config{RootCAs: ts.pool}
+	}
+	conf.ServerName = "localhost"
+	if conf.NextProtos == nil {
+		conf.NextProtos = []string{http3.NextProtoH3}
+	}
+	h3, _ := ts.Addrs()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	return quic.DialAddr(ctx, fmt.Sprintf("127.0.0.1:%d", h3.Port()), conf, nil)
+}
+
+// eventually retries f for up to 5 seconds, until it succeeds.
+func eventually(f func() error) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func isConnectionRefused(err error) bool {
+	te, ok := errors.AsType[*quic.TransportError](err)
+	return ok && te.ErrorCode == quic.ConnectionRefused
+}
+
+// loopback127 is where the tests connect from and to: 127.0.0.1.
+func loopback127(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ap.Port())
+}
+
+func TestMaxConnsPerAddr(t *testing.T) {
+	const max = 3
+	refused := func(ts *testServer, origin, transport string) float64 {
+		return metric(t, ts.reg, "h3rum_collector_connections_refused_total",
+			"origin", origin, "transport", transport, "reason", "per_addr_cap")
+	}
+
+	t.Run("tcp", func(t *testing.T) {
+		ts := startServer(t, &Server{MaxConnsPerAddr: max})
+		h3, h2 := ts.Addrs()
+		h3, h2 = loopback127(h3), loopback127(h2)
+		var open []*tls.Conn
+		t.Cleanup(func() {
+			for _, c := range open {
+				c.Close()
+			}
+		})
+		// The cap covers both origins.
+		for _, a := range []netip.AddrPort{h2, h2, h3} {
+			c, err := ts.tlsDial(a)
+			if err != nil {
+				t.Fatalf("connection %d: %v", len(open)+1, err)
+			}
+			open = append(open, c)
+		}
+		if c, err := ts.tlsDial(h2); err == nil {
+			c.Close()
+			t.Fatalf("connection %d over a cap of %d was accepted", max+1, max)
+		}
+		if got := metricEventually(t, ts.reg, 1, "h3rum_collector_connections_refused_total",
+			"origin", "h2", "transport", "tcp", "reason", "per_addr_cap"); got != 1 {
+			t.Errorf("refused TCP connections counted %v, want 1", got)
+		}
+		// …and QUIC.
+		if c, err := ts.quicDial(t, nil); !isConnectionRefused(err) {
+			if c != nil {
+				c.CloseWithError(0, "")
+			}
+			t.Errorf("QUIC connection over a cap filled by TCP: %v, want CONNECTION_REFUSED", err)
+		}
+		if got := refused(ts, "h3", "quic"); got != 1 {
+			t.Errorf("refused QUIC connections counted %v, want 1", got)
+		}
+		if got := metric(t, ts.reg, "h3rum_collector_connections_total", "origin", "h2", "transport", "tcp"); got != 2 {
+			t.Errorf("connections accepted by the H2 origin: %v, want the 2 admitted", got)
+		}
+
+		open[0].Close()
+		open = open[1:]
+		err := eventually(func() error {
+			c, err := ts.tlsDial(h2)
+			if err == nil {
+				open = append(open, c)
+			}
+			return err
+		})
+		if err != nil {
+			t.Errorf("a new connection once one closed: %v", err)
+		}
+	})
+
+	t.Run("quic", func(t *testing.T) {
+		ts := startServer(t, &Server{MaxConnsPerAddr: max})
+		var open []*quic.Conn
+		t.Cleanup(func() {
+			for _, c := range open {
+				c.CloseWithError(0, "")
+			}
+		})
+		for range max {
+			c, err := ts.quicDial(t, nil)
+			if err != nil {
+				t.Fatalf("connection %d: %v", len(open)+1, err)
+			}
+			open = append(open, c)
+		}
+		if c, err := ts.quicDial(t, nil); !isConnectionRefused(err) {
+			if c != nil {
+				c.CloseWithError(0, "")
+			}
+			t.Fatalf("connection %d over a cap of %d: %v, want CONNECTION_REFUSED", max+1, max, err)
+		}
+		if got := refused(ts, "h3", "quic"); got != 1 {
+			t.Errorf("refused QUIC connections counted %v, want 1", got)
+		}
+		// From half the cap on, new connections went through a Retry.
+		if got := metric(t, ts.reg, "h3rum_collector_quic_retries_total", "origin", "h3"); got < 1 {
+			t.Errorf("Retries counted %v, want at least 1", got)
+		}
+		// TCP shares the cap.
+		h3, _ := ts.Addrs()
+		if c, err := ts.tlsDial(loopback127(h3)); err == nil {
+			c.Close()
+			t.Error("a TCP connection over a cap filled by QUIC was accepted")
+		}
+
+		open[0].CloseWithError(0, "")
+		open = open[1:]
+		err := eventually(func() error {
+			c, err := ts.quicDial(t, nil)
+			if err == nil {
+				open = append(open, c)
+			}
+			return err
+		})
+		if err != nil {
+			t.Errorf("a new connection once one closed: %v", err)
+		}
+	})
+
+	t.Run("quic failed handshakes", func(t *testing.T) {
+		ts := startServer(t, &Server{MaxConnsPerAddr: 1})
+		for _, tc := range []struct {
+			name string
+			conf *tls.Config
+		}{
+			{"client does not trust the certificate", &tls.Config{}},
+			{"no common application protocol", &tls.Config{RootCAs: ts.pool, NextProtos: []string{"h3-nope"}}},
+			{"client does not trust the certificate again", &tls.Config{}},
+		} {
+			// The previous good connection's place may take a moment to
+			// come back after it closed: dial until not refused.
+			var dialErr error
+			eventually(func() error {
+				var c *quic.Conn
+				c, dialErr = ts.quicDial(t, tc.conf.Clone())
+				if c != nil {
+					c.CloseWithError(0, "")
+				}
+				if isConnectionRefused(dialErr) {
+					return dialErr
+				}
+				return nil
+			})
+			if dialErr == nil || isConnectionRefused(dialErr) {
+				t.Fatalf("%s: %v, want a failed handshake", tc.name, dialErr)
+			}
+			// The failed connection's place is given back: with a cap of
+			// 1, a good connection gets in.
+			var good *quic.Conn
+			err := eventually(func() (err error) {
+				good, err = ts.quicDial(t, nil)
+				return err
+			})
+			if err != nil {
+				t.Fatalf("after %s: %v", tc.name, err)
+			}
+			good.CloseWithError(0, "")
+		}
+	})
+
+	t.Run("quic client vanished during the handshake", func(t *testing.T) {
+		ts := startServer(t, &Server{MaxConnsPerAddr: 1})
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		// The client hears nothing back, gives up and closes nothing: the
+		// server is left with a handshake that never completes.
+		t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true") // not a *net.UDPConn
+		tr := &quic.Transport{Conn: deafConn{pc}}
+		defer tr.Close()
+		h3, _ := ts.Addrs()
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		if c, err := tr.Dial(ctx, net.UDPAddrFromAddrPort(loopback127(h3)),
+			&tls.Config{RootCAs: ts.pool, ServerName: "localhost", NextProtos: []string{http3.NextProtoH3}}, nil); err == nil {
+			c.CloseWithError(0, "")
+			t.Fatal("a client that hears nothing completed its handshake")
+		}
+		if c, err := ts.quicDial(t, nil); !isConnectionRefused(err) {
+			if c != nil {
+				c.CloseWithError(0, "")
+			}
+			t.Fatalf("connection while a handshake holds the only place: %v, want CONNECTION_REFUSED", err)
+		}
+		// The place comes back when the handshake times out.
+		start := time.Now()
+		for {
+			c, err := ts.quicDial(t, nil)
+			if err == nil {
+				c.CloseWithError(0, "")
+				break
+			}
+			if time.Since(start) > quicHandshakeTimeout+5*time.Second {
+				t.Fatalf("still refused %v after the handshake timeout: %v", time.Since(start), err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+
+	t.Run("trusted proxies", func(t *testing.T) {
+		ts := startServer(t, &Server{MaxConnsPerAddr: 1, TrustedProxies: []netip.Prefix{
+			netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
+		_, h2 := ts.Addrs()
+		for i := range 3 {
+			c, err := ts.tlsDial(loopback127(h2))
+			if err != nil {
+				t.Fatalf("TCP connection %d from a trusted proxy: %v", i+1, err)
+			}
+			defer c.Close()
+			q, err := ts.quicDial(t, nil)
+			if err != nil {
+				t.Fatalf("QUIC connection %d from a trusted proxy: %v", i+1, err)
+			}
+			defer q.CloseWithError(0, "")
+		}
+		if got := refused(ts, "h2", "tcp") + refused(ts, "h3", "quic"); got != 0 {
+			t.Errorf("refused %v connections of a trusted proxy", got)
+		}
+	})
+}
+
+// deafConn is a client socket that drops everything it receives.
+type deafConn struct{ net.PacketConn }
+
+func (c deafConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	for {
+		if _, _, err := c.PacketConn.ReadFrom(p); err != nil {
+			return 0, nil, err // closed
+		}
+	}
+}
