@@ -47,7 +47,7 @@ func startServeProcess(t *testing.T, dataDir string, args ...string) *serveProce
 		t.Fatal(err)
 	}
 	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--h2-addr", "127.0.0.1:0", "--data-dir", dataDir,
-		"--log-format", "json", "--rate-limit", "0"}, args...)
+		"--log-format", "json", "--rate-limit", "0", "--metrics-addr", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

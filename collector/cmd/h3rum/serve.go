@@ -76,6 +76,10 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.MaxProbeBytes, "max-probe-bytes", origin.DefaultMaxProbeBytes, "largest /probe?bytes=N body, in bytes")
 	fs.BoolVar(&s.Echo, "echo", false, "serve /echo, a request echo for debugging")
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", origin.DefaultShutdownTimeout, "how long in-flight requests may finish at shutdown")
+	fs.DurationVar(&s.BodyTimeout, "body-timeout", origin.DefaultBodyTimeout, "longest a client may take to send a request body (slower ones are cut)")
+	fs.DurationVar(&s.WriteTimeout, "write-timeout", origin.DefaultWriteTimeout, "longest one response may take to write, e.g. a /probe?bytes= download")
+	fs.IntVar(&s.MaxConnsPerAddr, "max-conns-per-addr", origin.DefaultMaxConnsPerAddr, "open connections allowed per client address (IPv6: per /64), counted over both origins, TCP and QUIC together (negative: no cap); --trusted-proxies are exempt")
+	fs.StringVar(&s.MetricsAddr, "metrics-addr", "localhost:9464", "plain-HTTP address of /metrics (Prometheus), kept off the public origins; empty: no metrics")
 	c.store.register(fs)
 	c.log.register(fs)
 
@@ -154,6 +158,7 @@ func (c *serveConfig) validate() error {
 		}
 	}
 	c.srv.AltSvcMaxAge = time.Duration(c.altSvcMaxAge) * time.Second
+	c.srv.TrustedProxies = c.trustedProxies
 	c.srv.DataDir = c.store.dataDir
 	if err := c.srv.Validate(); err != nil {
 		errs = append(errs, err)
@@ -218,6 +223,15 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 	if len(applied) > 0 {
 		log.Info("schema migrated", "applied", applied)
 	}
+	if l := c.store.local; l != nil {
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "h3rum_local_clickhouse_up",
+				Help: "1 while the managed local ClickHouse runs; 0 while it is down and being restarted."},
+				func() float64 { return b2f(l.Up()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "h3rum_local_clickhouse_restarts_total",
+				Help: "Times the managed local ClickHouse exited on its own and was started again."},
+				func() float64 { return float64(l.Restarts()) }))
+	}
 
 	pipe := &ingest.Pipeline{
 		Conn:          conn,
@@ -248,6 +262,14 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 
 	srv := &c.srv
 	srv.Handler, srv.Registerer, srv.Logger = app, reg, log
+	if l := c.store.local; l != nil {
+		srv.HealthDetail = func() string {
+			if l.Up() {
+				return "clickhouse: up\n"
+			}
+			return "clickhouse: down, restarting; reports are spooled\n"
+		}
+	}
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
@@ -262,6 +284,13 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 			d.ChromiumFlags(), c.originURL("", h3.Port()))
 	}
 	return srv.Run(ctx)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // originURL is the https origin a browser reaches an origin at.

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 // a fresh data dir and its own ClickHouse unless args say otherwise) and
 // returns once it listens. Cleanup stops it and checks it exited cleanly.
 type testServe struct {
+	cfg     *serveConfig
 	srv     *origin.Server
 	dataDir string
 	h3, h2  string // https://localhost:port
@@ -39,7 +41,7 @@ func startServe(t testing.TB, args ...string) *testServe {
 	t.Helper()
 	dataDir := t.TempDir()
 	base := []string{"--addr", "localhost:0", "--h2-addr", "localhost:0", "--data-dir", dataDir,
-		"--flush-interval", "200ms", "--rate-limit", "0", "--shutdown-timeout", "5s"}
+		"--flush-interval", "200ms", "--rate-limit", "0", "--shutdown-timeout", "5s", "--metrics-addr", "localhost:0"}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c serveConfig
 	c.register(fs)
@@ -55,7 +57,7 @@ func startServe(t testing.TB, args ...string) *testServe {
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	go func() { done <- serve(ctx, &c, nil, log, io.Discard) }()
-	ts := &testServe{dataDir: dataDir}
+	ts := &testServe{cfg: &c, dataDir: dataDir}
 	select {
 	case ts.srv = <-ready:
 	case err := <-done:
@@ -358,4 +360,51 @@ func TestSecondServeOnSameDataDirRefused(t *testing.T) {
 	if code, err := postBeacon(context.Background(), insecureClient(), ts.h3, mustReport("shop")); err != nil || code != 204 {
 		t.Errorf("first serve after the refused second: POST /beacon = %d, %v", code, err)
 	}
+}
+
+// When the managed ClickHouse dies, serve keeps acknowledging reports into
+// the spool, restarts it, says so on /healthz and /metrics, and drains the
+// spool once it is back.
+func TestServeRestartsLocalClickHouse(t *testing.T) {
+	ts := startServe(t)
+	c := insecureClient()
+	local := ts.cfg.store.local
+	if local == nil || !local.Up() {
+		t.Fatal("serve runs no managed ClickHouse")
+	}
+	if err := syscall.Kill(local.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	id, body := syntheticReport("restart")
+	if code, err := postBeacon(context.Background(), c, ts.h3, body); err != nil || code != http.StatusNoContent {
+		t.Fatalf("POST /beacon with ClickHouse killed = %d, %v; want 204 (spooled)", code, err)
+	}
+	waitFor(t, 60*time.Second, "the managed ClickHouse restarted", func() (bool, error) {
+		return local.Restarts() == 1 && local.Up(), nil
+	})
+	resp, err := c.Get(ts.h3 + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "clickhouse: up") {
+		t.Errorf("/healthz after the restart: %d %q", resp.StatusCode, b)
+	}
+	m := ts.srv.MetricsAddrPort()
+	resp, err = http.Get("http://" + m.String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "h3rum_local_clickhouse_restarts_total 1") || !strings.Contains(string(b), "h3rum_local_clickhouse_up 1") {
+		t.Errorf("metrics do not show the restart")
+	}
+	conn := ts.conn(t)
+	waitFor(t, 60*time.Second, "the spooled report in ClickHouse", func() (bool, error) {
+		var n uint64
+		err := conn.QueryRow(context.Background(), "SELECT count() FROM samples WHERE run_id = toUUID(?)", uuidString(id)).Scan(&n)
+		return n == 13, err
+	})
 }

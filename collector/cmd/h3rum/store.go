@@ -18,6 +18,8 @@ import (
 type storeFlags struct {
 	clickhouse string
 	dataDir    string
+
+	local *store.Local // set by open when it starts the managed server
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -26,8 +28,9 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 }
 
 // open connects to the chosen server. With "local" and start set, it starts
-// the managed server first (serve); without start, it connects to the one a
-// running serve recorded (migrate, report). The returned func releases both.
+// the managed server first and supervises it (serve); without start, it
+// connects to the one a running serve recorded (migrate, report). The
+// returned func releases both. s.local is the managed server, if any.
 func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (driver.Conn, func(), error) {
 	dsn := s.clickhouse
 	var local *store.Local
@@ -38,6 +41,8 @@ func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (dr
 			if err := local.Start(ctx); err != nil {
 				return nil, nil, err
 			}
+			local.Supervise()
+			s.local = local
 			dsn = local.DSN()
 		} else {
 			d, err := store.ReadLocalDSN(dir)
