@@ -44,10 +44,10 @@ type Handler struct {
 	Enricher *Enricher
 	// Sites lists the accepted data-site values; empty accepts any site.
 	Sites []string
-	// AllowOrigins lists page origins ("https://example.com") that may post
-	// reports; a request whose Origin is not listed is refused (403).
-	// Empty, or "*", allows any origin.
-	AllowOrigins []string
+	// Origins are the pages that may post reports (the same rule that
+	// lets them read probe timings); a request with another Origin is
+	// refused (403). The zero value allows any page.
+	Origins access.Origins
 	// Clients resolves a report's client address: the socket peer, or the
 	// one configured header when the peer is a trusted proxy.
 	Clients access.Clients
@@ -221,21 +221,21 @@ func retryAfter(w http.ResponseWriter, d time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.Seconds())))))
 }
 
+// originAllowed reports whether a request with this Origin header may
+// post; one without Origin (not sent by a page) may.
 func (h *Handler) originAllowed(origin string) bool {
-	if len(h.AllowOrigins) == 0 || origin == "" {
-		return true
-	}
-	return slices.Contains(h.AllowOrigins, "*") || slices.Contains(h.AllowOrigins, origin)
+	return origin == "" || h.Origins.Allows(origin)
 }
 
-// cors sets the CORS response headers for an allowed origin.
+// cors sets the CORS response headers for an allowed origin. Credentials
+// are never allowed.
 func (h *Handler) cors(w http.ResponseWriter, origin string) {
 	hd := w.Header()
 	hd.Add("Vary", "Origin")
 	if origin == "" {
 		return
 	}
-	if len(h.AllowOrigins) == 0 || slices.Contains(h.AllowOrigins, "*") {
+	if h.Origins.Any() {
 		hd.Set("Access-Control-Allow-Origin", "*")
 	} else {
 		hd.Set("Access-Control-Allow-Origin", origin)

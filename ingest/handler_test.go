@@ -66,11 +66,11 @@ func TestHandlerPost(t *testing.T) {
 		{name: "site not allowed", body: valid, setup: func(h *Handler, _ *http.Request) { h.Sites = []string{"other"} }, status: 403, reason: ReasonSiteNotAllowed},
 		{name: "site allowed", body: valid, setup: func(h *Handler, _ *http.Request) { h.Sites = []string{"other", "shop"} }, status: 204},
 		{name: "origin not allowed", body: valid, setup: func(h *Handler, r *http.Request) {
-			h.AllowOrigins = []string{"https://shop.example"}
+			h.Origins = mustOrigins(t, "https://shop.example")
 			r.Header.Set("Origin", "https://evil.example")
 		}, status: 403, reason: ReasonOriginNotAllowed},
 		{name: "origin allowed", body: valid, setup: func(h *Handler, r *http.Request) {
-			h.AllowOrigins = []string{"https://shop.example"}
+			h.Origins = mustOrigins(t, "https://shop.example")
 			r.Header.Set("Origin", "https://shop.example")
 		}, status: 204},
 		{name: "early data", body: valid, setup: func(_ *Handler, r *http.Request) { r.TLS = &tls.ConnectionState{HandshakeComplete: false} }, status: 425, reason: ReasonTooEarly},
@@ -153,14 +153,14 @@ func rejectedCount(t *testing.T, reg *prometheus.Registry, reason string) float6
 }
 
 func TestHandlerPreflightAndCORS(t *testing.T) {
-	h := &Handler{Sink: &recordingSink{}, AllowOrigins: []string{"https://shop.example"}}
+	h := &Handler{Sink: &recordingSink{}, Origins: mustOrigins(t, "https://shop.example")}
 	r := httptest.NewRequest("OPTIONS", "/beacon", nil)
-	r.Header.Set("Origin", "https://shop.example")
+	r.Header.Set("Origin", "https://SHOP.example") // origins compare as the probe's do: case-insensitively
 	r.Header.Set("Access-Control-Request-Method", "POST")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
-	if rec.Code != 204 || rec.Header().Get("Access-Control-Allow-Origin") != "https://shop.example" ||
-		rec.Header().Get("Access-Control-Allow-Methods") != "POST" {
+	if rec.Code != 204 || rec.Header().Get("Access-Control-Allow-Origin") != "https://SHOP.example" ||
+		rec.Header().Get("Access-Control-Allow-Methods") != "POST" || rec.Header().Get("Access-Control-Allow-Credentials") != "" {
 		t.Errorf("preflight: %d %v", rec.Code, rec.Header())
 	}
 	r.Header.Set("Origin", "https://evil.example")
@@ -254,6 +254,15 @@ func TestHandlerRateLimitBeforeDecode(t *testing.T) {
 	if codes[400] != 1 || codes[429] != 49 {
 		t.Errorf("50 malformed reports at 1/s: %v, want 1×400 and 49×429", codes)
 	}
+}
+
+func mustOrigins(t *testing.T, allow ...string) access.Origins {
+	t.Helper()
+	o, err := access.ParseOrigins(allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 type countingReader struct {

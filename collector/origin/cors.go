@@ -1,10 +1,9 @@
 package origin
 
 import (
-	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
+
+	"github.com/h3rum/h3rum/ingest/access"
 )
 
 // headerValues are the header values the server sets, built once so that
@@ -34,33 +33,16 @@ func newHeaderValues() headerValues {
 }
 
 // corsPolicy decides which page origins may read /probe responses and
-// their timings (CORS and Timing-Allow-Origin).
+// their timings (CORS and Timing-Allow-Origin): the collector's one rule,
+// access.Origins, which also decides who may post reports.
 type corsPolicy struct {
-	any     bool
-	origins map[string]struct{} // exact "scheme://host[:port]", lower-case
+	access.Origins
 }
 
 // newCORSPolicy checks and compiles an allowlist; nil or empty means "*".
 func newCORSPolicy(allow []string) (corsPolicy, error) {
-	if len(allow) == 0 {
-		return corsPolicy{any: true}, nil
-	}
-	p := corsPolicy{origins: make(map[string]struct{}, len(allow))}
-	for _, a := range allow {
-		if a == "*" {
-			if len(allow) > 1 {
-				return p, fmt.Errorf("allowed origins: \"*\" must be the only entry, got %q", allow)
-			}
-			return corsPolicy{any: true}, nil
-		}
-		u, err := url.Parse(a)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
-			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			return p, fmt.Errorf("allowed origin %q: want scheme://host[:port], e.g. https://www.example.com", a)
-		}
-		p.origins[strings.ToLower(u.Scheme+"://"+u.Host)] = struct{}{}
-	}
-	return p, nil
+	o, err := access.ParseOrigins(allow)
+	return corsPolicy{o}, err
 }
 
 // apply sets Access-Control-Allow-Origin and Timing-Allow-Origin for an
@@ -71,17 +53,14 @@ func newCORSPolicy(allow []string) (corsPolicy, error) {
 // response varies by Origin; a request from another origin gets neither, so
 // the browser hides the response and its timings from that page.
 func (p *corsPolicy) apply(h http.Header, r *http.Request, hv *headerValues) {
-	if p.any {
+	if p.Any() {
 		h["Access-Control-Allow-Origin"] = hv.any
 		h["Timing-Allow-Origin"] = hv.any
 		return
 	}
 	h["Vary"] = hv.varyOrigin
 	o := r.Header["Origin"]
-	if len(o) != 1 {
-		return
-	}
-	if _, ok := p.origins[strings.ToLower(o[0])]; !ok {
+	if len(o) != 1 || !p.Allows(o[0]) {
 		return
 	}
 	h["Access-Control-Allow-Origin"] = o

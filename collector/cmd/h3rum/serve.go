@@ -320,12 +320,16 @@ func (c *serveConfig) demoOrigin(host, addr string) string {
 func (c *serveConfig) appHandler(conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {
 	mux := http.NewServeMux()
 	clients := access.Clients{TrustedProxies: c.trustedProxies, Header: c.clientIPHeader}
+	origins, err := access.ParseOrigins(c.srv.AllowOrigins) // the probe's CORS rule, checked by validate
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
 	failures := access.NewFailures() // one throttle for every token
 	ih := &ingest.Handler{
 		Sink:           pipe,
 		Enricher:       &ingest.Enricher{GeoIP: geo},
 		Sites:          c.sites,
-		AllowOrigins:   c.srv.AllowOrigins,
+		Origins:        origins,
 		Clients:        clients,
 		GeoHeader:      c.geoHeader,
 		RateLimit:      c.rateLimit,
