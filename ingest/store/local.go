@@ -243,10 +243,11 @@ func (l *Local) Supervise() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l.supCancel, l.supDone = cancel, make(chan struct{})
+	done := make(chan struct{})
+	l.supCancel, l.supDone = cancel, done
 	exited := l.exited
 	go func() {
-		defer close(l.supDone)
+		defer close(done)
 		for {
 			select {
 			case <-ctx.Done():
