@@ -20,9 +20,18 @@ type queued struct {
 	pos position
 }
 
-// batchLoop inserts runs in spool order until Shutdown.
+// batchLoop inserts runs in spool order until Shutdown, once Ready.
 func (p *Pipeline) batchLoop() {
 	defer close(p.batcherDone)
+	if p.Ready != nil {
+		select {
+		case <-p.Ready:
+		case <-p.closing:
+			return // never ready: everything accepted is in the spool
+		case <-p.abort.Done():
+			return
+		}
+	}
 	for {
 		batch, last := p.nextBatch()
 		if len(batch) > 0 {

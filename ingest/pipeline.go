@@ -71,6 +71,10 @@ type Pipeline struct {
 	Retention time.Duration
 	// InsertTimeout bounds one insert attempt. Default 30 s.
 	InsertTimeout time.Duration
+	// Ready, when set, holds back every insert until it is closed: the
+	// store is unreachable or its schema is being migrated. Runs are
+	// accepted into the spool meanwhile. Nil: ready at Start.
+	Ready <-chan struct{}
 	// Feed, if set, is given each run once it is durable, from a goroutine
 	// of its own; when it falls behind by more than 1024 runs, runs are
 	// skipped for it (and counted) rather than slowing ingestion.

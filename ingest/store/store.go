@@ -46,6 +46,26 @@ func Open(ctx context.Context, dsn string) (driver.Conn, error) {
 	return connect(ctx, opts)
 }
 
+// Dial returns a connection to the server named by dsn without contacting
+// it: clickhouse-go dials on first use, and again after failures, so the
+// connection starts working whenever the server does. Use it where the
+// caller must not wait for the server (serve starting during an outage);
+// Open, which checks the server and creates the database, once it answers.
+func Dial(dsn string) (driver.Conn, error) {
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing ClickHouse DSN: %w", err)
+	}
+	if opts.Protocol != clickhouse.Native {
+		return nil, errors.New("parsing ClickHouse DSN: only the native protocol (clickhouse://host:9000) is supported")
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to ClickHouse: %w", err)
+	}
+	return conn, nil
+}
+
 // codeUnknownDatabase is ClickHouse's UNKNOWN_DATABASE error code.
 const codeUnknownDatabase = 81
 

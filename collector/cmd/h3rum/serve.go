@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -216,13 +217,26 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 		return err
 	}
 	defer closeStore()
-	applied, err := migrateConn(ctx, conn)
-	if err != nil {
-		return err
+	// ready closes once the schema is migrated; until then reports are
+	// accepted into the spool only.
+	ready := make(chan struct{})
+	if c.store.local != nil {
+		applied, err := migrateConn(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if len(applied) > 0 {
+			log.Info("schema migrated", "applied", applied)
+		}
+		close(ready)
+	} else {
+		var preparing sync.WaitGroup
+		defer preparing.Wait() // ctx has ended by then
+		preparing.Go(func() { c.store.prepare(ctx, log, ready) })
 	}
-	if len(applied) > 0 {
-		log.Info("schema migrated", "applied", applied)
-	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "h3rum_store_ready",
+		Help: "1 once ClickHouse answered and the schema is migrated; 0 while reports wait in the spool for it."},
+		func() float64 { return b2f(isClosed(ready)) }))
 	if l := c.store.local; l != nil {
 		reg.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "h3rum_local_clickhouse_up",
@@ -240,6 +254,7 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 		FlushInterval: c.flushInterval,
 		SpoolMaxBytes: c.spoolMaxBytes,
 		Retention:     time.Duration(c.retentionDays) * 24 * time.Hour,
+		Ready:         ready,
 		Logger:        log,
 		Registerer:    reg,
 	}
@@ -262,12 +277,15 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 
 	srv := &c.srv
 	srv.Handler, srv.Registerer, srv.Logger = app, reg, log
-	if l := c.store.local; l != nil {
-		srv.HealthDetail = func() string {
-			if l.Up() {
-				return "clickhouse: up\n"
-			}
+	local := c.store.local
+	srv.HealthDetail = func() string {
+		switch {
+		case local != nil && !local.Up():
 			return "clickhouse: down, restarting; reports are spooled\n"
+		case !isClosed(ready):
+			return "clickhouse: not ready yet; reports are spooled\n"
+		default:
+			return "clickhouse: up\n"
 		}
 	}
 	if err := srv.Start(ctx); err != nil {
@@ -284,6 +302,15 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 			d.ChromiumFlags(), c.originURL("", h3.Port()))
 	}
 	return srv.Run(ctx)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func b2f(b bool) float64 {

@@ -25,6 +25,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
 // testServe runs `serve` in-process with args (on loopback, free ports,
@@ -407,4 +408,53 @@ func TestServeRestartsLocalClickHouse(t *testing.T) {
 		err := conn.QueryRow(context.Background(), "SELECT count() FROM samples WHERE run_id = toUUID(?)", uuidString(id)).Scan(&n)
 		return n == 13, err
 	})
+}
+
+// With --clickhouse naming a server that does not answer, serve starts
+// anyway: the probe serves, reports are acknowledged into the spool,
+// /healthz says so, and once the server answers the schema is migrated and
+// the spool drained.
+func TestServeStartsWithoutClickHouse(t *testing.T) {
+	l := storetest.Private(t)
+	dsn := l.DSNFor("late")
+	if err := l.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServe(t, "--clickhouse", dsn)
+	c := insecureClient()
+	if resp, err := c.Get(ts.h3 + "/probe"); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("probe without ClickHouse: %v %v", resp, err)
+	}
+	id, body := syntheticReport("late")
+	if code, err := postBeacon(context.Background(), c, ts.h3, body); err != nil || code != http.StatusNoContent {
+		t.Fatalf("POST /beacon without ClickHouse = %d, %v; want 204 (spooled)", code, err)
+	}
+	health := func() string {
+		resp, err := c.Get(ts.h3 + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if h := health(); !strings.Contains(h, "clickhouse: not ready") {
+		t.Errorf("/healthz without ClickHouse: %q", h)
+	}
+	if err := l.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	waitFor(t, 60*time.Second, "the spooled report in ClickHouse", func() (bool, error) {
+		var n uint64
+		err := conn.QueryRow(context.Background(), "SELECT count() FROM samples WHERE run_id = toUUID(?)", uuidString(id)).Scan(&n)
+		return n == 13, err
+	})
+	if h := health(); !strings.Contains(h, "clickhouse: up") {
+		t.Errorf("/healthz once ClickHouse answers: %q", h)
+	}
 }

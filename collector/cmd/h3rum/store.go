@@ -61,12 +61,59 @@ func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (dr
 			}
 		}
 	}
-	conn, err := store.Open(ctx, dsn)
+	var conn driver.Conn
+	var err error
+	if start && local == nil {
+		// serve with a DSN starts whether or not the server answers yet:
+		// the probe does not need it, and reports are spooled until it
+		// does (see prepare).
+		conn, err = store.Dial(dsn)
+	} else {
+		conn, err = store.Open(ctx, dsn)
+	}
 	if err != nil {
 		stopLocal()
 		return nil, nil, err
 	}
 	return conn, func() { conn.Close(); stopLocal() }, nil
+}
+
+// prepare waits until the server named by --clickhouse answers, creates the
+// database if needed and migrates the schema, retrying with backoff; then
+// it closes ready, which lets the spooled reports in. It gives up only when
+// ctx ends.
+func (s *storeFlags) prepare(ctx context.Context, log *slog.Logger, ready chan<- struct{}) {
+	var lastLog time.Time
+	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 30*time.Second) {
+		err := func() error {
+			conn, err := store.Open(ctx, s.clickhouse)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			applied, err := migrateConn(ctx, conn)
+			if len(applied) > 0 {
+				log.Info("schema migrated", "applied", applied)
+			}
+			return err
+		}()
+		if err == nil {
+			close(ready)
+			if !lastLog.IsZero() {
+				log.Info("ClickHouse answers; inserting the spooled reports")
+			}
+			return
+		}
+		if time.Since(lastLog) >= time.Minute {
+			lastLog = time.Now()
+			log.Error("ClickHouse is not ready; reports are spooled until it is", "err", err, "retry_in", wait)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 func migrateConn(ctx context.Context, conn driver.Conn) ([]string, error) {
