@@ -35,14 +35,40 @@ func pageOrigin(t *testing.T, html string) string {
 // origin, the probes go over real HTTP/2 and HTTP/3, and the report ends up
 // as rows in the real ClickHouse with the protocols each request used.
 func TestBrowserEndToEnd(t *testing.T) {
-	ts := startServe(t, "--sites", "e2e")
+	ts := startServe(t, "--sites", "e2e,e2e-again")
+	// A real browser's run passes every like-for-like check — both batches
+	// complete on the connections the warm-ups opened, as the server's
+	// connection ids show — but for being headless: exclusions is the bot
+	// bit alone. On a loaded machine Chromium may still be finishing its
+	// QUIC handshake in the background when the second warm-up goes out
+	// (it then takes TCP), and the batch lands on a connection no warm-up
+	// saw: the run is rightly excluded as cold. That is the measurement
+	// working, not failing, so a cold first run gets one more try.
+	for i, site := range []string{"e2e", "e2e-again"} {
+		excl, warmups := browserRun(t, ts, site)
+		if excl == store.ExcludeBot {
+			return
+		}
+		if excl != store.ExcludeBot|store.ExcludeCold || i == 1 {
+			t.Fatalf("the real browser's run has exclusions %08b, want the bot bit alone (warm-ups: %v)", excl, warmups)
+		}
+		t.Logf("run %d was cold (warm-ups: %v); once more", i+1, warmups)
+	}
+}
+
+// browserRun loads a page embedding the script for site in a fresh
+// headless Chromium, checks every stored sample and that the report with
+// bots shows the run the moment it is stored, and returns the run's
+// exclusions and its warm-ups' protocols (origin:browser/server).
+func browserRun(t *testing.T, ts *testServe, site string) (store.Exclusions, []string) {
+	t.Helper()
 	d, ok := ts.srv.DevCert()
 	if !ok {
 		t.Fatal("no development certificate")
 	}
 	page := pageOrigin(t, fmt.Sprintf(`<!doctype html><title>shop</title><p>page
-<script async src="%s/h3rum.js" data-h3="%s" data-h2="%s" data-site="e2e" data-sample="1"></script>`,
-		ts.h3, ts.h3, ts.h2))
+<script async src="%s/h3rum.js" data-h3="%s" data-h2="%s" data-site="%s" data-sample="1"></script>`,
+		ts.h3, ts.h3, ts.h2, site))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -62,7 +88,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 	var rows []row
 	waitFor(t, 60*time.Second, "the run's 13 samples in ClickHouse", func() (bool, error) {
 		q, err := conn.Query(ctx, `SELECT toString(phase), toString(want), toString(got), toString(srv_proto),
-			error, srv_present, bot, duration_ms, country FROM samples WHERE site = 'e2e' ORDER BY seq`)
+			error, srv_present, bot, duration_ms, country FROM samples WHERE site = ? ORDER BY seq`, site)
 		if err != nil {
 			return false, err
 		}
@@ -81,6 +107,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 		t.Fatalf("got %d samples, want 13 (2+1 warm-up, 5+5 parallel): %+v\nchromium: %s", len(rows), rows, b.Output())
 	}
 	parallel := map[string]int{}
+	var warmups []string
 	for i, r := range rows {
 		if r.errCode != "" {
 			t.Errorf("sample %d failed: %s", i, r.errCode)
@@ -95,6 +122,7 @@ func TestBrowserEndToEnd(t *testing.T) {
 			t.Errorf("sample %d: duration %v", i, r.duration)
 		}
 		if r.phase != "parallel" {
+			warmups = append(warmups, r.want+":"+r.got+"/"+r.srvProto)
 			continue
 		}
 		// The parallel batches must have used the intended protocol, as
@@ -108,24 +136,19 @@ func TestBrowserEndToEnd(t *testing.T) {
 		t.Errorf("parallel samples by origin = %v, want 5 h2 and 5 h3", parallel)
 	}
 
-	// A real browser's run passes every like-for-like check — both batches
-	// complete on the connections the warm-ups opened, as the server's
-	// connection ids show — but for being headless: exclusions is the bot
-	// bit alone, and the report with bots included shows it in the
-	// headline, the moment it is stored.
 	var excl uint8
-	if err := conn.QueryRow(ctx, "SELECT any(exclusions) FROM samples WHERE site = 'e2e'").Scan(&excl); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT any(exclusions) FROM samples WHERE site = ?", site).Scan(&excl); err != nil {
 		t.Fatal(err)
 	}
-	if store.Exclusions(excl) != store.ExcludeBot {
-		t.Errorf("the real browser's run has exclusions %08b, want the bot bit alone", excl)
+	if store.Exclusions(excl) == store.ExcludeBot {
+		rep, err := queries.Run(ctx, conn, queries.Options{Site: site, By: "none", IncludeBots: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Groups) != 1 || rep.Groups[0].H2 == nil || rep.Groups[0].H3 == nil ||
+			rep.Groups[0].H2.Runs != 1 || rep.Groups[0].H3.Samples != 5 {
+			t.Errorf("default report with bots right after the run: %s %+v", rep.Source, rep.Groups)
+		}
 	}
-	rep, err := queries.Run(ctx, conn, queries.Options{Site: "e2e", By: "none", IncludeBots: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Groups) != 1 || rep.Groups[0].H2 == nil || rep.Groups[0].H3 == nil ||
-		rep.Groups[0].H2.Runs != 1 || rep.Groups[0].H3.Samples != 5 {
-		t.Errorf("default report with bots right after the run: %s %+v", rep.Source, rep.Groups)
-	}
+	return store.Exclusions(excl), warmups
 }
