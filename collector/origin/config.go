@@ -235,6 +235,11 @@ type Server struct {
 	// is set and there is no Gatherer. Default "": no metrics listener.
 	MetricsAddr string
 
+	// NoProbe turns /probe off (it goes to Handler like any other path):
+	// for a process that only takes reports while probes are served
+	// elsewhere.
+	NoProbe bool
+
 	// HealthDetail, when set, adds lines to the /healthz answer, e.g.
 	// "clickhouse: down\n". /healthz stays 200 while the origins serve: the
 	// probe is what a load balancer routes, and reports are spooled while

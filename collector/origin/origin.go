@@ -34,7 +34,7 @@ const (
 )
 
 func (o *testOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != pathProbe {
+	if r.URL.Path != pathProbe || o.srv.NoProbe {
 		o.serveOther(w, r)
 		return
 	}

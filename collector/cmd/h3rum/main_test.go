@@ -32,6 +32,9 @@ func TestServeBadInputExitsBeforeListening(t *testing.T) {
 		{"bad client ip header", []string{"--trusted-proxies", "10.0.0.0/8", "--client-ip-header", "X Bad"}, [2]string{}, "--client-ip-header"},
 		{"bad trusted proxy", []string{"--trusted-proxies", "10.0.0.0/33"}, [2]string{}, "10.0.0.0/33"},
 		{"zero report concurrency", []string{"--report-concurrency", "0"}, [2]string{}, "--report-concurrency"},
+		{"unknown role", []string{"--role", "edge"}, [2]string{}, `--role "edge"`},
+		{"ingest url without probe role", []string{"--ingest-url", "https://ingest.example"}, [2]string{}, "--ingest-url is for --role probe"},
+		{"ingest url not an origin", []string{"--role", "probe", "--ingest-url", "ingest.example/beacon"}, [2]string{}, "--ingest-url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env[0] != "" {

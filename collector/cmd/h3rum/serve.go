@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,7 +56,17 @@ type serveConfig struct {
 	// queries
 	reportToken       string
 	reportConcurrency int
+
+	role      string // roleAll, roleProbe or roleIngest
+	ingestURL string // where a probe-only collector's demo sends reports
 }
+
+// Roles of a serve process.
+const (
+	roleAll    = "all"
+	roleProbe  = "probe"
+	roleIngest = "ingest"
+)
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
 	s := &c.srv
@@ -83,6 +94,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.MetricsAddr, "metrics-addr", "localhost:9464", "plain-HTTP address of /metrics (Prometheus), kept off the public origins; empty: no metrics")
 	c.store.register(fs)
 	c.log.register(fs)
+	fs.StringVar(&c.role, "role", roleAll, "what this process does: all (probe and ingest in one process: simplest, but ingest load can disturb the probe's timings), probe (only the origins, /probe and the script: for edge hosts; no ClickHouse), or ingest (reports, ClickHouse and the report endpoints; no /probe)")
+	fs.StringVar(&c.ingestURL, "ingest-url", "", "with --role probe: the ingest collector's origin, e.g. https://ingest.rumtest.example.com, used as the demo page's data-endpoint")
 
 	fs.Var(&c.sites, "sites", "comma-separated data-site values accepted by /beacon (default: any)")
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR prefixes or addresses of the load balancers, CDNs or reverse proxies in front of the collector; only from them are --client-ip-header and --geo-header believed")
@@ -111,6 +124,20 @@ const minTokenBytes = 32
 
 func (c *serveConfig) validate() error {
 	var errs []error
+	switch c.role {
+	case roleAll, roleIngest:
+		if c.ingestURL != "" {
+			errs = append(errs, errors.New("--ingest-url is for --role probe (this process takes the reports itself)"))
+		}
+	case roleProbe:
+		if c.ingestURL != "" {
+			if u, err := url.Parse(c.ingestURL); err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+				errs = append(errs, fmt.Errorf("--ingest-url %q: want an origin, e.g. https://ingest.rumtest.example.com", c.ingestURL))
+			}
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--role %q: want all, probe or ingest", c.role))
+	}
 	if c.altSvcMaxAge <= 0 {
 		errs = append(errs, errors.New("--alt-svc-max-age must be positive"))
 	}
@@ -212,18 +239,74 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 	}
 	defer unlock()
 	reg := prometheus.NewRegistry()
-	conn, closeStore, err := c.store.open(ctx, log, true)
-	if err != nil {
+	mux := http.NewServeMux()
+	bh := &beacon.Handler{H3Origin: c.demoOrigin(c.srv.H3Host, c.srv.Addr), H2Origin: c.demoOrigin(c.srv.H2Host, c.srv.H2Addr),
+		Endpoint: c.ingestURL}
+	bh.Register(mux)
+	srv := &c.srv
+	srv.Handler, srv.Registerer, srv.Logger = mux, reg, log
+	srv.NoProbe = c.role == roleIngest
+	if c.role == roleProbe {
+		mux.HandleFunc("/beacon", notHere)
+		mux.HandleFunc("/ingest/ws", notHere)
+	} else {
+		stop, health, err := c.startIngest(ctx, mux, geo, log, reg)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		srv.HealthDetail = health
+	}
+	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	defer closeStore()
+	if c.ready != nil {
+		c.ready(srv)
+	}
+	h3, h2 := srv.Addrs()
+	log.Info("serving", "role", c.role, "h3_origin", h3.String(), "h2_origin", h2.String(), "demo", c.originURL(c.srv.H3Host, h3.Port())+"/demo")
+	if d, ok := srv.DevCert(); ok && c.role != roleIngest {
+		fmt.Fprintf(stdout, "development certificate SPKI (sha256, base64): %s\n", d.SPKI)
+		fmt.Fprintf(stdout, "make a local Chromium trust it for HTTP/2 and HTTP/3:\n  chromium %s --user-data-dir=$(mktemp -d) %s/demo\n",
+			d.ChromiumFlags(), c.originURL("", h3.Port()))
+	}
+	return srv.Run(ctx)
+}
+
+// notHere answers report paths on a probe-only collector.
+func notHere(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	io.WriteString(w, "not found: this collector runs --role probe; reports go to the ingest collector (the script's data-endpoint)\n")
+}
+
+// startIngest starts what takes and answers reports — ClickHouse (managed
+// or not), the spool and batcher, the report and query endpoints on mux —
+// and returns how to stop it (after the listeners) and the /healthz lines.
+func (c *serveConfig) startIngest(ctx context.Context, mux *http.ServeMux, geo *ingest.GeoIP, log *slog.Logger, reg *prometheus.Registry) (stop func(), health func() string, err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	conn, closeStore, err := c.store.open(ctx, log, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	stops = append(stops, closeStore)
 	// ready closes once the schema is migrated; until then reports are
 	// accepted into the spool only.
 	ready := make(chan struct{})
 	if c.store.local != nil {
 		applied, err := migrateConn(ctx, conn)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if len(applied) > 0 {
 			log.Info("schema migrated", "applied", applied)
@@ -231,20 +314,21 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 		close(ready)
 	} else {
 		var preparing sync.WaitGroup
-		defer preparing.Wait() // ctx has ended by then
 		preparing.Go(func() { c.store.prepare(ctx, log, ready) })
+		stops = append(stops, preparing.Wait) // ctx has ended by then
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "h3rum_store_ready",
 		Help: "1 once ClickHouse answered and the schema is migrated; 0 while reports wait in the spool for it."},
 		func() float64 { return b2f(isClosed(ready)) }))
-	if l := c.store.local; l != nil {
+	local := c.store.local
+	if local != nil {
 		reg.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "h3rum_local_clickhouse_up",
 				Help: "1 while the managed local ClickHouse runs; 0 while it is down and being restarted."},
-				func() float64 { return b2f(l.Up()) }),
+				func() float64 { return b2f(local.Up()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "h3rum_local_clickhouse_restarts_total",
 				Help: "Times the managed local ClickHouse exited on its own and was started again."},
-				func() float64 { return float64(l.Restarts()) }))
+				func() float64 { return float64(local.Restarts()) }))
 	}
 
 	pipe := &ingest.Pipeline{
@@ -260,25 +344,20 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 	}
 	hub := &queries.Hub{}
 	pipe.Feed = hub
-	app, err := c.appHandler(conn, pipe, hub, geo, log, reg)
-	if err != nil {
-		return err
+	if err := c.registerIngest(mux, conn, pipe, hub, geo, log, reg); err != nil {
+		return nil, nil, err
 	}
 	if err := pipe.Start(ctx); err != nil {
-		return fmt.Errorf("starting the ingest pipeline: %w", err)
+		return nil, nil, fmt.Errorf("starting the ingest pipeline: %w", err)
 	}
-	defer func() {
+	stops = append(stops, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := pipe.Shutdown(sctx); err != nil {
 			log.Error("draining the ingest pipeline", "err", err)
 		}
-	}()
-
-	srv := &c.srv
-	srv.Handler, srv.Registerer, srv.Logger = app, reg, log
-	local := c.store.local
-	srv.HealthDetail = func() string {
+	})
+	health = func() string {
 		switch {
 		case local != nil && !local.Up():
 			return "clickhouse: down, restarting; reports are spooled\n"
@@ -288,20 +367,7 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 			return "clickhouse: up\n"
 		}
 	}
-	if err := srv.Start(ctx); err != nil {
-		return err
-	}
-	if c.ready != nil {
-		c.ready(srv)
-	}
-	h3, h2 := srv.Addrs()
-	log.Info("serving", "h3_origin", h3.String(), "h2_origin", h2.String(), "demo", c.originURL(c.srv.H3Host, h3.Port())+"/demo")
-	if d, ok := srv.DevCert(); ok {
-		fmt.Fprintf(stdout, "development certificate SPKI (sha256, base64): %s\n", d.SPKI)
-		fmt.Fprintf(stdout, "make a local Chromium trust it for HTTP/2 and HTTP/3:\n  chromium %s --user-data-dir=$(mktemp -d) %s/demo\n",
-			d.ChromiumFlags(), c.originURL("", h3.Port()))
-	}
-	return srv.Run(ctx)
+	return stop, health, nil
 }
 
 func isClosed(c <-chan struct{}) bool {
@@ -342,14 +408,13 @@ func (c *serveConfig) demoOrigin(host, addr string) string {
 	return c.originURL(host, uint16(port))
 }
 
-// appHandler builds everything the origins serve besides /probe, /healthz
-// and /metrics: the script and demo, the report endpoints, and the reports.
-func (c *serveConfig) appHandler(conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (http.Handler, error) {
-	mux := http.NewServeMux()
+// registerIngest adds the report endpoints (/beacon, /ingest/ws) and the
+// query endpoints (/api/report, /api/live, /dashboard) to mux.
+func (c *serveConfig) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) error {
 	clients := access.Clients{TrustedProxies: c.trustedProxies, Header: c.clientIPHeader}
 	origins, err := access.ParseOrigins(c.srv.AllowOrigins) // the probe's CORS rule, checked by validate
 	if err != nil {
-		return nil, usageError{err.Error()}
+		return usageError{err.Error()}
 	}
 	failures := access.NewFailures() // one throttle for every token
 	ih := &ingest.Handler{
@@ -369,12 +434,10 @@ func (c *serveConfig) appHandler(conn driver.Conn, pipe *ingest.Pipeline, hub *q
 		Registerer:     reg,
 	}
 	if err := ih.Init(); err != nil {
-		return nil, usageError{err.Error()}
+		return usageError{err.Error()}
 	}
 	mux.Handle("/beacon", ih)
 	mux.Handle("/ingest/ws", ih)
-	bh := &beacon.Handler{H3Origin: c.demoOrigin(c.srv.H3Host, c.srv.Addr), H2Origin: c.demoOrigin(c.srv.H2Host, c.srv.H2Addr)}
-	bh.Register(mux)
 	qh := &queries.Handler{
 		Conn:          conn,
 		Token:         c.reportToken,
@@ -386,5 +449,5 @@ func (c *serveConfig) appHandler(conn driver.Conn, pipe *ingest.Pipeline, hub *q
 		Logger:        log,
 	}
 	qh.Register(mux)
-	return mux, nil
+	return nil
 }

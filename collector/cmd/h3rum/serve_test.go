@@ -13,7 +13,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -457,4 +459,94 @@ func TestServeStartsWithoutClickHouse(t *testing.T) {
 	if h := health(); !strings.Contains(h, "clickhouse: up") {
 		t.Errorf("/healthz once ClickHouse answers: %q", h)
 	}
+}
+
+// --role probe serves the origins, /probe and the script without any
+// ClickHouse; --role ingest takes reports without serving /probe.
+func TestServeRoles(t *testing.T) {
+	c := insecureClient()
+	status := func(method, url string, body []byte) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+		req.Header.Set("User-Agent", browserUA)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	// Fixed ports, so that the demo page is configured.
+	probe := startServe(t, "--role", "probe", "--ingest-url", "https://ingest.example", "--clickhouse", "clickhouse://127.0.0.1:1/none",
+		"--addr", "localhost:"+freePort(t), "--h2-addr", "localhost:"+freePort(t))
+	if probe.cfg.store.local != nil {
+		t.Error("--role probe started a ClickHouse")
+	}
+	_, report := syntheticReport("shop")
+	for _, tc := range []struct {
+		method, path string
+		body         []byte
+		want         int
+		has          string
+	}{
+		{"GET", "/probe", nil, 204, ""},
+		{"GET", "/h3rum.js", nil, 200, ""},
+		{"GET", "/demo", nil, 200, `data-endpoint="https://ingest.example"`},
+		{"POST", "/beacon", report, 404, "--role probe"},
+		{"GET", "/api/report", nil, 404, ""},
+		{"GET", "/healthz", nil, 200, "ok"},
+	} {
+		for _, origin := range []string{probe.h3, probe.h2} {
+			if tc.path == "/demo" && origin == probe.h2 {
+				continue
+			}
+			if code, body := status(tc.method, origin+tc.path, tc.body); code != tc.want || !strings.Contains(body, tc.has) {
+				t.Errorf("probe role %s %s%s: %d %q, want %d containing %q", tc.method, origin, tc.path, code, trimBody(body), tc.want, tc.has)
+			}
+		}
+	}
+
+	ingest := startServe(t, "--role", "ingest")
+	id, report := syntheticReport("shop")
+	if code, body := status("GET", ingest.h3+"/probe", nil); code != 404 {
+		t.Errorf("ingest role /probe: %d %q, want 404", code, trimBody(body))
+	}
+	if code, body := status("POST", ingest.h3+"/beacon", report); code != 204 {
+		t.Fatalf("ingest role POST /beacon: %d %q", code, body)
+	}
+	conn := ingest.conn(t)
+	waitFor(t, 20*time.Second, "the report in ClickHouse", func() (bool, error) {
+		var n uint64
+		err := conn.QueryRow(context.Background(), "SELECT count() FROM samples WHERE run_id = toUUID(?)", uuidString(id)).Scan(&n)
+		return n == 13, err
+	})
+}
+
+// freePort returns a port free on loopback for TCP and UDP just now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			pc.Close()
+			return strconv.Itoa(port)
+		}
+	}
+	t.Fatal("no free port")
+	return ""
+}
+
+func trimBody(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
 }
