@@ -88,20 +88,7 @@ func TestBodyTimeout(t *testing.T) {
 // body read.
 func doBody(t *testing.T, c *http.Client, method, url, body string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, url, err)
-	}
-	return resp, string(b)
+	return send(t, c, method, url, strings.NewReader(body), nil)
 }
 
 // A download the client does not read is cut once WriteTimeout has passed

@@ -102,7 +102,14 @@ func (ts *testServer) h3Client(t *testing.T, cache tls.ClientSessionCache) (*htt
 // do sends a request and returns the response with its body read.
 func do(t *testing.T, c *http.Client, method, url string, hdr http.Header) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, nil)
+	return send(t, c, method, url, nil, hdr)
+}
+
+// send sends a request with body (nil: none) and headers and returns the
+// response with its body read.
+func send(t *testing.T, c *http.Client, method, url string, body io.Reader, hdr http.Header) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -385,23 +385,11 @@ func TestServeRestartsLocalClickHouse(t *testing.T) {
 	waitFor(t, 60*time.Second, "the managed ClickHouse restarted", func() (bool, error) {
 		return local.Restarts() == 1 && local.Up(), nil
 	})
-	resp, err := c.Get(ts.h3 + "/healthz")
-	if err != nil {
-		t.Fatal(err)
+	if code, _, b := get(t, c, ts.h3+"/healthz"); code != 200 || !strings.Contains(b, "clickhouse: up") {
+		t.Errorf("/healthz after the restart: %d %q", code, b)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(b), "clickhouse: up") {
-		t.Errorf("/healthz after the restart: %d %q", resp.StatusCode, b)
-	}
-	m := ts.srv.MetricsAddrPort()
-	resp, err = http.Get("http://" + m.String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(b), "h3rum_local_clickhouse_restarts_total 1") || !strings.Contains(string(b), "h3rum_local_clickhouse_up 1") {
+	_, _, b := get(t, http.DefaultClient, "http://"+ts.srv.MetricsAddrPort().String()+"/metrics")
+	if !strings.Contains(b, "h3rum_local_clickhouse_restarts_total 1") || !strings.Contains(b, "h3rum_local_clickhouse_up 1") {
 		t.Errorf("metrics do not show the restart")
 	}
 	conn := ts.conn(t)
@@ -432,13 +420,8 @@ func TestServeStartsWithoutClickHouse(t *testing.T) {
 		t.Fatalf("POST /beacon without ClickHouse = %d, %v; want 204 (spooled)", code, err)
 	}
 	health := func() string {
-		resp, err := c.Get(ts.h3 + "/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		_, _, b := get(t, c, ts.h3+"/healthz")
+		return b
 	}
 	if h := health(); !strings.Contains(h, "clickhouse: not ready") {
 		t.Errorf("/healthz without ClickHouse: %q", h)
