@@ -52,7 +52,9 @@ func Decode(data []byte) (*Report, error) {
 	if len(data) > MaxReportBytes {
 		return nil, errorf(ReasonSize, "report is %d bytes, limit %d", len(data), MaxReportBytes)
 	}
-	w, ok := fastDecode(data)
+	a := arenas.Get().(*arena)
+	defer a.release()
+	w, ok := fastDecode(data, a)
 	if !ok {
 		var err error
 		if w, err = decodeWire(data); err != nil {

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -343,4 +345,34 @@ func protocolExample(t testing.TB) []byte {
 		t.Fatal("PROTOCOL.md has no ```json example")
 	}
 	return []byte(example)
+}
+
+// Decoders running at once never see each other's values: the backing
+// arrays are reused across reports, one report at a time.
+func TestDecodeConcurrentReuse(t *testing.T) {
+	a, b := validReport(), validReport()
+	b["site"] = "other"
+	bodies := [][]byte{marshal(t, a), marshal(t, b)}
+	want := make([]*Report, 2)
+	for i, body := range bodies {
+		r, err := Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = r
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for range 200 {
+				i := g % 2
+				r, err := Decode(bodies[i])
+				if err != nil || !reflect.DeepEqual(r, want[i]) {
+					t.Errorf("concurrent decode %d differs: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

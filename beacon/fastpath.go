@@ -3,6 +3,7 @@ package beacon
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -21,24 +22,46 @@ type fastParser struct {
 	i  int
 	ok bool
 
-	// Backing arrays for the wire structs' pointers: one allocation each
-	// instead of one per field.
-	floats []float64
-	ints   []int
-	bools  []bool
-	strs   []string
+	*arena
 }
 
-// fastDecode returns the wire form of data, or ok false to fall back.
-func fastDecode(data []byte) (w wireReport, ok bool) {
-	p := &fastParser{b: data, ok: true}
-	// Capacity for the largest report the limits allow, so that pointers
-	// into the arrays stay valid (append never reallocates below it).
+// arena holds the backing arrays for the wire structs' pointers and
+// samples: one allocation each instead of one per field, made once and
+// reused across reports (arenas). Every array has the capacity of the
+// largest report the limits allow, so that pointers into it stay valid
+// (append never reallocates below it).
+type arena struct {
+	floats  []float64
+	ints    []int
+	bools   []bool
+	strs    []string
+	samples []wireSample
+}
+
+var arenas = sync.Pool{New: func() any {
 	const perSample = 11
-	p.floats = make([]float64, 0, 3+MaxSamples*perSample)
-	p.ints = make([]int, 0, 4+MaxSamples*8)
-	p.bools = make([]bool, 0, 3+MaxSamples)
-	p.strs = make([]string, 0, 8+MaxSamples*5)
+	return &arena{
+		floats:  make([]float64, 0, 3+MaxSamples*perSample),
+		ints:    make([]int, 0, 4+MaxSamples*8),
+		bools:   make([]bool, 0, 3+MaxSamples),
+		strs:    make([]string, 0, 8+MaxSamples*5),
+		samples: make([]wireSample, 0, 2*MaxParallel+MaxWarmup+1),
+	}
+}}
+
+// release empties a and returns it to arenas: the wire report decoded into
+// it must not be used after (Decode copies every value into the Report).
+func (a *arena) release() {
+	clear(a.strs)
+	clear(a.samples[:cap(a.samples)]) // w.S grew past a.samples' length
+	a.floats, a.ints, a.bools, a.strs, a.samples = a.floats[:0], a.ints[:0], a.bools[:0], a.strs[:0], a.samples[:0]
+	arenas.Put(a)
+}
+
+// fastDecode returns the wire form of data, decoded into a, or ok false
+// to fall back.
+func fastDecode(data []byte, a *arena) (w wireReport, ok bool) {
+	p := &fastParser{b: data, ok: true, arena: a}
 	p.report(&w)
 	p.ws()
 	if !p.ok || p.i != len(p.b) || w.V == nil || *w.V != Version {
@@ -313,7 +336,7 @@ func (p *fastParser) report(w *wireReport) {
 			p.client(w.C)
 			return 8
 		case "s":
-			w.S = make([]wireSample, 0, 2*MaxParallel+MaxWarmup+1)
+			w.S = p.samples[:0]
 			p.array(func() {
 				if len(w.S) == cap(w.S) {
 					p.fail() // more than any report may carry: the general path says why

@@ -85,7 +85,7 @@ func FuzzFastPath(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fast, ok := fastDecode(data)
+		fast, ok := fastDecode(data, arenas.Get().(*arena))
 		if !ok {
 			return
 		}
@@ -102,11 +102,11 @@ func FuzzFastPath(f *testing.F) {
 // The reports browsers send take the fast path.
 func TestFastPathTakesCanonicalReports(t *testing.T) {
 	for name, data := range map[string][]byte{"valid": marshal(t, validReport()), "example": protocolExample(t)} {
-		if _, ok := fastDecode(data); !ok {
+		if _, ok := fastDecode(data, arenas.Get().(*arena)); !ok {
 			t.Errorf("%s report fell back to the general path", name)
 		}
 	}
-	if _, ok := fastDecode([]byte(`{"v":1,"id":"\u0030"}`)); ok {
+	if _, ok := fastDecode([]byte(`{"v":1,"id":"\u0030"}`), arenas.Get().(*arena)); ok {
 		t.Error("an escaped string took the fast path")
 	}
 }
