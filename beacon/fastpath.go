@@ -36,6 +36,7 @@ type arena struct {
 	bools   []bool
 	strs    []string
 	samples []wireSample
+	servers []wireServer
 }
 
 var arenas = sync.Pool{New: func() any {
@@ -46,6 +47,7 @@ var arenas = sync.Pool{New: func() any {
 		bools:   make([]bool, 0, 3+MaxSamples),
 		strs:    make([]string, 0, 8+MaxSamples*5),
 		samples: make([]wireSample, 0, 2*MaxParallel+MaxWarmup+1),
+		servers: make([]wireServer, 0, 2*MaxParallel+MaxWarmup+1),
 	}
 }}
 
@@ -54,7 +56,8 @@ var arenas = sync.Pool{New: func() any {
 func (a *arena) release() {
 	clear(a.strs)
 	clear(a.samples[:cap(a.samples)]) // w.S grew past a.samples' length
-	a.floats, a.ints, a.bools, a.strs, a.samples = a.floats[:0], a.ints[:0], a.bools[:0], a.strs[:0], a.samples[:0]
+	clear(a.servers)
+	a.floats, a.ints, a.bools, a.strs, a.samples, a.servers = a.floats[:0], a.ints[:0], a.bools[:0], a.strs[:0], a.samples[:0], a.servers[:0]
 	arenas.Put(a)
 }
 
@@ -264,13 +267,56 @@ func (p *fastParser) float() *float64 {
 	if !p.ok {
 		return nil
 	}
-	v, err := strconv.ParseFloat(lit, 64)
-	if err != nil {
-		p.fail()
-		return nil
+	v, ok := simpleDecimal(lit)
+	if !ok {
+		var err error
+		if v, err = strconv.ParseFloat(lit, 64); err != nil {
+			p.fail()
+			return nil
+		}
 	}
 	p.floats = append(p.floats, v)
 	return &p.floats[len(p.floats)-1]
+}
+
+// pow10 holds the powers of ten a float64 represents exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// simpleDecimal converts what reports are made of — "-"? digits ("."
+// digits)?, at most 15 digits in all — exactly as strconv.ParseFloat does:
+// the digits and the power of ten are both exact in a float64, so one
+// correctly rounded division gives the correctly rounded value. ok is
+// false for anything else (exponents, longer numbers).
+func simpleDecimal(lit string) (v float64, ok bool) {
+	i, neg := 0, false
+	if i < len(lit) && lit[i] == '-' {
+		neg, i = true, 1
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(lit); i++ {
+		c := lit[i]
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 {
+		return 0, false
+	}
+	v = float64(m) / pow10[frac]
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 func (p *fastParser) integer() *int {
@@ -458,7 +504,12 @@ func (p *fastParser) sample(w *wireSample) {
 			w.E = p.str()
 			return 13
 		case "sv":
-			w.SV = &wireServer{}
+			if len(p.servers) == cap(p.servers) {
+				p.fail() // a duplicate sv in every sample: the general path says why
+				return 14
+			}
+			p.servers = append(p.servers, wireServer{})
+			w.SV = &p.servers[len(p.servers)-1]
 			p.server(w.SV)
 			return 14
 		}

@@ -3,7 +3,9 @@ package beacon
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -109,4 +111,21 @@ func TestFastPathTakesCanonicalReports(t *testing.T) {
 	if _, ok := fastDecode([]byte(`{"v":1,"id":"\u0030"}`), arenas.Get().(*arena)); ok {
 		t.Error("an escaped string took the fast path")
 	}
+}
+
+// simpleDecimal agrees with strconv.ParseFloat wherever it answers.
+func FuzzSimpleDecimal(f *testing.F) {
+	for _, s := range []string{"0", "-0", "12.5", "0.1", "123456789012345", "1234567890.12345", "-3.25", "9007199254740993", "1.", ".5", "1e3", "--1", "0.000000000000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok := simpleDecimal(s)
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.Float64bits(v) != math.Float64bits(want) {
+			t.Fatalf("simpleDecimal(%q) = %v, ParseFloat says %v (%v)", s, v, want, err)
+		}
+	})
 }
