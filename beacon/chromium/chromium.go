@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/h3rum/h3rum/beacon/internal/tail"
 )
 
 // DefaultPath is where Debian installs Chromium (make test installs it).
@@ -78,7 +80,7 @@ func Find(path string) (string, error) {
 type Browser struct {
 	cmd     *exec.Cmd
 	dir     string
-	out     *tail
+	out     *tail.Buffer
 	done    chan struct{}
 	waitErr error
 
@@ -130,7 +132,7 @@ func start(ctx context.Context, url string, opts Options, stdout io.Writer, extr
 	args = append(args, extra...)
 	args = append(args, url)
 
-	b := &Browser{dir: dir, out: &tail{max: 8 << 10}, done: make(chan struct{})}
+	b := &Browser{dir: dir, out: &tail.Buffer{Max: 8 << 10}, done: make(chan struct{})}
 	b.cmd = exec.Command(path, args...)
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var w io.Writer = b.out
@@ -270,27 +272,4 @@ func runOnce(ctx context.Context, url string, opts Options, stdout io.Writer, ex
 		return fmt.Errorf("chromium on %s: %w; output: %s", url, b.waitErr, b.out)
 	}
 	return nil
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -65,7 +65,7 @@ func startServer(t testing.TB, s *Server) *testServer {
 	})
 	ts := &testServer{Server: s, reg: reg, pool: x509.NewCertPool()}
 	if d, ok := s.DevCert(); ok {
-		pem, err := os.ReadFile(d.CertFile)
+		pem, err := os.ReadFile(d.CAFile)
 		if err != nil {
 			t.Fatal(err)
 		}

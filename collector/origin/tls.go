@@ -25,11 +25,16 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 )
 
-// DevCert describes the self-signed development certificate the server
-// uses when neither certificate files nor ACME are configured.
+// DevCert describes the development certificate the server uses when
+// neither certificate files nor ACME are configured: a server certificate
+// for localhost, 127.0.0.1 and ::1, signed by a small local CA of its own
+// (the way mkcert works). Chromium can trust the server certificate by its
+// SPKI alone (ChromiumFlags); Firefox, curl or a system store trust the CA
+// file once it is imported.
 type DevCert struct {
-	CertFile string // PEM certificate, in DataDir
+	CertFile string // PEM server certificate, in DataDir
 	KeyFile  string // PEM private key, in DataDir; kept across restarts so SPKI stays the same
+	CAFile   string // PEM certificate of the local CA that signed CertFile, in DataDir
 	// SPKI is the base64 SHA-256 of the certificate's SubjectPublicKeyInfo,
 	// the value Chromium's --ignore-certificate-errors-spki-list takes.
 	SPKI string
@@ -54,21 +59,29 @@ func SPKIHash(cert *x509.Certificate) string {
 
 // Names of the development certificate files in DataDir.
 const (
-	devCertName = "dev-cert.pem"
-	devKeyName  = "dev-key.pem"
+	devCertName  = "dev-cert.pem"
+	devKeyName   = "dev-key.pem"
+	devCAName    = "dev-ca.pem"
+	devCAKeyName = "dev-ca-key.pem"
 )
 
 // devCertHosts are the names the development certificate covers.
 var devCertHosts = []string{"localhost", "127.0.0.1", "::1"}
 
 // loadOrCreateDevCert returns the development certificate kept in dir,
-// creating dir, the key and the certificate as needed. The key is never
-// replaced, so the SPKI a developer passed to Chromium stays valid; the
-// certificate is re-issued with the same key when it is close to expiry.
+// creating dir, the keys, the local CA and the certificate as needed. The
+// server key is never replaced, so the SPKI a developer passed to Chromium
+// stays valid; the certificate is re-issued with the same key when it is
+// close to expiry, and when it is not signed by the local CA (a
+// self-signed one an older release made).
 func loadOrCreateDevCert(dir string, now time.Time) (*tls.Certificate, DevCert, error) {
-	d := DevCert{CertFile: filepath.Join(dir, devCertName), KeyFile: filepath.Join(dir, devKeyName)}
+	d := DevCert{CertFile: filepath.Join(dir, devCertName), KeyFile: filepath.Join(dir, devKeyName), CAFile: filepath.Join(dir, devCAName)}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, d, fmt.Errorf("creating data directory for the development certificate: %w", err)
+	}
+	ca, caKey, err := loadOrCreateDevCA(dir, now)
+	if err != nil {
+		return nil, d, err
 	}
 	key, err := loadOrCreateDevKey(d.KeyFile)
 	if err != nil {
@@ -81,7 +94,7 @@ func loadOrCreateDevCert(dir string, now time.Time) (*tls.Certificate, DevCert, 
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 
 	if certPEM, err := os.ReadFile(d.CertFile); err == nil {
-		if c, err := tls.X509KeyPair(certPEM, keyPEM); err == nil && devCertUsable(c.Leaf, now) {
+		if c, err := tls.X509KeyPair(certPEM, keyPEM); err == nil && devCertUsable(c.Leaf, ca, now) {
 			d.SPKI = SPKIHash(c.Leaf)
 			return &c, d, nil
 		}
@@ -89,11 +102,13 @@ func loadOrCreateDevCert(dir string, now time.Time) (*tls.Certificate, DevCert, 
 		return nil, d, fmt.Errorf("reading development certificate: %w", err)
 	}
 
-	der, err := newDevCertDER(key, now)
+	der, err := newDevCertDER(key, ca, caKey, now)
 	if err != nil {
 		return nil, d, err
 	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	// The chain: the server certificate, then the CA that signed it.
+	certPEM := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})...)
 	if err := writeFileAtomic(d.CertFile, certPEM, 0o644); err != nil {
 		return nil, d, fmt.Errorf("writing development certificate: %w", err)
 	}
@@ -103,6 +118,54 @@ func loadOrCreateDevCert(dir string, now time.Time) (*tls.Certificate, DevCert, 
 	}
 	d.SPKI = SPKIHash(c.Leaf)
 	return &c, d, nil
+}
+
+// loadOrCreateDevCA returns the local CA kept in dir, creating its key and
+// certificate as needed; the certificate is re-issued with the same key a
+// month before it expires, so that an imported CA file stays trusted.
+func loadOrCreateDevCA(dir string, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	key, err := loadOrCreateDevKey(filepath.Join(dir, devCAKeyName))
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(dir, devCAName)
+	if b, err := os.ReadFile(path); err == nil {
+		if block, _ := pem.Decode(b); block != nil {
+			if c, err := x509.ParseCertificate(block.Bytes); err == nil && c.IsCA && key.PublicKey.Equal(c.PublicKey) &&
+				!now.Before(c.NotBefore) && now.Add(30*24*time.Hour).Before(c.NotAfter) {
+				return c, key, nil
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("reading development CA: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating certificate serial: %w", err)
+	}
+	host, _ := os.Hostname()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{Organization: []string{"h3rum development CA"}, CommonName: "h3rum development CA " + host},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating development CA: %w", err)
+	}
+	if err := writeFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return nil, nil, fmt.Errorf("writing development CA: %w", err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing development CA: %w", err)
+	}
+	return c, key, nil
 }
 
 func loadOrCreateDevKey(path string) (*ecdsa.PrivateKey, error) {
@@ -139,10 +202,14 @@ func loadOrCreateDevKey(path string) (*ecdsa.PrivateKey, error) {
 	return key, nil
 }
 
-// devCertUsable reports whether a stored development certificate still
-// covers the development hosts for at least a week.
-func devCertUsable(c *x509.Certificate, now time.Time) bool {
-	if c == nil || now.Before(c.NotBefore) || now.Add(7*24*time.Hour).After(c.NotAfter) {
+// devCertUsable reports whether a stored development certificate is a
+// server certificate signed by ca that still covers the development hosts
+// for at least a week.
+func devCertUsable(c, ca *x509.Certificate, now time.Time) bool {
+	if c == nil || c.IsCA || now.Before(c.NotBefore) || now.Add(7*24*time.Hour).After(c.NotAfter) {
+		return false
+	}
+	if c.CheckSignatureFrom(ca) != nil {
 		return false
 	}
 	for _, h := range devCertHosts {
@@ -153,7 +220,7 @@ func devCertUsable(c *x509.Certificate, now time.Time) bool {
 	return true
 }
 
-func newDevCertDER(key *ecdsa.PrivateKey, now time.Time) ([]byte, error) {
+func newDevCertDER(key *ecdsa.PrivateKey, ca *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time) ([]byte, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return nil, fmt.Errorf("generating certificate serial: %w", err)
@@ -163,14 +230,13 @@ func newDevCertDER(key *ecdsa.PrivateKey, now time.Time) ([]byte, error) {
 		Subject:               pkix.Name{Organization: []string{"h3rum development"}, CommonName: "localhost"},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-		IsCA:                  true, // lets tests and tools use the file directly as a root
 		DNSNames:              []string{"localhost"},
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return nil, fmt.Errorf("creating development certificate: %w", err)
 	}
@@ -330,7 +396,7 @@ func (s *Server) certificates() (h3, h2 func(*tls.ClientHelloInfo) (*tls.Certifi
 		}
 		s.dev = &dev
 		h3 = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }
-		s.logger.Info("using the self-signed development certificate", "cert", dev.CertFile, "spki", dev.SPKI)
+		s.logger.Info("using the development certificate", "cert", dev.CertFile, "ca", dev.CAFile, "spki", dev.SPKI)
 	}
 	h2 = h3
 	if s.H2CertFile != "" {

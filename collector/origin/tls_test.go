@@ -1,10 +1,15 @@
 package origin
 
 import (
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"math/big"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +82,70 @@ func TestDevCertRenewedWithSameKey(t *testing.T) {
 	if _, _, err := loadOrCreateDevCert(dir, now); err == nil || !strings.Contains(err.Error(), "delete it") {
 		t.Errorf("corrupt key: %v, want an error that says what to do", err)
 	}
+}
+
+// The development certificate is a server certificate (not a CA) signed
+// by the local CA in CAFile, valid for every development host; a
+// self-signed CA certificate an older release left is re-issued under the
+// CA with the same key, so the SPKI a developer passed to Chromium holds.
+func TestDevCertSignedByLocalCA(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	// What an older release left: the server key, and a self-signed CA
+	// certificate made with it.
+	key, err := loadOrCreateDevKey(filepath.Join(dir, devKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: now.Add(-time.Hour), NotAfter: now.Add(300 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true, DNSNames: []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}
+	old, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, devCertName), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: old}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oldSPKI := SPKIHash(mustParse(t, old))
+
+	c, d, err := loadOrCreateDevCert(dir, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Leaf.IsCA || d.SPKI != oldSPKI {
+		t.Errorf("re-issued certificate: CA %v, SPKI %s (was %s); want a server certificate with the same key", c.Leaf.IsCA, d.SPKI, oldSPKI)
+	}
+	caPEM, err := os.ReadFile(d.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatal("CA file holds no certificate")
+	}
+	for _, host := range devCertHosts {
+		if _, err := c.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: host, CurrentTime: now}); err != nil {
+			t.Errorf("%s: does not verify against the local CA: %v", host, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, devCAKeyName)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("CA key: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	// Loaded again: the same CA and certificate.
+	c2, d2, err := loadOrCreateDevCert(dir, now)
+	if err != nil || c2.Leaf.SerialNumber.Cmp(c.Leaf.SerialNumber) != 0 || d2 != d {
+		t.Errorf("second load re-issued: %v", err)
+	}
+}
+
+func mustParse(t *testing.T, der []byte) *x509.Certificate {
+	t.Helper()
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // writeCert writes a fresh certificate for names to dir/name.crt and

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/beacon/firefox"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries"
 )
@@ -151,4 +152,71 @@ func browserRun(t *testing.T, ts *testServe, site string) (store.Exclusions, []s
 		}
 	}
 	return store.Exclusions(excl), warmups
+}
+
+// TestFirefoxEndToEnd is TestBrowserEndToEnd with the second engine: the
+// script in headless Firefox ESR, which trusts the collector's local
+// development CA (a user-imported root, so the profile keeps HTTP/3 on —
+// Firefox turns it off by default then), over real HTTP/2 and HTTP/3.
+func TestFirefoxEndToEnd(t *testing.T) {
+	if _, err := firefox.Find(""); err != nil {
+		t.Skipf("Firefox is not installed (make test installs it): %v", err)
+	}
+	ts := startServe(t, "--sites", "ff")
+	d, ok := ts.srv.DevCert()
+	if !ok {
+		t.Fatal("no development certificate")
+	}
+	page := pageOrigin(t, fmt.Sprintf(`<!doctype html><title>shop</title><p>page
+<script async src="%s/h3rum.js" data-h3="%s" data-h2="%s" data-site="ff" data-sample="1"></script>`, ts.h3, ts.h3, ts.h2))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := firefox.Start(ctx, page, firefox.Options{CAFile: d.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	conn := ts.conn(t)
+	type row struct {
+		phase, want, got, srvProto, errCode, browser string
+		srvPresent                                   uint8
+	}
+	var rows []row
+	waitFor(t, 90*time.Second, "Firefox's 13 samples in ClickHouse", func() (bool, error) {
+		q, err := conn.Query(ctx, `SELECT toString(phase), toString(want), toString(got), toString(srv_proto), error, browser, srv_present
+			FROM samples WHERE site = 'ff' ORDER BY seq`)
+		if err != nil {
+			return false, err
+		}
+		defer q.Close()
+		rows = rows[:0]
+		for q.Next() {
+			var r row
+			if err := q.Scan(&r.phase, &r.want, &r.got, &r.srvProto, &r.errCode, &r.browser, &r.srvPresent); err != nil {
+				return false, err
+			}
+			rows = append(rows, r)
+		}
+		return len(rows) >= 13, q.Err()
+	})
+	if len(rows) != 13 {
+		t.Fatalf("got %d samples, want 13: %+v\nfirefox: %s", len(rows), rows, b.Output())
+	}
+	parallel := map[string]int{}
+	for i, r := range rows {
+		if r.errCode != "" || r.srvPresent != 1 || r.browser != "Firefox" {
+			t.Errorf("sample %d: error %q, Server-Timing visible %d, browser %q", i, r.errCode, r.srvPresent, r.browser)
+		}
+		if r.phase != "parallel" {
+			continue
+		}
+		if r.got != r.want || r.srvProto != r.want {
+			t.Errorf("parallel sample %d meant for %s: Firefox saw %s, server saw %s", i, r.want, r.got, r.srvProto)
+		}
+		parallel[r.want]++
+	}
+	if parallel["h2"] != 5 || parallel["h3"] != 5 {
+		t.Errorf("parallel samples by origin = %v, want 5 h2 and 5 h3", parallel)
+	}
 }

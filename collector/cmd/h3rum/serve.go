@@ -269,6 +269,8 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 		fmt.Fprintf(stdout, "development certificate SPKI (sha256, base64): %s\n", d.SPKI)
 		fmt.Fprintf(stdout, "make a local Chromium trust it for HTTP/2 and HTTP/3:\n  chromium %s --user-data-dir=$(mktemp -d) %s/demo\n",
 			d.ChromiumFlags(), c.originURL("", h3.Port()))
+		fmt.Fprintf(stdout, "or trust its local CA %s in any browser or system store (Firefox: import it under Settings → Certificates,\n"+
+			"and set network.http.http3.disable_when_third_party_roots_found to false in about:config to keep HTTP/3)\n", d.CAFile)
 	}
 	return srv.Run(ctx)
 }
