@@ -16,7 +16,7 @@ space := $(empty) $(empty)
 # make run uses the databases `make geoip` fetched, when there are any.
 GEOIP_DBS = $(subst $(space),$(comma),$(wildcard $(DATA_DIR)/geoip/*.mmdb))
 
-.PHONY: build run test deps go-check generate vet fuzz bench geoip clean
+.PHONY: build run test deps go-check generate vet fuzz bench bench-deps geoip clean
 
 ## deps: install the Debian packages the collector and the tests use, when missing
 deps: go-check
@@ -65,13 +65,17 @@ fuzz: go-check
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
 
 ## bench: probe, beacon, ingest and report benchmarks, each against a baseline measured in the same run
-bench: deps build
+bench: deps bench-deps build
 	$(GO) run ./collector/cmd/benchprobe
 	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkDecode$$' -benchmem
 	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x
 	$(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m
 	$(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest$$' -benchtime 1x
 	$(GO) run ./collector/cmd/benchreport
+
+## bench-deps: Debian's caddy, the probe's peer in make bench (its package may start a caddy service on :80)
+bench-deps:
+	@command -v caddy >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; $$sudo apt-get install -y caddy; }
 
 ## geoip: fetch DB-IP Lite's city database (CC BY 4.0) into $(DATA_DIR)/geoip
 geoip:

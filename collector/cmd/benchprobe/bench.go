@@ -100,7 +100,7 @@ func bench(ctx context.Context, c config, stdout io.Writer) error {
 			}
 		}
 		th := total(byServer["h3rum"])
-		for _, base := range []string{"bare", "headers"} {
+		for _, base := range []string{"bare", "headers", "caddy"} {
 			tb := total(byServer[base])
 			if tb.reqs == 0 || th.reqs == 0 {
 				continue

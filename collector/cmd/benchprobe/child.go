@@ -18,6 +18,7 @@ type child struct {
 	cmd      *exec.Cmd
 	stdin    io.Closer
 	tcp, udp string // where to send HTTP/2 and HTTP/3 load
+	pid      int    // the process whose CPU the load costs (pid= in READY; default the child)
 }
 
 func startChild(ctx context.Context, name, cert, key string, c config) (*child, error) {
@@ -55,6 +56,9 @@ func startChild(ctx context.Context, name, cert, key string, c config) (*child, 
 		if v, ok := strings.CutPrefix(f, "udp="); ok {
 			ch.udp = v
 		}
+		if v, ok := strings.CutPrefix(f, "pid="); ok {
+			ch.pid, _ = strconv.Atoi(v)
+		}
 	}
 	if ch.tcp == "" || ch.udp == "" {
 		ch.stop()
@@ -78,7 +82,10 @@ func (c *child) stop() {
 
 // cpuTime is the child's user+system CPU time so far, from /proc.
 func (c *child) cpuTime() (time.Duration, error) {
-	pid := c.cmd.Process.Pid
+	pid := c.pid
+	if pid == 0 {
+		pid = c.cmd.Process.Pid
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err

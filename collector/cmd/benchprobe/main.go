@@ -2,7 +2,8 @@
 // server: it loads /probe on loopback over HTTP/2 and HTTP/3, with
 // keep-alive and with one request per fresh connection, alternating runs
 // against a bare net/http TLS server plus a bare http3.Server (204, no
-// headers), the same bare servers sending the headers /probe sends, and
+// headers), the same bare servers sending the headers /probe sends,
+// Debian's caddy answering 204 (a well-kept server as the peer), and
 // h3rum's origin.Server. Each server runs in its
 // own child process, so its CPU time per request is read from /proc without
 // the load generator's. Every run is bounded by -duration.
@@ -55,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.concurrency, "concurrency", 32, "requests in flight in keep-alive runs, spread over -conns")
 	fs.IntVar(&c.newConnConc, "newconn-concurrency", 8, "connections being set up at once in new-connection runs")
 	fs.StringVar(&c.scenarios, "scenarios", "h2,h3,h2-newconn,h3-newconn", "comma-separated scenarios to run")
-	fs.StringVar(&c.servers, "servers", "bare,headers,h3rum", "servers to compare, in the order runs alternate: bare (204, no headers), headers (bare plus the headers /probe sends), h3rum")
+	fs.StringVar(&c.servers, "servers", "bare,headers,caddy,h3rum", "servers to compare, in the order runs alternate: bare (204, no headers), headers (bare plus the headers /probe sends), caddy (Debian's caddy answering 204 over HTTP/1.1, 2 and 3), h3rum")
 	fs.StringVar(&c.cpus, "server-cpus", "", "taskset CPU list for the server processes, e.g. 1 (default: no pinning)")
 	child := fs.String("child", "", "internal: serve as the bare or h3rum child")
 	certFile := fs.String("cert", "", "internal: certificate file for the child")

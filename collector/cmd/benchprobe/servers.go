@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
@@ -126,6 +127,16 @@ func serveChild(kind, certFile, keyFile, profile string, stdout io.Writer) error
 		// origin, as the beacon does.
 		tcpAddr, udpAddr = h2.String(), h3.String()
 		shutdown = s.Shutdown
+	case "caddy":
+		addr, pid, stop, err := serveCaddy(certFile, keyFile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		// The load's CPU is Caddy's own process's, not this wrapper's.
+		fmt.Fprintf(stdout, "READY tcp=%s udp=%s pid=%d\n", addr, addr, pid)
+		io.Copy(io.Discard, os.Stdin)
+		return nil
 	default:
 		return fmt.Errorf("unknown child %q", kind)
 	}
@@ -135,4 +146,92 @@ func serveChild(kind, certFile, keyFile, profile string, stdout io.Writer) error
 	defer cancel()
 	shutdown(ctx)
 	return nil
+}
+
+// caddyfile answers /probe with 204 over HTTP/1.1, HTTP/2 and HTTP/3 (on
+// the same port), with the given certificate: the probe's peer among
+// well-kept servers.
+const caddyfile = `{
+	admin off
+	auto_https off
+	log {
+		level ERROR
+	}
+	servers {
+		protocols h1 h2 h3
+	}
+}
+:%d {
+	bind 127.0.0.1
+	tls %s %s
+	respond /probe 204
+}
+`
+
+// serveCaddy starts Debian's caddy on a free loopback port and returns its
+// address and pid once it answers, and how to stop it.
+func serveCaddy(certFile, keyFile string) (addr string, pid int, stop func(), err error) {
+	bin, err := exec.LookPath("caddy")
+	if err != nil {
+		return "", 0, nil, errors.New("no caddy to compare with: install it (Debian: apt-get install caddy; make bench does)")
+	}
+	dir, err := os.MkdirTemp("", "benchprobe-caddy")
+	if err != nil {
+		return "", 0, nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", 0, nil, err
+	}
+	cfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, caddyfile, port, certFile, keyFile), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return "", 0, nil, err
+	}
+	cmd := exec.Command(bin, "run", "--config", cfg, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return "", 0, nil, fmt.Errorf("starting caddy: %w", err)
+	}
+	stop = func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		os.RemoveAll(dir)
+	}
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		resp, err := c.Get("https://" + addr + "/probe")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusNoContent {
+				return addr, cmd.Process.Pid, stop, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", 0, nil, fmt.Errorf("caddy did not answer on %s within 15 s (%v)", addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// freePort returns a loopback port free for TCP and UDP just now.
+func freePort() (int, error) {
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			pc.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free loopback port for TCP and UDP")
 }
