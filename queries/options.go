@@ -20,7 +20,7 @@ import (
 var ErrInvalidOptions = errors.New("invalid report options")
 
 // Groupings lists the values Options.By accepts.
-var groupings = []string{"continent", "country", "subdivision", "asn", "browser", "connection", "none"}
+var groupings = []string{"continent", "country", "subdivision", "asn", "browser", "connection", "collector", "none"}
 
 // Groupings returns the values Options.By accepts, in display order.
 func Groupings() []string { return slices.Clone(groupings) }

@@ -70,7 +70,7 @@ func outcomeOf(s synth.Sample) string {
 func keyOf(s synth.Sample, by string) string {
 	v := map[string]string{
 		"continent": s.Continent, "country": s.Country, "subdivision": s.Subdivision,
-		"browser": s.Browser, "connection": s.ECT, "none": "all",
+		"browser": s.Browser, "connection": s.ECT, "collector": s.Collector, "none": "all",
 	}[by]
 	if by == "asn" && s.ASN != 0 {
 		v = "AS" + strconv.Itoa(int(s.ASN))

@@ -33,6 +33,7 @@ var groupExpr = map[string]string{
 	"asn":         "if(asn = 0, 'unknown', concat('AS', toString(asn)))",
 	"browser":     "if(browser = '', 'unknown', browser)",
 	"connection":  "if(ect = '', 'unknown', ect)",
+	"collector":   "if(collector = '', 'unknown', collector)",
 	"none":        "'all'",
 }
 

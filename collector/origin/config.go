@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
+	"github.com/h3rum/h3rum/beacon"
 )
 
 // Defaults of the Server fields.
@@ -235,6 +237,13 @@ type Server struct {
 	// is set and there is no Gatherer. Default "": no metrics listener.
 	MetricsAddr string
 
+	// CollectorID names this collector (its POP), e.g. "fra-1": 1 to 32
+	// lower-case letters, digits and hyphens. It prefixes every server
+	// connection id in Server-Timing ("fra-1.<random>-<n>"), so each
+	// sample carries the collector whose probe served it, whichever
+	// collector receives the report. Optional.
+	CollectorID string
+
 	// NoProbe turns /probe off (it goes to Handler like any other path):
 	// for a process that only takes reports while probes are served
 	// elsewhere.
@@ -400,6 +409,9 @@ func (s *Server) Validate() error {
 
 	if _, err := newCORSPolicy(s.AllowOrigins); err != nil {
 		add("%w", err)
+	}
+	if s.CollectorID != "" && !beacon.ValidCollectorID(s.CollectorID) {
+		add("collector id %q: want 1 to 32 lower-case letters, digits and hyphens, e.g. fra-1", s.CollectorID)
 	}
 	if s.MaxProbeBytes < 0 || s.MaxProbeBytes > maxMaxProbeBytes {
 		add("max probe bytes %d: want 0 (default %d) to %d", s.MaxProbeBytes, DefaultMaxProbeBytes, maxMaxProbeBytes)

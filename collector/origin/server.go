@@ -76,6 +76,9 @@ func (s *Server) start(ctx context.Context) error {
 	var prefix [4]byte
 	rand.Read(prefix[:])
 	s.connPrefix = hex.EncodeToString(prefix[:])
+	if s.CollectorID != "" {
+		s.connPrefix = s.CollectorID + "." + s.connPrefix
+	}
 	s.failed = make(chan struct{})
 	s.done = make(chan struct{})
 

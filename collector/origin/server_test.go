@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
+	"github.com/h3rum/h3rum/beacon"
 )
 
 // testServer is a started Server with clients that trust its certificate.
@@ -817,5 +819,26 @@ func TestShutdownDoesNotWaitForVanishedQUICClient(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("Shutdown waited for its deadline")
+	}
+}
+
+// With a collector id, every connection id in Server-Timing names the
+// collector, over TCP and QUIC, and the report reads it back.
+func TestCollectorIDInConnectionIDs(t *testing.T) {
+	ts := startServer(t, &Server{CollectorID: "fra-1"})
+	c3, _ := ts.h3Client(t, nil)
+	for _, tc := range []struct {
+		name string
+		c    *http.Client
+		url  string
+	}{{"h2", ts.tcpClient(t, false, nil), ts.h2 + "/probe"}, {"h3", c3, ts.h3 + "/probe"}} {
+		resp, _ := do(t, tc.c, "GET", tc.url, nil)
+		cid := parseServerTiming(t, resp.Header.Get("Server-Timing"))["cid"]
+		if !strings.HasPrefix(cid, "fra-1.") || beacon.CollectorOf(cid) != "fra-1" {
+			t.Errorf("%s: cid %q does not name the collector", tc.name, cid)
+		}
+	}
+	if err := (&Server{CollectorID: "Frankfurt 1"}).Validate(); err == nil || !strings.Contains(err.Error(), "collector id") {
+		t.Errorf("bad collector id: %v", err)
 	}
 }

@@ -66,6 +66,7 @@ type Sample struct {
 	Browser     string
 	ECT         string
 	Bot         uint8
+	Collector   string // the collector whose probe served it ("" none), see collectorOf
 }
 
 // Generator emits runs in time order.
@@ -147,6 +148,7 @@ func (g *Generator) Run(dst []Sample) []Sample {
 		ASN: uint32([]int{0, 3320, 7922, 2516}[rng.IntN(4)]), Browser: browsers[rng.IntN(len(browsers))],
 		ECT: ects[rng.IntN(len(ects))], Bot: bot,
 	}
+	row.Collector = collectorOf[row.ASN]
 	seq := uint8(0)
 	add := func(phase, want, got string, d float64) {
 		s := row
@@ -247,6 +249,11 @@ func toRun(rows []Sample) store.Run {
 		// Every request reuses the connection its origin's warm-up opened.
 		rep.Samples[i] = beacon.Sample{Seq: int(s.Seq), Phase: beacon.Phase(s.Phase), Want: beacon.Proto(s.Want),
 			Got: beacon.Proto(s.Got), Duration: float64(s.Duration), Error: s.Error, Reused: true}
+		if s.Collector != "" {
+			// The connection id carries the collector; without
+			// Server-Timing present it does not enter the cold rule.
+			rep.Samples[i].Server.ConnID = s.Collector + ".0-" + s.Want
+		}
 		switch {
 		case s.Phase == string(beacon.PhaseWarmup) && s.Want == string(beacon.ProtoH3):
 			rep.Params.Warmup++
@@ -259,6 +266,11 @@ func toRun(rows []Sample) store.Run {
 		Browser: r.Browser, Bot: r.Bot == 1,
 	}}
 }
+
+// collectorOf names the collector a synthetic run's network reached, by
+// ASN (no draw of its own, so the rest of the data does not change);
+// ASN 0 reached one without --collector-id.
+var collectorOf = map[uint32]string{3320: "fra-1", 7922: "iad-1", 2516: "nrt-1"}
 
 // Order is the batch order of the run with id: as the script, it starts
 // either batch first at random (here: by a bit of the id).

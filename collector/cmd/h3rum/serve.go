@@ -91,6 +91,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&s.BodyTimeout, "body-timeout", origin.DefaultBodyTimeout, "longest a client may take to send a request body (slower ones are cut)")
 	fs.DurationVar(&s.WriteTimeout, "write-timeout", origin.DefaultWriteTimeout, "longest one response may take to write, e.g. a /probe?bytes= download")
 	fs.IntVar(&s.MaxConnsPerAddr, "max-conns-per-addr", origin.DefaultMaxConnsPerAddr, "open connections allowed per client address (IPv6: per /64), counted over both origins, TCP and QUIC together (negative: no cap); --trusted-proxies are exempt")
+	fs.StringVar(&s.CollectorID, "collector-id", "", "this collector's name (its POP), e.g. fra-1: lower-case letters, digits, hyphens, at most 32; stored with every sample its probe served, so reports can split by it (by=collector)")
 	fs.StringVar(&s.MetricsAddr, "metrics-addr", "localhost:9464", "plain-HTTP address of /metrics (Prometheus), kept off the public origins; empty: no metrics")
 	c.store.register(fs)
 	c.log.register(fs)
