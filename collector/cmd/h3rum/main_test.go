@@ -33,6 +33,7 @@ func TestServeBadInputExitsBeforeListening(t *testing.T) {
 		{"bad trusted proxy", []string{"--trusted-proxies", "10.0.0.0/33"}, [2]string{}, "10.0.0.0/33"},
 		{"zero report concurrency", []string{"--report-concurrency", "0"}, [2]string{}, "--report-concurrency"},
 		{"unknown role", []string{"--role", "edge"}, [2]string{}, `--role "edge"`},
+		{"bad collector id", []string{"--collector-id", "Frankfurt.1"}, [2]string{}, `collector id "Frankfurt.1"`},
 		{"ingest url without probe role", []string{"--ingest-url", "https://ingest.example"}, [2]string{}, "--ingest-url is for --role probe"},
 		{"ingest url not an origin", []string{"--role", "probe", "--ingest-url", "ingest.example/beacon"}, [2]string{}, "--ingest-url"},
 	} {
