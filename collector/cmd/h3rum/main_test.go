@@ -63,3 +63,15 @@ func TestHelpExitsZero(t *testing.T) {
 		t.Errorf("serve -h: exit %d, output %d bytes; want 0 and the flag list", code, errOut.Len())
 	}
 }
+
+// A collector that cannot start its ClickHouse says why and exits 1; it
+// does not crash.
+func TestServeWithoutClickHouseBinaryFails(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	var errOut bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--role", "ingest", "--addr", "localhost:0", "--h2-addr", "localhost:0",
+		"--metrics-addr", "localhost:0", "--data-dir", t.TempDir()}, io.Discard, &errOut)
+	if code := exitCode(err, &errOut); code != 1 || !strings.Contains(errOut.String(), "no clickhouse-server or clickhouse on PATH") {
+		t.Errorf("exit %d, stderr %q; want 1 and the reason", code, errOut.String())
+	}
+}

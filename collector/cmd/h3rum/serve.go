@@ -288,14 +288,14 @@ func notHere(w http.ResponseWriter, _ *http.Request) {
 // and returns how to stop it (after the listeners) and the /healthz lines.
 func (c *serveConfig) startIngest(ctx context.Context, mux *http.ServeMux, geo *ingest.GeoIP, log *slog.Logger, reg *prometheus.Registry) (stop func(), health func() string, err error) {
 	var stops []func()
-	stop = func() {
+	stopAll := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			stop()
+			stopAll() // what started before the failure
 		}
 	}()
 	conn, closeStore, err := c.store.open(ctx, log, true)
@@ -370,7 +370,7 @@ func (c *serveConfig) startIngest(ctx context.Context, mux *http.ServeMux, geo *
 			return "clickhouse: up\n"
 		}
 	}
-	return stop, health, nil
+	return stopAll, health, nil
 }
 
 func isClosed(c <-chan struct{}) bool {
