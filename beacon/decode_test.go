@@ -15,7 +15,7 @@ import (
 func validReport() map[string]any {
 	sv := func(p string, creq int) map[string]any {
 		return map[string]any{"proto": p, "app": 0.052, "rtt": 23.456, "minrtt": 21.5, "rttvar": 3.25,
-			"lost": 0, "cid": "c1f3", "creq": creq, "resumed": 0, "early": 1}
+			"lost": 0, "cid": "c1f3", "creq": creq, "age": 812.5, "resumed": 0, "early": 1}
 	}
 	s := func(q int, ph, w, g string) map[string]any {
 		return map[string]any{"q": q, "ph": ph, "w": w, "g": g, "st": 10.5 * float64(q), "d": 30.2, "dns": 0,
@@ -74,7 +74,7 @@ func TestDecodeValid(t *testing.T) {
 	want := Sample{Seq: 6, Phase: PhaseParallel, Want: ProtoH3, Got: ProtoH3, Start: 63, Duration: 30.2, DNS: 0,
 		Connect: 9.1, TLS: 5, TTFB: 19.1, Download: 0.3, Reused: true, TransferSize: 300,
 		Server: ServerTiming{Present: true, Proto: ProtoH3, Handle: 0.052, RTT: 23.456, MinRTT: 21.5, RTTVar: 3.25,
-			Lost: 0, ConnID: "c1f3", ConnReqs: 7, Resumed: false, EarlyData: true}}
+			Lost: 0, ConnID: "c1f3", ConnReqs: 7, ConnAge: 812.5, Resumed: false, EarlyData: true}}
 	if s != want {
 		t.Errorf("sample 6:\n got %+v\nwant %+v", s, want)
 	}
@@ -102,7 +102,7 @@ func TestDecodeDefaults(t *testing.T) {
 	if got.Error != "timeout" || got.Duration != -1 || got.DNS != -1 || got.Got != ProtoUnknown {
 		t.Errorf("sample %+v", got)
 	}
-	if want := (ServerTiming{Proto: ProtoUnknown, Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1}); got.Server != want {
+	if want := (ServerTiming{Proto: ProtoUnknown, Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, ConnAge: -1}); got.Server != want {
 		t.Errorf("server timing %+v, want %+v", got.Server, want)
 	}
 	// A server-timing object with only some metrics.
@@ -111,7 +111,7 @@ func TestDecodeDefaults(t *testing.T) {
 	if r, err = Decode(marshal(t, v)); err != nil {
 		t.Fatal(err)
 	}
-	if want := (ServerTiming{Present: true, Proto: ProtoUnknown, Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, ConnID: "x"}); r.Samples[0].Server != want {
+	if want := (ServerTiming{Present: true, Proto: ProtoUnknown, Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, ConnID: "x", ConnAge: -1}); r.Samples[0].Server != want {
 		t.Errorf("server timing %+v, want %+v", r.Samples[0].Server, want)
 	}
 }
@@ -219,6 +219,9 @@ func TestDecodeInvalid(t *testing.T) {
 		{"server resumed 2", srv(3, "resumed", 2), ReasonValue},
 		{"server cid space", srv(3, "cid", "a b"), ReasonValue},
 		{"server cid long", srv(3, "cid", strings.Repeat("c", 65)), ReasonLimit},
+		{"server age negative", srv(3, "age", -1), ReasonValue},
+		{"server age over an hour", srv(3, "age", 3_600_001), ReasonValue},
+		{"server age a string", srv(3, "age", "812"), ReasonField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -550,6 +550,9 @@ func (p *fastParser) server(w *wireServer) {
 		case "early":
 			w.Early = p.integer()
 			return 9
+		case "age":
+			w.Age = p.float()
+			return 10
 		}
 		return -1
 	})

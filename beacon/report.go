@@ -108,6 +108,7 @@ type ServerTiming struct {
 	Lost      int     // packets lost (QUIC) or retransmitted segments (TCP)
 	ConnID    string  // server-side connection id
 	ConnReqs  int     // requests served on this connection, this one included
+	ConnAge   float64 // time since the connection was accepted, ms; -1 when not reported (collectors before 1.1)
 	Resumed   bool    // TLS session resumption
 	EarlyData bool    // the request arrived as 0-RTT early data
 }

@@ -279,7 +279,7 @@ func (w *wireReport) samples(r *Report) error {
 			}
 			s.Error = *ws.E
 		}
-		s.Server = ServerTiming{Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, Proto: ProtoUnknown}
+		s.Server = ServerTiming{Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, ConnAge: -1, Proto: ProtoUnknown}
 		if ws.SV != nil {
 			if err := ws.SV.server(&s.Server, i); err != nil {
 				return err
@@ -302,7 +302,7 @@ func (w *wireServer) server(st *ServerTiming, i int) error {
 		name string
 		v    *float64
 		to   *float64
-	}{{"s[%d].sv.app", w.App, &st.Handle}, {"s[%d].sv.rtt", w.RTT, &st.RTT}, {"s[%d].sv.minrtt", w.MinRTT, &st.MinRTT}, {"s[%d].sv.rttvar", w.RTTVar, &st.RTTVar}} {
+	}{{"s[%d].sv.app", w.App, &st.Handle}, {"s[%d].sv.rtt", w.RTT, &st.RTT}, {"s[%d].sv.minrtt", w.MinRTT, &st.MinRTT}, {"s[%d].sv.rttvar", w.RTTVar, &st.RTTVar}, {"s[%d].sv.age", w.Age, &st.ConnAge}} {
 		if f.v == nil {
 			continue
 		}

@@ -68,6 +68,7 @@ type (
 		Lost    *int     `json:"lost"`
 		CID     *string  `json:"cid"`
 		CReq    *int     `json:"creq"`
+		Age     *float64 `json:"age"`
 		Resumed *int     `json:"resumed"`
 		Early   *int     `json:"early"`
 	}

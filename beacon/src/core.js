@@ -2,7 +2,7 @@
 // sample and report building. No DOM access here, so Node can test it.
 // The wire format is specified in ../PROTOCOL.md.
 
-export const VERSION = '1.0.0';
+export const VERSION = '1.1.0';
 
 // r rounds to 1 µs: it removes float noise, keeps Server-Timing's 3 decimals.
 const r = (x) => +x.toFixed(3);
@@ -52,7 +52,7 @@ export function serverTiming(list) {
     const v =
       n == 'proto' ? proto(s)
       : n == 'cid' ? s
-      : /^(app|rtt|minrtt|rttvar)$/.test(n) ? r(d)
+      : /^(app|rtt|minrtt|rttvar|age)$/.test(n) ? r(d)
       : /^(lost|creq|resumed|early)$/.test(n) && /^\d{1,9}$/.test(s) ? +s
       : '';
     if (v !== '') (sv = sv || {})[n] = v;

@@ -46,13 +46,14 @@ test('serverTiming maps the collector metrics', () => {
     { name: 'lost', duration: 0, description: '2' },
     { name: 'cid', duration: 0, description: 'q-7f3a' },
     { name: 'creq', duration: 0, description: '3' },
+    { name: 'age', duration: 812.4567, description: '' },
     { name: 'resumed', duration: 0, description: '1' },
     { name: 'early', duration: 0, description: '0' },
     { name: 'cdn-cache', duration: 0, description: 'MISS' },
     { name: 'creq', duration: 0, description: 'x' },
   ];
   assert.deepEqual(serverTiming(list), {
-    proto: 'h3', app: 0.042, rtt: 12.5, minrtt: 10, rttvar: 1.25, lost: 2, cid: 'q-7f3a', creq: 3, resumed: 1, early: 0,
+    proto: 'h3', app: 0.042, rtt: 12.5, minrtt: 10, rttvar: 1.25, lost: 2, cid: 'q-7f3a', creq: 3, age: 812.457, resumed: 1, early: 0,
   });
   assert.equal(serverTiming([]), undefined);
   assert.equal(serverTiming(undefined), undefined);

@@ -29,7 +29,8 @@ func EarlyData(r *http.Request) bool {
 // its RTT. One is made per connection (in ConnContext) and found again
 // through the request context.
 type connInfo struct {
-	id   string
+	id    string
+	start time.Time // when the connection was accepted: Server-Timing's age
 	reqs atomic.Uint64
 	quic *quic.Conn // QUIC connections
 	tcp  *tcpInfo   // TCP connections; nil if the socket is not reachable
@@ -87,7 +88,7 @@ func (s *Server) newConnID() string {
 
 // tcpConnContext is the http.Server.ConnContext of an origin's TCP server.
 func (o *testOrigin) tcpConnContext(ctx context.Context, c net.Conn) context.Context {
-	ci := &connInfo{id: o.srv.newConnID()}
+	ci := &connInfo{id: o.srv.newConnID(), start: time.Now()}
 	nc := c
 	if tc, ok := c.(*tls.Conn); ok {
 		nc = tc.NetConn()
@@ -115,7 +116,7 @@ func (o *testOrigin) tcpConnState(_ net.Conn, st http.ConnState) {
 // hands the connection to HTTP/3, which for a 0-RTT connection is before
 // the handshake completes.
 func (o *testOrigin) quicConnContext(ctx context.Context, c *quic.Conn) context.Context {
-	ci := &connInfo{id: o.srv.newConnID(), quic: c}
+	ci := &connInfo{id: o.srv.newConnID(), quic: c, start: time.Now()}
 	o.srv.metrics.conns.WithLabelValues(o.label, transportQUIC).Inc()
 	open := o.openQUIC
 	open.Inc()

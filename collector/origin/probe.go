@@ -159,8 +159,10 @@ type stBuf struct {
 
 // serverTiming formats the Server-Timing value of a probe response:
 //
-//	proto;desc=h3,app;dur=0.012,rtt;dur=0.105,minrtt;dur=0.05,rttvar;dur=0.02,lost;desc=0,cid;desc=1a2b3c4d-1f,creq;desc=3,resumed;desc=0,early;desc=0
+//	proto;desc=h3,app;dur=0.012,rtt;dur=0.105,minrtt;dur=0.05,rttvar;dur=0.02,lost;desc=0,cid;desc=1a2b3c4d-1f,creq;desc=3,age;dur=812.4,resumed;desc=0,early;desc=0
 //
+// age is the time since the connection was accepted, so a report shows
+// whether a request rode a connection its warm-up opened well before.
 // Durations are milliseconds with up to three decimals; unknown values are
 // omitted. The list has no spaces: the value is unique per response, so
 // HTTP/2 and HTTP/3 encode (and HPACK hashes) all of it every time.
@@ -192,6 +194,8 @@ func serverTiming(proto string, app time.Duration, st connStats, ci *connInfo, c
 		b = append(b, ci.id...)
 		b = append(b, ",creq;desc="...)
 		b = strconv.AppendUint(b, creq, 10)
+		b = append(b, ",age;dur="...)
+		b = appendMS(b, min(time.Since(ci.start), maxConnAge))
 	}
 	if r.TLS != nil {
 		b = append(b, ",resumed;desc="...)
@@ -204,6 +208,10 @@ func serverTiming(proto string, app time.Duration, st connStats, ci *connInfo, c
 	buf.v[0] = unsafe.String(unsafe.SliceData(b), len(b))
 	return buf.v[:]
 }
+
+// maxConnAge caps Server-Timing's age at what the report format accepts
+// for a duration (beacon.MaxDurationMS).
+const maxConnAge = time.Hour
 
 // appendMS appends d in milliseconds with up to three decimals.
 func appendMS(b []byte, d time.Duration) []byte {

@@ -842,3 +842,30 @@ func TestCollectorIDInConnectionIDs(t *testing.T) {
 		t.Errorf("bad collector id: %v", err)
 	}
 }
+
+// Server-Timing's age is the time since the connection was accepted: it
+// grows on a kept-alive connection, over TCP and QUIC.
+func TestConnectionAge(t *testing.T) {
+	ts := startServer(t, &Server{})
+	c3, _ := ts.h3Client(t, nil)
+	for _, tc := range []struct {
+		name string
+		c    *http.Client
+		url  string
+	}{{"h2", ts.tcpClient(t, false, nil), ts.h2 + "/probe"}, {"h3", c3, ts.h3 + "/probe"}} {
+		age := func() float64 {
+			resp, _ := do(t, tc.c, "GET", tc.url, nil)
+			st := parseServerTiming(t, resp.Header.Get("Server-Timing"))
+			v, err := strconv.ParseFloat(st["age"], 64)
+			if err != nil {
+				t.Fatalf("%s: age %q: %v", tc.name, st["age"], err)
+			}
+			return v
+		}
+		first := age()
+		time.Sleep(100 * time.Millisecond)
+		if second := age(); first < 0 || second < first+90 {
+			t.Errorf("%s: age %v ms, then %v ms 100 ms later on the same connection", tc.name, first, second)
+		}
+	}
+}

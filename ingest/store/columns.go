@@ -52,6 +52,7 @@ func sampleColumns() []column {
 		col("srv_conn_id", "String", func(_ r, s s) string { return s.Server.ConnID }),
 		col("collector", "String", func(_ r, s s) string { return beacon.CollectorOf(s.Server.ConnID) }),
 		col("srv_conn_reqs", "UInt32", func(_ r, s s) uint32 { return clampU32(s.Server.ConnReqs) }),
+		col("srv_conn_age_ms", "Float32", func(_ r, s s) float32 { return float32(s.Server.ConnAge) }),
 		col("srv_resumed", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.Resumed) }),
 		col("srv_early", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.EarlyData) }),
 		col("partial", "UInt8", func(r r, _ s) uint8 { return b2u(r.Report.Partial) }),

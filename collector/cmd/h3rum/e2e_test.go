@@ -141,6 +141,11 @@ func browserRun(t *testing.T, ts *testServe, site string) (store.Exclusions, []s
 	if err := conn.QueryRow(ctx, "SELECT any(exclusions) FROM samples WHERE site = ?", site).Scan(&excl); err != nil {
 		t.Fatal(err)
 	}
+	// The script read each connection's age from Server-Timing.
+	var minAge float32
+	if err := conn.QueryRow(ctx, "SELECT min(srv_conn_age_ms) FROM samples WHERE site = ? AND phase = 'parallel'", site).Scan(&minAge); err != nil || minAge <= 0 {
+		t.Errorf("parallel samples' connection age: min %v ms (%v), want every one reported and positive", minAge, err)
+	}
 	if store.Exclusions(excl) == store.ExcludeBot {
 		rep, err := queries.Run(ctx, conn, queries.Options{Site: site, By: "none", IncludeBots: true})
 		if err != nil {
