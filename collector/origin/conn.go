@@ -31,9 +31,9 @@ func EarlyData(r *http.Request) bool {
 type connInfo struct {
 	id    string
 	start time.Time // when the connection was accepted: Server-Timing's age
-	reqs atomic.Uint64
-	quic *quic.Conn // QUIC connections
-	tcp  *tcpInfo   // TCP connections; nil if the socket is not reachable
+	reqs  atomic.Uint64
+	quic  *quic.Conn // QUIC connections
+	tcp   *tcpInfo   // TCP connections; nil if the socket is not reachable
 }
 
 type connInfoKey struct{}
