@@ -822,16 +822,24 @@ func TestShutdownDoesNotWaitForVanishedQUICClient(t *testing.T) {
 	}
 }
 
+// probeClient is a client of one protocol and the /probe URL it loads:
+// HTTP/2 on the H2 origin, HTTP/3 on the H3 origin, as the beacon does.
+type probeClient struct {
+	name string
+	c    *http.Client
+	url  string
+}
+
+func (ts *testServer) probeClients(t *testing.T) []probeClient {
+	c3, _ := ts.h3Client(t, nil)
+	return []probeClient{{"h2", ts.tcpClient(t, false, nil), ts.h2 + "/probe"}, {"h3", c3, ts.h3 + "/probe"}}
+}
+
 // With a collector id, every connection id in Server-Timing names the
 // collector, over TCP and QUIC, and the report reads it back.
 func TestCollectorIDInConnectionIDs(t *testing.T) {
 	ts := startServer(t, &Server{CollectorID: "fra-1"})
-	c3, _ := ts.h3Client(t, nil)
-	for _, tc := range []struct {
-		name string
-		c    *http.Client
-		url  string
-	}{{"h2", ts.tcpClient(t, false, nil), ts.h2 + "/probe"}, {"h3", c3, ts.h3 + "/probe"}} {
+	for _, tc := range ts.probeClients(t) {
 		resp, _ := do(t, tc.c, "GET", tc.url, nil)
 		cid := parseServerTiming(t, resp.Header.Get("Server-Timing"))["cid"]
 		if !strings.HasPrefix(cid, "fra-1.") || beacon.CollectorOf(cid) != "fra-1" {
@@ -847,12 +855,7 @@ func TestCollectorIDInConnectionIDs(t *testing.T) {
 // grows on a kept-alive connection, over TCP and QUIC.
 func TestConnectionAge(t *testing.T) {
 	ts := startServer(t, &Server{})
-	c3, _ := ts.h3Client(t, nil)
-	for _, tc := range []struct {
-		name string
-		c    *http.Client
-		url  string
-	}{{"h2", ts.tcpClient(t, false, nil), ts.h2 + "/probe"}, {"h3", c3, ts.h3 + "/probe"}} {
+	for _, tc := range ts.probeClients(t) {
 		age := func() float64 {
 			resp, _ := do(t, tc.c, "GET", tc.url, nil)
 			st := parseServerTiming(t, resp.Header.Get("Server-Timing"))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/h3rum/h3rum/beacon/chromium"
 	"github.com/h3rum/h3rum/beacon/firefox"
 	"github.com/h3rum/h3rum/ingest/store"
@@ -80,30 +82,7 @@ func browserRun(t *testing.T, ts *testServe, site string) (store.Exclusions, []s
 	defer b.Close()
 
 	conn := ts.conn(t)
-	type row struct {
-		phase, want, got, srvProto, errCode string
-		srvPresent, bot                     uint8
-		duration                            float32
-		country                             string
-	}
-	var rows []row
-	waitFor(t, 60*time.Second, "the run's 13 samples in ClickHouse", func() (bool, error) {
-		q, err := conn.Query(ctx, `SELECT toString(phase), toString(want), toString(got), toString(srv_proto),
-			error, srv_present, bot, duration_ms, country FROM samples WHERE site = ? ORDER BY seq`, site)
-		if err != nil {
-			return false, err
-		}
-		defer q.Close()
-		rows = rows[:0]
-		for q.Next() {
-			var r row
-			if err := q.Scan(&r.phase, &r.want, &r.got, &r.srvProto, &r.errCode, &r.srvPresent, &r.bot, &r.duration, &r.country); err != nil {
-				return false, err
-			}
-			rows = append(rows, r)
-		}
-		return len(rows) >= 13, q.Err()
-	})
+	rows := storedSamples(t, ctx, conn, site)
 	if len(rows) != 13 {
 		t.Fatalf("got %d samples, want 13 (2+1 warm-up, 5+5 parallel): %+v\nchromium: %s", len(rows), rows, b.Output())
 	}
@@ -183,28 +162,7 @@ func TestFirefoxEndToEnd(t *testing.T) {
 	defer b.Close()
 
 	conn := ts.conn(t)
-	type row struct {
-		phase, want, got, srvProto, errCode, browser string
-		srvPresent                                   uint8
-	}
-	var rows []row
-	waitFor(t, 90*time.Second, "Firefox's 13 samples in ClickHouse", func() (bool, error) {
-		q, err := conn.Query(ctx, `SELECT toString(phase), toString(want), toString(got), toString(srv_proto), error, browser, srv_present
-			FROM samples WHERE site = 'ff' ORDER BY seq`)
-		if err != nil {
-			return false, err
-		}
-		defer q.Close()
-		rows = rows[:0]
-		for q.Next() {
-			var r row
-			if err := q.Scan(&r.phase, &r.want, &r.got, &r.srvProto, &r.errCode, &r.browser, &r.srvPresent); err != nil {
-				return false, err
-			}
-			rows = append(rows, r)
-		}
-		return len(rows) >= 13, q.Err()
-	})
+	rows := storedSamples(t, ctx, conn, "ff")
 	if len(rows) != 13 {
 		t.Fatalf("got %d samples, want 13: %+v\nfirefox: %s", len(rows), rows, b.Output())
 	}
@@ -224,4 +182,36 @@ func TestFirefoxEndToEnd(t *testing.T) {
 	if parallel["h2"] != 5 || parallel["h3"] != 5 {
 		t.Errorf("parallel samples by origin = %v, want 5 h2 and 5 h3", parallel)
 	}
+}
+
+// sample is what the end-to-end tests check of a stored sample.
+type sample struct {
+	phase, want, got, srvProto, errCode, browser, country string
+	srvPresent, bot                                       uint8
+	duration                                              float32
+}
+
+// storedSamples waits (up to 90 s) until site's run has its 13 samples in
+// ClickHouse and returns them in seq order.
+func storedSamples(t *testing.T, ctx context.Context, conn driver.Conn, site string) []sample {
+	t.Helper()
+	var rows []sample
+	waitFor(t, 90*time.Second, "the run's 13 samples in ClickHouse", func() (bool, error) {
+		q, err := conn.Query(ctx, `SELECT toString(phase), toString(want), toString(got), toString(srv_proto),
+			error, browser, country, srv_present, bot, duration_ms FROM samples WHERE site = ? ORDER BY seq`, site)
+		if err != nil {
+			return false, err
+		}
+		defer q.Close()
+		rows = rows[:0]
+		for q.Next() {
+			var r sample
+			if err := q.Scan(&r.phase, &r.want, &r.got, &r.srvProto, &r.errCode, &r.browser, &r.country, &r.srvPresent, &r.bot, &r.duration); err != nil {
+				return false, err
+			}
+			rows = append(rows, r)
+		}
+		return len(rows) >= 13, q.Err()
+	})
+	return rows
 }
