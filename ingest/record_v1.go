@@ -156,6 +156,7 @@ func decodeRecordV1(b []byte) (store.Run, error) {
 		st.ConnReqs = r.int()
 		st.Resumed = r.flag()
 		st.EarlyData = r.flag()
+		st.ConnAge = -1 // version 1 predates Server-Timing's age
 	}
 	if r.err != nil {
 		return store.Run{}, fmt.Errorf("decoding spool record: %w", r.err)
