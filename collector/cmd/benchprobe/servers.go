@@ -99,7 +99,7 @@ func serveChild(kind, certFile, keyFile, profile string, stdout io.Writer) error
 			b = append(b, proto...)
 			b = append(b, ",app;dur=0.001,rtt;dur=0.052,minrtt;dur=0.009,rttvar;dur=0.065,lost;desc=0,cid;desc=c38a33d8-2,creq;desc="...)
 			b = strconv.AppendUint(b, seq.Add(1), 10)
-			b = append(b, ",resumed;desc=0,early;desc=0"...)
+			b = append(b, ",age;dur=812.417,resumed;desc=0,early;desc=0"...)
 			hd["Server-Timing"] = []string{string(b)}
 			w.WriteHeader(http.StatusNoContent)
 		})
