@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/h3rum/h3rum/queries"
@@ -25,7 +26,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&since, "since", "24h", `start of the window: a duration before now ("24h", "7d"), RFC 3339, or a date`)
 	fs.StringVar(&until, "until", "now", "end of the window, as --since")
 	fs.StringVar(&o.Site, "site", "", "only this data-site (default: all)")
-	fs.StringVar(&o.By, "by", queries.DefaultBy, "grouping: continent, country, subdivision, asn, browser, connection or none")
+	fs.StringVar(&o.By, "by", queries.DefaultBy, "grouping: "+strings.Join(queries.Groupings(), ", ")+" (collector: the POP whose probe served the samples)")
 	fs.StringVar(&format, "format", "table", "output: table, json or csv")
 	fs.IntVar(&o.MinRuns, "min-runs", 30, "groups with fewer runs are marked too small")
 	fs.BoolVar(&warmup, "include-warmup", false, "include warm-up requests")
