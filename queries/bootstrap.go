@@ -196,33 +196,35 @@ func interval(reps []float64, want int) (lo, hi float64, ok bool) {
 func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	settle(g, runs)
 	m := len(runs)
-	var x2, x3, pd []obs
+	var x2, x3, pd orderedObs
+	var diffs []float64      // paired differences, for the histogram
 	var byOrder [2][]float64 // paired differences of h2first and h3first runs
 	gotH3 := make([]int32, m)
 	fb := make([]int32, m)
 	for r := range runs {
 		run := &runs[r]
 		for _, v := range run.h2 {
-			x2 = append(x2, obs{v, int32(r)})
+			x2.add(v, int32(r), run.h3First)
 		}
 		for _, v := range run.h3 {
-			x3 = append(x3, obs{v, int32(r)})
+			x3.add(v, int32(r), run.h3First)
 		}
 		if run.pairedEligible() {
 			d := quantile7(run.h3Par, 0.5) - quantile7(run.h2Par, 0.5)
-			pd = append(pd, obs{d, int32(r)})
-			k := 0
+			pd.add(d, int32(r), run.h3First)
+			diffs = append(diffs, d)
+			k := orderH2First
 			if run.h3First {
-				k = 1
+				k = orderH3First
 			}
 			byOrder[k] = append(byOrder[k], d)
 		}
 		gotH3[r], fb[r] = int32(run.gotH3), int32(run.fb)
 	}
 	byValue := func(a, b obs) int { return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(a.run, b.run)) }
-	slices.SortFunc(x2, byValue)
-	slices.SortFunc(x3, byValue)
-	slices.SortFunc(pd, byValue)
+	x2.done(m, byValue)
+	x3.done(m, byValue)
+	pd.done(m, byValue)
 
 	qs := make([]float64, len(percentiles))
 	for i, p := range percentiles {
@@ -233,40 +235,30 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	for i := range unit {
 		unit[i] = 1
 	}
+	won := func(d float64) bool { return d <= -PairTieMS }
+	tie := func(d float64) bool { return math.Abs(d) < PairTieMS }
+	lost := func(d float64) bool { return d >= PairTieMS }
 	base2, base3 := make([]float64, len(qs)), make([]float64, len(qs))
-	cnt2, cnt3, cntP := runCounts(x2, m), runCounts(x3, m), runCounts(pd, m)
-	has2 := weightedQuantiles(x2, cnt2, unit, qs, base2)
-	has3 := weightedQuantiles(x3, cnt3, unit, qs, base3)
+	has2 := x2.quantiles(unit, qs, base2)
+	has3 := x3.quantiles(unit, qs, base3)
 	basePaired := make([]float64, 2)
-	hasPaired := weightedQuantiles(pd, cntP, unit, pairedQs, basePaired)
-	baseWon := wonShare(pd, unit)
+	hasPaired := pd.quantiles(unit, pairedQs, basePaired)
+	baseWon, _ := pd.share(unit, won)
 	baseAvail, hasAvail := availShare(gotH3, fb, unit)
 
 	if hasPaired {
-		diffs := make([]float64, len(pd))
-		for i, x := range pd {
-			diffs[i] = x.v
-		}
-		var ties, lost int
-		for _, d := range diffs {
-			switch {
-			case math.Abs(d) < PairTieMS:
-				ties++
-			case d >= PairTieMS:
-				lost++
-			}
-		}
-		n := float64(len(diffs))
+		tieShare, _ := pd.share(unit, tie)
+		lostShare, _ := pd.share(unit, lost)
 		g.Paired = &Paired{
-			Runs:        len(pd),
+			Runs:        len(diffs),
 			MedianMS:    round3(basePaired[0]),
 			P90MS:       round3(basePaired[1]),
 			H3WonShare:  math.Round(baseWon*1e6) / 1e6,
-			H3TieShare:  math.Round(float64(ties)/n*1e6) / 1e6,
-			H3LostShare: math.Round(float64(lost)/n*1e6) / 1e6,
+			H3TieShare:  math.Round(tieShare*1e6) / 1e6,
+			H3LostShare: math.Round(lostShare*1e6) / 1e6,
 			Histogram:   histogram(diffs),
 		}
-		for k, name := range []string{"h2first", "h3first"} {
+		for k, name := range orderNames {
 			o := PairedOrder{Order: name, Runs: len(byOrder[k])}
 			if len(byOrder[k]) > 0 {
 				slices.Sort(byOrder[k])
@@ -303,8 +295,8 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		for i := 0; i < m; i++ {
 			w[rng.IntN(m)]++
 		}
-		ok2 := has2 && weightedQuantiles(x2, cnt2, w, qs, q2)
-		ok3 := has3 && weightedQuantiles(x3, cnt3, w, qs, q3)
+		ok2 := has2 && x2.quantiles(w, qs, q2)
+		ok3 := has3 && x3.quantiles(w, qs, q3)
 		for i := range qs {
 			if ok2 {
 				rep2[i] = append(rep2[i], q2[i])
@@ -319,10 +311,11 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 				}
 			}
 		}
-		if hasPaired && weightedQuantiles(pd, cntP, w, pairedQs, qp) {
+		if hasPaired && pd.quantiles(w, pairedQs, qp) {
 			repMed = append(repMed, qp[0])
 			repP90 = append(repP90, qp[1])
-			repWon = append(repWon, wonShare(pd, w))
+			s, _ := pd.share(w, won)
+			repWon = append(repWon, s)
 		}
 		if hasAvail {
 			if s, ok := availShare(gotH3, fb, w); ok {
@@ -397,22 +390,6 @@ func clamp01(p *float64) *float64 {
 // run is a tie: a browser's timings are rounded, and half a millisecond is
 // below what a user or a network could tell apart.
 const PairTieMS = 0.5
-
-// wonShare is the weighted share of runs whose paired difference says H3
-// was faster by at least PairTieMS.
-func wonShare(pd []obs, w []int32) float64 {
-	var won, n int64
-	for _, x := range pd {
-		n += int64(w[x.run])
-		if x.v <= -PairTieMS {
-			won += int64(w[x.run])
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	return float64(won) / float64(n)
-}
 
 // availShare is the weighted share of H3-origin requests that used h3.
 func availShare(gotH3, fb, w []int32) (float64, bool) {

@@ -77,7 +77,8 @@ func (r *Report) CIText() string {
 
 // EstimateText says where percentiles come from.
 func (r *Report) EstimateText() string {
-	return fmt.Sprintf("percentiles exact (type 7) below %d samples of an outcome, unless its group was thinned; t-digest otherwise", r.ExactBelowSamples)
+	return fmt.Sprintf("batch orders weighed equally (each figure the mean of the h2first and h3first runs'); "+
+		"percentiles exact (type 7) below %d samples of an outcome, unless its group was thinned; t-digest otherwise", r.ExactBelowSamples)
 }
 
 // insufficientMark follows an estimate too few runs stand behind.

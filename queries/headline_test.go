@@ -174,3 +174,74 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadlineWeighsBatchOrdersEqually plants an order effect with
+// unequal orders: 40 h2first runs in which H3 is 20 ms faster and 20
+// h3first runs in which it is 60 ms faster. Weighing each order half, H3 −
+// H2 at the median is −40 ms; pooling the runs would say −20 (two thirds
+// of the H3 samples sit at 80 ms). Both the estimate (ClickHouse, raw and
+// rollup) and the complete report (exact, bootstrap) must balance.
+func TestHeadlineWeighsBatchOrdersEqually(t *testing.T) {
+	conn := newDB(t)
+	at := time.Date(2025, 4, 1, 12, 0, 0, 0, time.UTC)
+	var b store.Batch
+	for i := range 60 {
+		run := storetest.RunOf(t, beacontest.Run{Site: "order", Warmup: 2})
+		run.Received = at.Add(time.Duration(i) * time.Second)
+		h3ms := 80.0
+		run.Report.Params.Order = "h2first"
+		if i%3 == 2 {
+			h3ms, run.Report.Params.Order = 40, "h3first"
+		}
+		for k := range run.Report.Samples {
+			s := &run.Report.Samples[k]
+			if s.Phase != beacon.PhaseParallel {
+				continue
+			}
+			s.Duration = 100
+			if s.Want == beacon.ProtoH3 {
+				s.Duration = h3ms
+			}
+		}
+		b.Add(&run)
+	}
+	if err := b.Insert(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []Source{SourceRaw, SourceRollup} {
+		o := Options{Since: at.Add(-time.Hour), Until: at.Add(2 * time.Hour), By: "none", Source: src, MinRuns: 1, Replicates: 200}
+		est, err := Estimate(context.Background(), conn, o)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		rep, err := Run(context.Background(), conn, o)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		for _, c := range []struct {
+			name string
+			r    *Report
+		}{{"estimate", est}, {"complete", rep}} {
+			if len(c.r.Groups) != 1 || c.r.Groups[0].H3 == nil || c.r.Groups[0].H2 == nil {
+				t.Fatalf("%s %s: groups %+v", src, c.name, c.r.Groups)
+			}
+			g := c.r.Groups[0]
+			if o := g.H3.RunsByOrder; !runsMatch(src, o.H2First, 40) || !runsMatch(src, o.H3First, 20) {
+				t.Errorf("%s %s: H3 runs by order %+v, want 40 h2first, 20 h3first", src, c.name, o)
+			}
+			if h3 := g.H3.Percentiles[0].MS; math.Abs(h3-60) > 0.5 {
+				t.Errorf("%s %s: H3 p50 = %v, want 60 (80 and 40 weighed equally)", src, c.name, h3)
+			}
+			if d := g.Diff[0].MS; math.Abs(d+40) > 0.5 {
+				t.Errorf("%s %s: H3 − H2 at p50 = %v, want −40", src, c.name, d)
+			}
+		}
+		g := rep.Groups[0]
+		if p := g.Paired; p == nil || math.Abs(p.MedianMS+40) > 1e-6 || math.Abs(p.H3WonShare-1) > 1e-6 {
+			t.Errorf("%s: paired %+v, want a median of −40", src, p)
+		}
+		if d := g.Diff[0]; d.CILowMS == nil || *d.CILowMS > -40 || *d.CIHighMS < -40 {
+			t.Errorf("%s: H3 − H2 at p50 %+v: −40 outside its interval", src, d)
+		}
+	}
+}

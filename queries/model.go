@@ -139,8 +139,19 @@ type Stats struct {
 	TooSmall bool `json:"too_small"`
 	// Exact is set when the percentiles are exact type-7 quantiles of all
 	// the samples, computed in Go, rather than ClickHouse's t-digest.
-	Exact       bool         `json:"exact"`
+	Exact bool `json:"exact"`
+	// RunsByOrder counts the runs of each batch order. Percentiles are the
+	// mean of each order's (order.go): both orders weigh half, whatever
+	// their shares; with one order only, they are that order's.
+	RunsByOrder OrderRuns    `json:"runs_by_order"`
 	Percentiles []Percentile `json:"percentiles"`
+}
+
+// OrderRuns counts runs per batch order: the parallel batch the script
+// started first.
+type OrderRuns struct {
+	H2First int `json:"h2first"`
+	H3First int `json:"h3first"`
 }
 
 // Percentile is one request-duration percentile in milliseconds, with its

@@ -161,7 +161,8 @@ func (rep *Report) finish() {
 	})
 }
 
-// points reads counts and percentiles per group and outcome.
+// points reads counts and percentiles per group, outcome and batch order;
+// an outcome's percentiles are the mean of its two orders' (order.go).
 func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group) error {
 	name, q, args, err := sourceQuery("points", o, w, useRollup)
 	if err != nil {
@@ -172,46 +173,85 @@ func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRoll
 		return fmt.Errorf("querying percentiles (%s): %w", name, err)
 	}
 	defer rows.Close()
+	type byOrder struct {
+		s  *Stats
+		q  [2][]float64
+		ok [2]bool
+	}
+	var outcomes []*byOrder
+	index := map[[2]string]*byOrder{}
+	at := func(grp, outcome string) *byOrder {
+		k := [2]string{grp, outcome}
+		b := index[k]
+		if b == nil {
+			b = &byOrder{s: &Stats{Percentiles: make([]Percentile, len(percentiles))}}
+			for i, p := range percentiles {
+				b.s.Percentiles[i].P = p
+			}
+			index[k] = b
+			outcomes = append(outcomes, b)
+			g := get(grp)
+			switch outcome {
+			case OutcomeH2:
+				g.H2 = b.s
+			case OutcomeH3:
+				g.H3 = b.s
+			case OutcomeWantedH3GotH2:
+				g.WantedH3GotH2 = b.s
+			default:
+				g.Other = b.s
+			}
+		}
+		return b
+	}
 	for rows.Next() {
 		var (
-			grp, outcome   string
-			runs, nSamples uint64
-			qs             []float32
+			grp, outcome, order string
+			runs, nSamples      uint64
+			qs                  []float32
 		)
-		if err := rows.Scan(&grp, &outcome, &runs, &nSamples, &qs); err != nil {
+		if err := rows.Scan(&grp, &outcome, &order, &runs, &nSamples, &qs); err != nil {
 			return fmt.Errorf("reading percentiles: %w", err)
 		}
-		if grp == "" {
+		switch {
+		case grp == "":
 			continue // the grand total of WITH ROLLUP
-		}
-		g := get(grp)
-		if outcome == "" {
+		case outcome == "":
+			g := get(grp)
 			g.Runs, g.Samples = int(runs), int(nSamples)
 			continue
 		}
-		s := &Stats{Runs: int(runs), Samples: int(nSamples), TooSmall: int(runs) < o.MinRuns, Percentiles: make([]Percentile, len(percentiles))}
-		for i, p := range percentiles {
-			s.Percentiles[i].P = p
-			if i < len(qs) {
-				s.Percentiles[i].MS = round3(float64(qs[i]))
-			}
+		b := at(grp, outcome)
+		k, ok := orderIndex(order)
+		if !ok { // the outcome's totals over both orders
+			b.s.Runs, b.s.Samples = int(runs), int(nSamples)
+			continue
 		}
-		// Judged on the reported runs until the bootstrap counts the runs
-		// its intervals come from (settle).
-		s.markSufficiency(s.Runs)
-		switch outcome {
-		case OutcomeH2:
-			g.H2 = s
-		case OutcomeH3:
-			g.H3 = s
-		case OutcomeWantedH3GotH2:
-			g.WantedH3GotH2 = s
-		default:
-			g.Other = s
+		b.q[k], b.ok[k] = make([]float64, len(percentiles)), len(qs) == len(percentiles)
+		for i := range qs {
+			b.q[k][i] = float64(qs[i])
+		}
+		if k == orderH2First {
+			b.s.RunsByOrder.H2First = int(runs)
+		} else {
+			b.s.RunsByOrder.H3First = int(runs)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading percentiles: %w", err)
+	}
+	for _, b := range outcomes {
+		s := b.s
+		v := make([]float64, len(percentiles))
+		if balance(&b.q, b.ok, v) {
+			for i := range v {
+				s.Percentiles[i].MS = round3(v[i])
+			}
+		}
+		s.TooSmall = s.Runs < o.MinRuns
+		// Judged on the reported runs until the bootstrap counts the runs
+		// its intervals come from (settle).
+		s.markSufficiency(s.Runs)
 	}
 	return nil
 }

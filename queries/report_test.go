@@ -43,6 +43,43 @@ func exactBracket(sorted []float64, q float64) (lo, hi float64) {
 	return sorted[i], sorted[j]
 }
 
+// orderOf is the batch order index of a generated run.
+func orderOf(id uuid.UUID) int {
+	if synth.Order(id) == "h3first" {
+		return 1
+	}
+	return 0
+}
+
+// balancedQuantile is the report's order-balanced quantile computed here:
+// the mean of the two orders' type-7 quantiles (sorted data per order), or
+// the one order's.
+func balancedQuantile(v *[2][]float64, q float64) (float64, bool) {
+	return balancedOf(v, func(s []float64) float64 { return exactQuantile(s, q) })
+}
+
+func balancedOf(v *[2][]float64, f func([]float64) float64) (float64, bool) {
+	var sum float64
+	n := 0
+	for _, s := range v {
+		if len(s) > 0 {
+			sum += f(s)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
+}
+
+// balancedBracket is exactBracket of each order, balanced.
+func balancedBracket(v *[2][]float64, q float64) (lo, hi float64) {
+	lo, _ = balancedOf(v, func(s []float64) float64 { l, _ := exactBracket(s, q); return l })
+	hi, _ = balancedOf(v, func(s []float64) float64 { _, h := exactBracket(s, q); return h })
+	return lo, hi
+}
+
 // exactQuantile is an independent type-7 quantile of sorted data.
 func exactQuantile(sorted []float64, q float64) float64 {
 	h := float64(len(sorted)-1) * q
@@ -131,7 +168,8 @@ func runAvailabilityOf(rows []synth.Sample, group string, o Options) (available,
 type exactGroup struct {
 	runs    map[uuid.UUID]bool
 	samples int
-	out     map[string][]float64 // sorted durations per outcome
+	out     map[string][]float64     // sorted durations per outcome
+	ord     map[string]*[2][]float64 // the same by batch order
 	outRuns map[string]map[uuid.UUID]bool
 	perRun  map[uuid.UUID]*exactRun
 }
@@ -139,6 +177,7 @@ type exactGroup struct {
 type exactRun struct {
 	h2, h3, h2Par, h3Par []float64
 	fbPar, gotH3, fb     int
+	order                int
 }
 
 func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
@@ -151,7 +190,7 @@ func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
 		k := keyOf(s, o.By)
 		g := groups[k]
 		if g == nil {
-			g = &exactGroup{runs: map[uuid.UUID]bool{}, out: map[string][]float64{}, outRuns: map[string]map[uuid.UUID]bool{}, perRun: map[uuid.UUID]*exactRun{}}
+			g = &exactGroup{runs: map[uuid.UUID]bool{}, out: map[string][]float64{}, ord: map[string]*[2][]float64{}, outRuns: map[string]map[uuid.UUID]bool{}, perRun: map[uuid.UUID]*exactRun{}}
 			groups[k] = g
 		}
 		g.runs[s.RunID] = true
@@ -159,13 +198,17 @@ func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
 		oc := outcomeOf(s)
 		d := float64(s.Duration)
 		g.out[oc] = append(g.out[oc], d)
+		if g.ord[oc] == nil {
+			g.ord[oc] = &[2][]float64{}
+		}
+		g.ord[oc][orderOf(s.RunID)] = append(g.ord[oc][orderOf(s.RunID)], d)
 		if g.outRuns[oc] == nil {
 			g.outRuns[oc] = map[uuid.UUID]bool{}
 		}
 		g.outRuns[oc][s.RunID] = true
 		r := g.perRun[s.RunID]
 		if r == nil {
-			r = &exactRun{}
+			r = &exactRun{order: orderOf(s.RunID)}
 			g.perRun[s.RunID] = r
 		}
 		par := s.Phase == "parallel"
@@ -192,6 +235,10 @@ func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
 		for _, v := range g.out {
 			sort.Float64s(v)
 		}
+		for _, v := range g.ord {
+			sort.Float64s(v[0])
+			sort.Float64s(v[1])
+		}
 	}
 	return groups
 }
@@ -199,6 +246,15 @@ func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
 // paired is the test's own paired view: differences of run medians.
 func (g *exactGroup) paired() []float64 {
 	return g.pairedOf(func(uuid.UUID) bool { return true })
+}
+
+// pairedByOrder is paired split by batch order.
+func (g *exactGroup) pairedByOrder() *[2][]float64 {
+	var v [2][]float64
+	for k, name := range []string{"h2first", "h3first"} {
+		v[k] = g.pairedOf(func(id uuid.UUID) bool { return synth.Order(id) == name })
+	}
+	return &v
 }
 
 // pairedOf is paired for the runs keep selects.
@@ -223,7 +279,7 @@ func (g *exactGroup) pairedOf(keep func(uuid.UUID) bool) []float64 {
 // naiveBootstrap is an independent cluster bootstrap: draw runs, pool their
 // samples, sort, take the percentile; returns the 2.5/97.5 % points of
 // stat over B replicates.
-func (g *exactGroup) naiveBootstrap(B int, seed uint64, stat func(h2, h3 []float64) (float64, bool)) (lo, hi float64) {
+func (g *exactGroup) naiveBootstrap(B int, seed uint64, stat func(h2, h3 *[2][]float64) (float64, bool)) (lo, hi float64) {
 	var runs []*exactRun
 	for _, r := range g.perRun {
 		runs = append(runs, r)
@@ -239,15 +295,17 @@ func (g *exactGroup) naiveBootstrap(B int, seed uint64, stat func(h2, h3 []float
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var reps []float64
 	for b := 0; b < B; b++ {
-		var h2, h3 []float64
+		var h2, h3 [2][]float64
 		for range runs {
 			r := runs[rng.IntN(len(runs))]
-			h2 = append(h2, r.h2...)
-			h3 = append(h3, r.h3...)
+			h2[r.order] = append(h2[r.order], r.h2...)
+			h3[r.order] = append(h3[r.order], r.h3...)
 		}
-		sort.Float64s(h2)
-		sort.Float64s(h3)
-		if v, ok := stat(h2, h3); ok {
+		for k := range h2 {
+			sort.Float64s(h2[k])
+			sort.Float64s(h3[k])
+		}
+		if v, ok := stat(&h2, &h3); ok {
 			reps = append(reps, v)
 		}
 	}
@@ -280,14 +338,15 @@ func statsOf(g *Group, outcome string) *Stats {
 	return g.Other
 }
 
-func checkPercentiles(t *testing.T, label string, s *Stats, sorted []float64) {
+func checkPercentiles(t *testing.T, label string, s *Stats, byOrder *[2][]float64) {
 	t.Helper()
 	for _, p := range s.Percentiles {
-		lo, hi := exactBracket(sorted, p.P/100)
+		lo, hi := balancedBracket(byOrder, p.P/100)
 		slack := 1e-3 + 1e-6*math.Abs(p.MS) // float32 and rounding to 0.001
 		if p.MS < lo-slack || p.MS > hi+slack {
-			t.Errorf("%s p%g = %.3f ms, exact order statistics at rank ±%.4f are [%.3f, %.3f] (exact p%g %.3f)",
-				label, p.P, p.MS, tdigestRankTolerance(p.P/100, len(sorted)), lo, hi, p.P, exactQuantile(sorted, p.P/100))
+			want, _ := balancedQuantile(byOrder, p.P/100)
+			t.Errorf("%s p%g = %.3f ms, order-balanced exact order statistics at ranks ±δ are [%.3f, %.3f] (exact p%g %.3f)",
+				label, p.P, p.MS, lo, hi, p.P, want)
 		}
 		if p.CILowMS != nil && (*p.CILowMS > p.MS+1e-9 || *p.CIHighMS < p.MS-1e-9) {
 			t.Errorf("%s p%g = %.3f outside its CI [%.3f, %.3f]", label, p.P, p.MS, *p.CILowMS, *p.CIHighMS)
@@ -333,7 +392,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 					if s.Exact {
 						t.Errorf("%s estimate %s %s: exact before AddRuns", src, g.Group, oc)
 					}
-					checkPercentiles(t, string(src)+" t-digest "+g.Group+" "+oc, s, e.out[oc])
+					checkPercentiles(t, string(src)+" t-digest "+g.Group+" "+oc, s, e.ord[oc])
 				}
 			}
 		}
@@ -364,7 +423,10 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				if s.TooSmall != (s.Runs < DefaultMinRuns) {
 					t.Errorf("%s %s: too_small %v with %d runs", label, oc, s.TooSmall, s.Runs)
 				}
-				checkPercentiles(t, label+" "+oc, s, e.out[oc])
+				checkPercentiles(t, label+" "+oc, s, e.ord[oc])
+				if o := s.RunsByOrder; !runsMatch(src, o.H2First+o.H3First, len(e.outRuns[oc])) {
+					t.Errorf("%s %s: runs by order %+v, want %d in all", label, oc, o, len(e.outRuns[oc]))
+				}
 				// Every run is fetched here, so below ExactBelowSamples the
 				// percentiles are exact type 7; intervals only where the runs
 				// are enough (MinTailRuns): H2 and H3 judged on the runs the
@@ -378,7 +440,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 					runs = len(e.outRuns[oc])
 				}
 				for _, p := range s.Percentiles {
-					if want := exactQuantile(e.out[oc], p.P/100); s.Exact && math.Abs(p.MS-want) > 1e-3 {
+					if want, _ := balancedQuantile(e.ord[oc], p.P/100); s.Exact && math.Abs(p.MS-want) > 1e-3 {
 						t.Errorf("%s %s p%g = %.3f, exact type 7 %.3f", label, oc, p.P, p.MS, want)
 					}
 					if p.Insufficient != !sufficient(runs, p.P) || (p.CILowMS != nil) != (withCI && !p.Insufficient) {
@@ -386,7 +448,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 					}
 				}
 			}
-			h2, h3 := e.out[OutcomeH2], e.out[OutcomeH3]
+			h2, h3 := e.ord[OutcomeH2], e.ord[OutcomeH3]
 			if len(g.Diff) != len(percentiles) {
 				t.Fatalf("%s: %d differences", label, len(g.Diff))
 			}
@@ -394,8 +456,8 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				if math.Abs(d.MS-(g.H3.Percentiles[k].MS-g.H2.Percentiles[k].MS)) > 0.002 {
 					t.Errorf("%s diff p%g = %.3f, not h3 − h2 of the reported percentiles", label, d.P, d.MS)
 				}
-				lo2, hi2 := exactBracket(h2, d.P/100)
-				lo3, hi3 := exactBracket(h3, d.P/100)
+				lo2, hi2 := balancedBracket(h2, d.P/100)
+				lo3, hi3 := balancedBracket(h3, d.P/100)
 				if d.MS < lo3-hi2-0.01 || d.MS > hi3-lo2+0.01 {
 					t.Errorf("%s diff p%g = %.3f outside the exact bracket [%.3f, %.3f]", label, d.P, d.MS, lo3-hi2, hi3-lo2)
 				}
@@ -443,26 +505,32 @@ func TestReportMatchesExactComputation(t *testing.T) {
 			if g.Paired == nil || g.Paired.Runs != len(pd) {
 				t.Fatalf("%s: paired %+v, want %d runs", label, g.Paired, len(pd))
 			}
-			// Win, tie, loss with the 0.5 ms tie band, counted here.
-			won, tie, lost := 0, 0, 0
-			for _, d := range pd {
-				switch {
-				case d <= -0.5:
-					won++
-				case d >= 0.5:
-					lost++
-				default:
-					tie++
-				}
+			// Win, tie, loss with the 0.5 ms tie band, counted here per batch
+			// order and balanced, as the median and p90.
+			pdo := e.pairedByOrder()
+			share := func(pred func(float64) bool) float64 {
+				v, _ := balancedOf(pdo, func(ds []float64) float64 {
+					n := 0
+					for _, d := range ds {
+						if pred(d) {
+							n++
+						}
+					}
+					return float64(n) / float64(len(ds))
+				})
+				return v
 			}
-			if n := float64(len(pd)); math.Abs(g.Paired.H3TieShare-float64(tie)/n) > 1e-6 || math.Abs(g.Paired.H3LostShare-float64(lost)/n) > 1e-6 ||
-				tie == 0 || lost == 0 {
-				t.Errorf("%s: paired tie/lost %.4f/%.4f, exact %d/%d of %d", label, g.Paired.H3TieShare, g.Paired.H3LostShare, tie, lost, len(pd))
+			won := share(func(d float64) bool { return d <= -0.5 })
+			tie := share(func(d float64) bool { return d > -0.5 && d < 0.5 })
+			lost := share(func(d float64) bool { return d >= 0.5 })
+			if math.Abs(g.Paired.H3TieShare-tie) > 1e-6 || math.Abs(g.Paired.H3LostShare-lost) > 1e-6 || tie == 0 || lost == 0 {
+				t.Errorf("%s: paired tie/lost %.4f/%.4f, exact %.4f/%.4f of %d runs", label, g.Paired.H3TieShare, g.Paired.H3LostShare, tie, lost, len(pd))
 			}
-			if math.Abs(g.Paired.MedianMS-exactQuantile(pd, 0.5)) > 0.002 || math.Abs(g.Paired.P90MS-exactQuantile(pd, 0.9)) > 0.002 ||
-				math.Abs(g.Paired.H3WonShare-float64(won)/float64(len(pd))) > 1e-6 {
+			med, _ := balancedQuantile(pdo, 0.5)
+			p90, _ := balancedQuantile(pdo, 0.9)
+			if math.Abs(g.Paired.MedianMS-med) > 0.002 || math.Abs(g.Paired.P90MS-p90) > 0.002 || math.Abs(g.Paired.H3WonShare-won) > 1e-6 {
 				t.Errorf("%s: paired median/p90/won %.3f/%.3f/%.4f, exact %.3f/%.3f/%.4f", label, g.Paired.MedianMS, g.Paired.P90MS,
-					g.Paired.H3WonShare, exactQuantile(pd, 0.5), exactQuantile(pd, 0.9), float64(won)/float64(len(pd)))
+					g.Paired.H3WonShare, med, p90, won)
 			}
 			if c := g.Paired.Histogram.Counts; sumInts(c) != len(pd) || len(g.Paired.Histogram.Edges) != len(c)+1 {
 				t.Errorf("%s: histogram holds %d of %d runs", label, sumInts(c), len(pd))
@@ -522,11 +590,10 @@ func TestReportMatchesExactComputation(t *testing.T) {
 		}
 		for k, p := range []float64{0.9, 0.95} {
 			idx := 2 + k
-			lo, hi := eu.naiveBootstrap(400, 11, func(h2, h3 []float64) (float64, bool) {
-				if len(h2) == 0 || len(h3) == 0 {
-					return 0, false
-				}
-				return exactQuantile(h3, p) - exactQuantile(h2, p), true
+			lo, hi := eu.naiveBootstrap(400, 11, func(h2, h3 *[2][]float64) (float64, bool) {
+				a, ok2 := balancedQuantile(h2, p)
+				b, ok3 := balancedQuantile(h3, p)
+				return b - a, ok2 && ok3
 			})
 			d := g.Diff[idx]
 			if d.Insufficient || g.H2.Percentiles[idx].Insufficient {
@@ -538,7 +605,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 			if math.Abs(*d.CILowMS-lo) > tol || math.Abs(*d.CIHighMS-hi) > tol {
 				t.Errorf("%s EU diff p%g CI [%.2f, %.2f], naive bootstrap [%.2f, %.2f] (tolerance %.2f)", src, p*100, *d.CILowMS, *d.CIHighMS, lo, hi, tol)
 			}
-			lo, hi = eu.naiveBootstrap(400, 12, func(h2, _ []float64) (float64, bool) { return exactQuantile(h2, p), len(h2) > 0 })
+			lo, hi = eu.naiveBootstrap(400, 12, func(h2, _ *[2][]float64) (float64, bool) { return balancedQuantile(h2, p) })
 			q := g.H2.Percentiles[idx]
 			tol = 0.25*(hi-lo) + 0.5
 			if math.Abs(*q.CILowMS-lo) > tol || math.Abs(*q.CIHighMS-hi) > tol {

@@ -67,7 +67,8 @@ func (s *Stats) markSufficiency(runs int) {
 }
 
 // settle completes the outcomes of g from its fetched runs, before any
-// interval is computed: exact percentiles where ExactBelowSamples allows,
+// interval is computed: exact percentiles (order-balanced, order.go) where
+// ExactBelowSamples allows,
 // and the sufficiency of H2 and H3 judged on the runs their intervals are
 // computed from (exactly counted; the group's runs unless it was thinned).
 // The fallback and other outcomes have no intervals and keep the flags
@@ -86,23 +87,26 @@ func settle(g *Group, runs []runSamples) {
 		if o.s == nil {
 			continue
 		}
-		var all []float64
+		var all [2][]float64 // by batch order
 		n := 0
 		for i := range runs {
 			v := o.vals(&runs[i])
 			if len(v) > 0 {
-				all = append(all, v...)
+				k := orderH2First
+				if runs[i].h3First {
+					k = orderH3First
+				}
+				all[k] = append(all[k], v...)
 				n++
 			}
 		}
 		// A count that differs from the point query's means the two
 		// selections disagree: then the t-digest of the full selection
 		// stays.
-		if !g.Sampled && len(all) == o.s.Samples && len(all) < ExactBelowSamples {
-			slices.Sort(all)
-			for i := range o.s.Percentiles {
-				o.s.Percentiles[i].MS = round3(quantile7(all, o.s.Percentiles[i].P/100))
-			}
+		if total := len(all[0]) + len(all[1]); !g.Sampled && total == o.s.Samples && total < ExactBelowSamples {
+			slices.Sort(all[0])
+			slices.Sort(all[1])
+			exactBalanced(&all, o.s)
 			o.s.Exact = true
 		}
 		if o.ci {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -111,5 +112,11 @@ func TestMigrateInPlace(t *testing.T) {
 	}
 	if n := countRows(t, conn, "SELECT toUInt64(countMerge(samples)) FROM samples_rollup WHERE outcome = 'h3' AND exclusions = 0"); n != 5 {
 		t.Errorf("rollup holds %d clean h3 samples of the new run, want 5", n)
+	}
+	// The rollup is keyed by batch order (0022–0026): the run's parallel
+	// samples sit under its order.
+	q := fmt.Sprintf("SELECT toUInt64(countMerge(samples)) FROM samples_rollup WHERE param_order = '%s' AND exclusions = 0", run.Report.Params.Order)
+	if n := countRows(t, conn, q); n != 10 {
+		t.Errorf("rollup holds %d samples of the new run under its order %q, want 10", n, run.Report.Params.Order)
 	}
 }

@@ -1,5 +1,6 @@
--- Point estimates per group × outcome from raw samples; WITH ROLLUP adds
--- a row per group (outcome '') with its totals and a grand total (group '').
+-- Point estimates per group × outcome × batch order from raw samples; WITH
+-- ROLLUP adds the totals of every group × outcome (order ''), of every group
+-- (outcome '') and a grand total (group '').
 -- /*GROUP*/ is replaced by a fixed expression chosen in Go (groupExpr),
 -- never by user input. Parameters: since, until (unix seconds), site twice,
 -- include_warmup, include_failed, include_bots, include_excluded (0/1), the
@@ -7,14 +8,15 @@
 SELECT
     grp,
     oc,
+    ord,
     uniq(run_id) AS n_runs,
     count() AS n_samples,
     quantilesTDigest(/*LEVELS*/)(duration_ms) AS q
 FROM
 (
-    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, run_id, duration_ms
+    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord, run_id, duration_ms
     FROM samples
     WHERE /*SELECTION*/
 )
-GROUP BY grp, oc WITH ROLLUP
-ORDER BY grp, oc
+GROUP BY grp, oc, ord WITH ROLLUP
+ORDER BY grp, oc, ord

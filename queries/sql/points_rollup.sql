@@ -1,5 +1,5 @@
--- Point estimates per group × outcome from the hourly rollup, for the
--- default selection: the like-for-like headline (parallel, successful requests of
+-- Point estimates per group × outcome × batch order from the hourly rollup,
+-- for the default selection: the like-for-like headline (parallel, successful requests of
 -- runs without exclusions) of one design. Whole hours inside the
 -- window come from samples_rollup; the partial hours at either edge are
 -- aggregated from raw samples into the same states, so the window is exact.
@@ -7,16 +7,19 @@
 -- two raw edges [since, first whole hour) and [end of whole hours, until)
 -- as four unix seconds, then site twice. For a window of whole hours Go
 -- cuts the raw-edge block and its parameters, the last six: the rollup
--- answers alone (an empty raw branch still costs a scan).
+-- answers alone (an empty raw branch still costs a scan). WITH ROLLUP adds
+-- the totals of every group × outcome (order ''), of every group (outcome
+-- '') and a grand total (group '').
 SELECT
     grp,
     oc,
+    ord,
     uniqHLL12Merge(runs_state) AS n_runs,
     countMerge(samples_state) AS n_samples,
     quantilesTDigestMerge(/*LEVELS*/)(duration_state) AS q
 FROM
 (
-    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc,
+    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            runs AS runs_state, samples AS samples_state, duration AS duration_state
     FROM samples_rollup
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
@@ -24,7 +27,7 @@ FROM
       AND exclusions = 0 AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
-    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc,
+    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            uniqHLL12State(run_id) AS runs_state, countState() AS samples_state,
            quantilesTDigestState(/*LEVELS*/)(duration_ms) AS duration_state
     FROM samples
@@ -32,8 +35,8 @@ FROM
         OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
       AND (? = '' OR site = ?)
       AND phase = 'parallel' AND error = '' AND exclusions = 0 AND /*DESIGN*/
-    GROUP BY grp, oc
+    GROUP BY grp, oc, ord
     /*END RAW EDGES*/
 )
-GROUP BY grp, oc WITH ROLLUP
-ORDER BY grp, oc
+GROUP BY grp, oc, ord WITH ROLLUP
+ORDER BY grp, oc, ord

@@ -1,0 +1,14 @@
+-- The rollup of every row stored so far; run again after an interruption
+-- it starts over. Migrations run before ingest starts, so no row arrives
+-- between this and the view (0026).
+TRUNCATE TABLE samples_rollup;
+INSERT INTO samples_rollup
+SELECT
+    toStartOfHour(time) AS hour,
+    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, exclusions,
+    countState() AS samples,
+    uniqHLL12State(run_id) AS runs,
+    quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(duration_ms) AS duration
+FROM samples
+WHERE phase = 'parallel' AND error = ''
+GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, exclusions

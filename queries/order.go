@@ -1,0 +1,140 @@
+package queries
+
+import "slices"
+
+// The script starts one of its two parallel batches first, at random per
+// run (param_order): h2first or h3first. That makes the experiment an AB/BA
+// crossover, and the report uses the crossover's estimator: every figure of
+// the headline is computed within each batch order and the two are
+// averaged, so each order weighs half whatever its share of runs, and an
+// order effect (the batch started first finds the path emptier, or pays
+// for a wake-up) cancels out of H3 − H2 instead of leaking in through a
+// chance imbalance. A group whose runs are all of one order gets that
+// order's figures, and its runs_by_order says so.
+
+// Batch order indices of the per-order arrays.
+const (
+	orderH2First = iota
+	orderH3First
+)
+
+// orderNames are the batch orders as param_order spells them, by index.
+var orderNames = [2]string{"h2first", "h3first"}
+
+// orderIndex maps a batch order name to its index (ok false for "").
+func orderIndex(name string) (int, bool) {
+	switch name {
+	case orderNames[orderH2First]:
+		return orderH2First, true
+	case orderNames[orderH3First]:
+		return orderH3First, true
+	}
+	return 0, false
+}
+
+// balance sets out to the mean of the two orders' values, or to the one
+// order's values when only one has any (ok), and reports whether either
+// had.
+func balance(v *[2][]float64, ok [2]bool, out []float64) bool {
+	switch {
+	case ok[0] && ok[1]:
+		for i := range out {
+			out[i] = (v[0][i] + v[1][i]) / 2
+		}
+	case ok[0]:
+		copy(out, v[0])
+	case ok[1]:
+		copy(out, v[1])
+	default:
+		return false
+	}
+	return true
+}
+
+// orderedObs are one statistic's observations split by batch order, for
+// estimates that weigh both orders equally.
+type orderedObs struct {
+	xs  [2][]obs   // sorted by value, then run
+	cnt [2][]int32 // observations per run
+	tmp [2][]float64
+}
+
+func (o *orderedObs) add(v float64, run int32, h3First bool) {
+	k := orderH2First
+	if h3First {
+		k = orderH3First
+	}
+	o.xs[k] = append(o.xs[k], obs{v, run})
+}
+
+// done sorts the observations and counts them per run, for m runs.
+func (o *orderedObs) done(m int, byValue func(a, b obs) int) {
+	for k := range o.xs {
+		slices.SortFunc(o.xs[k], byValue)
+		o.cnt[k] = runCounts(o.xs[k], m)
+	}
+}
+
+// quantiles computes the order-balanced type-7 quantiles qs of the
+// replicate with run weights w into out; false when no run weighs.
+func (o *orderedObs) quantiles(w []int32, qs []float64, out []float64) bool {
+	var ok [2]bool
+	for k := range o.xs {
+		if len(o.tmp[k]) != len(qs) {
+			o.tmp[k] = make([]float64, len(qs))
+		}
+		ok[k] = weightedQuantiles(o.xs[k], o.cnt[k], w, qs, o.tmp[k])
+	}
+	return balance(&o.tmp, ok, out)
+}
+
+// share is the order-balanced weighted share of observations for which
+// pred holds; false when no run weighs.
+func (o *orderedObs) share(w []int32, pred func(float64) bool) (float64, bool) {
+	var s [2]float64
+	var ok [2]bool
+	for k, xs := range o.xs {
+		var hit, n int64
+		for _, x := range xs {
+			n += int64(w[x.run])
+			if pred(x.v) {
+				hit += int64(w[x.run])
+			}
+		}
+		if n > 0 {
+			s[k], ok[k] = float64(hit)/float64(n), true
+		}
+	}
+	switch {
+	case ok[0] && ok[1]:
+		return (s[0] + s[1]) / 2, true
+	case ok[0]:
+		return s[0], true
+	case ok[1]:
+		return s[1], true
+	}
+	return 0, false
+}
+
+// exactBalanced sets the percentiles of s to the order-balanced exact
+// type-7 quantiles of vals, one sorted slice per order.
+func exactBalanced(vals *[2][]float64, s *Stats) {
+	qs := make([]float64, len(s.Percentiles))
+	var v [2][]float64
+	var ok [2]bool
+	for k := range vals {
+		if len(vals[k]) == 0 {
+			continue
+		}
+		ok[k] = true
+		v[k] = make([]float64, len(qs))
+		for i := range s.Percentiles {
+			v[k][i] = quantile7(vals[k], s.Percentiles[i].P/100)
+		}
+	}
+	if balance(&v, ok, qs) {
+		for i := range s.Percentiles {
+			s.Percentiles[i].MS = round3(qs[i])
+		}
+	}
+}
