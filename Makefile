@@ -63,6 +63,7 @@ test: deps vet
 fuzz: go-check
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./ingest/nel -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 
 ## bench: probe, beacon, ingest and report benchmarks, each against a baseline measured in the same run
 bench: deps bench-deps build

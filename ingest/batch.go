@@ -14,9 +14,11 @@ import (
 // queue or read back from the spool, and inserts them in batches flushed on
 // size or a jittered interval, retrying until ClickHouse takes them.
 
-// queued is a durable run waiting for its insert, and where it is spooled.
+// queued is a durable run — or upload of NEL reports — waiting for its
+// insert, and where it is spooled.
 type queued struct {
 	run *store.Run
+	nel *store.NELBatch
 	pos position
 }
 
@@ -55,7 +57,7 @@ func (p *Pipeline) nextBatch() (batch []queued, last bool) {
 	rows := 0
 	add := func(q queued) {
 		batch = append(batch, q)
-		rows += max(sampleCount(q.run), 1)
+		rows += max(rowCount(q), 1)
 	}
 	takePending := func() {
 		n := 0
@@ -137,10 +139,15 @@ func jitter(d time.Duration) time.Duration {
 // first leaves out the runs ClickHouse already holds: every run is stored
 // once, in the raw table and in the rollup its view feeds.
 func (p *Pipeline) insertRetry(batch []queued) bool {
-	runs := make([]*store.Run, len(batch))
+	runs := make([]*store.Run, 0, len(batch))
+	var nels []*store.NELBatch
 	suspect := false
-	for i, q := range batch {
-		runs[i] = q.run
+	for _, q := range batch {
+		if q.nel != nil {
+			nels = append(nels, q.nel)
+		} else {
+			runs = append(runs, q.run)
+		}
 		suspect = suspect || q.pos.seg <= p.replayUpTo
 	}
 	backoff := 100 * time.Millisecond
@@ -150,10 +157,15 @@ func (p *Pipeline) insertRetry(batch []queued) bool {
 		ctx, cancel := context.WithTimeout(p.abort, p.insertTimeout())
 		start := time.Now()
 		rows, err := p.insert(ctx, runs, suspect)
+		nelRows := 0
+		if err == nil {
+			nelRows, err = p.insertNEL(ctx, nels, suspect)
+		}
 		cancel()
 		if err == nil {
 			p.m.insertBatches.Inc()
 			p.m.insertRows.Add(float64(rows))
+			p.m.insertRowsNEL.Add(float64(nelRows))
 			p.m.insertSeconds.Observe(time.Since(start).Seconds())
 			if !failingSince.IsZero() {
 				p.log.Info("ClickHouse inserts work again", "after", time.Since(failingSince).Round(time.Millisecond))
@@ -200,4 +212,31 @@ func (p *Pipeline) insert(ctx context.Context, runs []*store.Run, skipStored boo
 	}
 	p.m.replaySkipped.Add(float64(len(stored)))
 	return p.batch.Rows(), nil
+}
+
+// insertNEL sends the reports of batches as one INSERT into nel_reports and
+// returns the rows sent; with skipStored it first leaves out the batches
+// already there, as insert does for runs.
+func (p *Pipeline) insertNEL(ctx context.Context, batches []*store.NELBatch, skipStored bool) (int, error) {
+	if len(batches) == 0 {
+		return 0, nil
+	}
+	var stored map[uuid.UUID]bool
+	if skipStored {
+		var err error
+		if stored, err = store.NELStored(ctx, p.Conn, batches); err != nil {
+			return 0, err
+		}
+	}
+	p.nelRows.Reset()
+	for _, b := range batches {
+		if !stored[b.ID] {
+			p.nelRows.Add(b)
+		}
+	}
+	if err := p.nelRows.Insert(ctx, p.Conn); err != nil {
+		return 0, err
+	}
+	p.m.replaySkippedNEL.Add(float64(len(stored)))
+	return p.nelRows.Rows(), nil
 }

@@ -29,14 +29,15 @@ type Sink interface {
 }
 
 // Handler receives reports: POST /beacon from browsers (with its CORS
-// preflight, OPTIONS /beacon) and GET /ingest/ws, a WebSocket for
-// long-lived agents. It decodes, checks, rate-limits and enriches each
+// preflight, OPTIONS /beacon), GET /ingest/ws, a WebSocket for
+// long-lived agents, and POST /reports, browsers' Network Error Logging
+// uploads (reports.go). It decodes, checks, rate-limits and enriches each
 // report and answers once the Sink has made it durable; it never talks to
 // ClickHouse. Every rejection is a status with a one-line "reason: detail"
 // body, counted by reason in h3rum_ingest_rejected_total.
 //
 // Set the fields, call Init once (or let the first request do it), and
-// mount the Handler at "/beacon" and "/ingest/ws".
+// mount the Handler at "/beacon", "/ingest/ws" and "/reports".
 type Handler struct {
 	// Sink makes accepted runs durable. Required.
 	Sink Sink
@@ -94,14 +95,29 @@ type Handler struct {
 	// Registerer receives the handler's metrics; nil registers none.
 	Registerer prometheus.Registerer
 
+	// NELSink makes accepted POST /reports uploads (the Reporting API's
+	// Network Error Logging reports about the two origins) durable; nil
+	// turns /reports off (404). See reports.go.
+	NELSink NELSink
+	// NELHosts are the host names NEL reports may be about: the two test
+	// origins'. Reports about other hosts are counted and dropped, and an
+	// upload whose Origin names another host is refused (403). Empty
+	// accepts any (a development set-up on localhost).
+	NELHosts []string
+	// MaxNELBytes caps a /reports body. Default nel.MaxBodyBytes (128 KiB).
+	MaxNELBytes int64
+
 	slots   chan struct{} // decoding slots (MaxConcurrency)
 	once    sync.Once
 	initErr error
 	mux     *http.ServeMux
 	m       *handlerMetrics
 	limiter *access.Limiter
-	log     *slog.Logger
-	bodies  sync.Pool // *[]byte body buffers, reused across requests
+	// nelLimiter is RateLimit for /reports uploads, apart from /beacon's so
+	// that one cannot use up the other's allowance.
+	nelLimiter *access.Limiter
+	log        *slog.Logger
+	bodies     sync.Pool // *[]byte body buffers, reused across requests
 }
 
 // Rejection reasons, the values of the reason label.
@@ -164,7 +180,9 @@ func (h *Handler) init() {
 	}
 	if h.RateLimit > 0 {
 		h.limiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)
+		h.nelLimiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)
 	}
+	h.initNEL()
 	n := h.MaxConcurrency
 	if n <= 0 {
 		n = max(1, runtime.GOMAXPROCS(0)/2)
@@ -179,6 +197,10 @@ func (h *Handler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /beacon", h.beacon)
 	mux.HandleFunc("OPTIONS /beacon", h.preflight)
 	mux.HandleFunc("GET /ingest/ws", h.websocket)
+	if h.NELSink != nil {
+		mux.HandleFunc("POST /reports", h.reports)
+		mux.HandleFunc("OPTIONS /reports", h.reportsPreflight)
+	}
 }
 
 // ServeHTTP routes to the report endpoints.
@@ -197,6 +219,11 @@ func (h *Handler) maxBody() int64 {
 // reject answers with status and a one-line reason, and counts it.
 func (h *Handler) reject(w http.ResponseWriter, status int, reason, detail string) {
 	h.m.rejected.WithLabelValues(reason).Inc()
+	writeRejection(w, status, reason, detail)
+}
+
+// writeRejection answers with status and a one-line "reason: detail".
+func writeRejection(w http.ResponseWriter, status int, reason, detail string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")

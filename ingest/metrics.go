@@ -23,6 +23,10 @@ type pipelineMetrics struct {
 	liveDropped     prometheus.Counter
 	droppedParts    prometheus.Counter
 	replaySkipped   prometheus.Counter
+	// Network Error Logging reports (POST /reports).
+	acceptedNEL      prometheus.Counter
+	insertRowsNEL    prometheus.Counter
+	replaySkippedNEL prometheus.Counter
 }
 
 func newPipelineMetrics(reg prometheus.Registerer, queueDepth func() float64) (*pipelineMetrics, error) {
@@ -59,6 +63,13 @@ func newPipelineMetrics(reg prometheus.Registerer, queueDepth func() float64) (*
 		replaySkipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "h3rum_ingest_replay_skipped_runs_total",
 			Help: "Runs left out of a replayed or retried insert because ClickHouse already held them."}),
+		acceptedNEL: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_nel_accepted_reports_total", Help: "Network Error Logging reports made durable (in the spool) and acknowledged."}),
+		insertRowsNEL: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_nel_insert_rows_total", Help: "NEL report rows inserted into ClickHouse (replays included)."}),
+		replaySkippedNEL: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_nel_replay_skipped_batches_total",
+			Help: "NEL uploads left out of a replayed or retried insert because ClickHouse already held them."}),
 	}
 	if reg == nil {
 		return m, nil
@@ -66,6 +77,7 @@ func newPipelineMetrics(reg prometheus.Registerer, queueDepth func() float64) (*
 	cs := []prometheus.Collector{
 		m.acceptedRuns, m.acceptedSamples, m.busy, m.spills, m.fsyncs, m.corrupt, m.spoolBytes, m.spoolSegments,
 		m.insertBatches, m.insertRows, m.insertErrors, m.insertSeconds, m.liveDropped, m.droppedParts, m.replaySkipped,
+		m.acceptedNEL, m.insertRowsNEL, m.replaySkippedNEL,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "h3rum_ingest_queue_runs", Help: "Reports in the in-memory queue waiting for an insert."}, queueDepth),
 	}
@@ -80,6 +92,10 @@ func newPipelineMetrics(reg prometheus.Registerer, queueDepth func() float64) (*
 type handlerMetrics struct {
 	rejected *prometheus.CounterVec
 	requests *prometheus.CounterVec
+	// POST /reports (Network Error Logging uploads).
+	nelUploads  prometheus.Counter
+	nelRejected *prometheus.CounterVec
+	nelIgnored  *prometheus.CounterVec
 }
 
 func newHandlerMetrics(reg prometheus.Registerer) (*handlerMetrics, error) {
@@ -88,9 +104,18 @@ func newHandlerMetrics(reg prometheus.Registerer) (*handlerMetrics, error) {
 			Name: "h3rum_ingest_rejected_total", Help: "Reports rejected, by reason."}, []string{"reason"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "h3rum_ingest_reports_total", Help: "Reports received, by transport (post, ws)."}, []string{"transport"}),
+		nelUploads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "h3rum_ingest_nel_uploads_total", Help: "POST /reports uploads received (Reporting API batches)."}),
+		nelRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "h3rum_ingest_nel_rejected_total", Help: "POST /reports uploads refused, by reason."}, []string{"reason"}),
+		nelIgnored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "h3rum_ingest_nel_ignored_reports_total",
+			Help: "Reports in accepted uploads that were not stored, by reason: unknown_type (not network-error), other_origin (about an origin this collector does not serve)."},
+			[]string{"reason"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	return m, errors.Join(reg.Register(m.rejected), reg.Register(m.requests))
+	return m, errors.Join(reg.Register(m.rejected), reg.Register(m.requests), reg.Register(m.nelUploads),
+		reg.Register(m.nelRejected), reg.Register(m.nelIgnored))
 }

@@ -29,7 +29,8 @@ type Feed interface {
 	Publish(run store.Run)
 }
 
-// Pipeline takes enriched runs to ClickHouse without losing any it has
+// Pipeline takes enriched runs (and uploads of Network Error Logging
+// reports, AcceptNEL) to ClickHouse without losing any it has
 // acknowledged. Accept writes the run to an append-only, checksummed spool
 // on disk (one fsync shared by all concurrent Accepts — group commit) and
 // only then returns; the run also goes to a bounded in-memory queue that a
@@ -120,6 +121,7 @@ type Pipeline struct {
 	// Batcher-owned.
 	replayUpTo uint64 // segments up to this id were left by an earlier process
 	batch      store.Batch
+	nelRows    store.NELRows
 	pending    []queued // read from the spool, not yet inserted
 }
 
@@ -215,6 +217,46 @@ func (p *Pipeline) Start(ctx context.Context) error {
 // the spool budget is used up, ErrClosed after Shutdown, ctx's error, or a
 // spool write error. It never touches ClickHouse.
 func (p *Pipeline) Accept(ctx context.Context, run store.Run) error {
+	return p.accept(ctx, func() (*writeReq, error) {
+		frame, err := appendRecord(nil, &run)
+		if err != nil {
+			return nil, err
+		}
+		// From here on the run's wire bytes are the frame's: the caller may
+		// reuse its buffer once Accept returns.
+		run.Wire = frame[len(frame)-len(run.Wire):]
+		return &writeReq{frame: frame, run: &run}, nil
+	}, func() {
+		p.m.acceptedRuns.Inc()
+		p.m.acceptedSamples.Add(float64(sampleCount(&run)))
+		if p.Feed != nil {
+			select {
+			case p.live <- run:
+			default:
+				p.m.liveDropped.Inc()
+			}
+		}
+	})
+}
+
+// AcceptNEL makes an upload of Network Error Logging reports durable, in
+// the same spool as runs and under the same rules as Accept: nil only once
+// it is on disk.
+func (p *Pipeline) AcceptNEL(ctx context.Context, b store.NELBatch) error {
+	return p.accept(ctx, func() (*writeReq, error) {
+		frame, err := appendNELRecord(nil, &b)
+		if err != nil {
+			return nil, err
+		}
+		return &writeReq{frame: frame, nel: &b}, nil
+	}, func() {
+		p.m.acceptedNEL.Add(float64(len(b.Reports)))
+	})
+}
+
+// accept spools the record made by build and, once it is durable, calls
+// done.
+func (p *Pipeline) accept(ctx context.Context, build func() (*writeReq, error), done func()) error {
 	p.acceptMu.RLock()
 	if !p.started || p.closed {
 		p.acceptMu.RUnlock()
@@ -224,14 +266,11 @@ func (p *Pipeline) Accept(ctx context.Context, run store.Run) error {
 	p.acceptMu.RUnlock()
 	defer p.inflight.Done()
 
-	frame, err := appendRecord(nil, &run)
+	req, err := build()
 	if err != nil {
 		return err
 	}
-	// From here on the run's wire bytes are the frame's: the caller may
-	// reuse its buffer once Accept returns.
-	run.Wire = frame[len(frame)-len(run.Wire):]
-	req := &writeReq{frame: frame, run: &run, done: make(chan error, 1)}
+	req.done = make(chan error, 1)
 	n := int64(len(req.frame) + frameHeaderLen)
 	p.mu.Lock()
 	if p.spoolBytes+p.reserved+n > p.spoolMax() {
@@ -255,15 +294,7 @@ func (p *Pipeline) Accept(ctx context.Context, run store.Run) error {
 	if err := <-req.done; err != nil {
 		return err
 	}
-	p.m.acceptedRuns.Inc()
-	p.m.acceptedSamples.Add(float64(sampleCount(&run)))
-	if p.Feed != nil {
-		select {
-		case p.live <- run:
-		default:
-			p.m.liveDropped.Inc()
-		}
-	}
+	done()
 	return nil
 }
 
@@ -324,8 +355,16 @@ func (p *Pipeline) Stats() Stats {
 }
 
 func sampleCount(run *store.Run) int {
-	if run.Report == nil {
+	if run == nil || run.Report == nil {
 		return 0
 	}
 	return len(run.Report.Samples)
+}
+
+// rowCount is the number of rows a queued record inserts.
+func rowCount(q queued) int {
+	if q.nel != nil {
+		return len(q.nel.Reports)
+	}
+	return sampleCount(q.run)
 }

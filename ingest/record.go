@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -72,4 +73,76 @@ func decodeRecord(b []byte) (store.Run, error) {
 	}
 	run.Report = rep
 	return run, nil
+}
+
+// A NEL record (recordNEL) is one accepted upload of Network Error Logging
+// reports: the uvarint kind, the receive time as a varint of Unix
+// nanoseconds, the batch id (16 bytes), the enrichment as length-prefixed
+// JSON, and the kept reports in nel.Encode's form — origins only, never
+// the URLs, referrers or user agents the browser sent. It shares the
+// spool, its group commit and its replay with runs; the first uvarint
+// tells the kinds apart, and every version of run record stays readable.
+const recordNEL = 3
+
+// appendNELRecord appends the record form of b to buf.
+func appendNELRecord(buf []byte, b *store.NELBatch) ([]byte, error) {
+	if len(b.Reports) == 0 {
+		return buf, errNoReports
+	}
+	enr, err := json.Marshal(&b.Enrichment)
+	if err != nil {
+		return buf, fmt.Errorf("encoding spool record: %w", err)
+	}
+	reports, err := nel.Encode(b.Reports)
+	if err != nil {
+		return buf, fmt.Errorf("encoding spool record: %w", err)
+	}
+	buf = binary.AppendUvarint(buf, recordNEL)
+	buf = binary.AppendVarint(buf, b.Received.UnixNano())
+	buf = append(buf, b.ID[:]...)
+	buf = binary.AppendUvarint(buf, uint64(len(enr)))
+	buf = append(buf, enr...)
+	return append(buf, reports...), nil
+}
+
+var errNoReports = errors.New("NEL batch has no reports to spool")
+
+// isNELRecord reports whether a spool record holds a NEL batch.
+func isNELRecord(b []byte) bool {
+	v, n := binary.Uvarint(b)
+	return n > 0 && v == recordNEL
+}
+
+// decodeNELRecord parses a NEL record.
+func decodeNELRecord(b []byte) (*store.NELBatch, error) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 || v != recordNEL {
+		return nil, fmt.Errorf("decoding NEL spool record: %w", errShortRecord)
+	}
+	b = b[n:]
+	ns, n := binary.Varint(b)
+	if n <= 0 || len(b)-n < 16 {
+		return nil, fmt.Errorf("decoding NEL spool record: %w", errShortRecord)
+	}
+	b = b[n:]
+	batch := &store.NELBatch{Received: time.Unix(0, ns).UTC()}
+	copy(batch.ID[:], b[:16])
+	b = b[16:]
+	size, n := binary.Uvarint(b)
+	if n <= 0 || size > uint64(len(b)-n) {
+		return nil, fmt.Errorf("decoding NEL spool record: %w", errShortRecord)
+	}
+	b = b[n:]
+	if err := json.Unmarshal(b[:size], &batch.Enrichment); err != nil {
+		return nil, fmt.Errorf("decoding NEL spool record enrichment: %w", err)
+	}
+	reports, err := nel.DecodeSpooled(b[size:])
+	if err != nil {
+		return nil, err
+	}
+	if len(reports) == 0 {
+		return nil, fmt.Errorf("decoding NEL spool record: %w", errNoReports)
+	}
+	batch.Reports = reports
+	return batch, nil
 }

@@ -37,6 +37,7 @@ func (a position) less(b position) bool {
 type writeReq struct {
 	frame []byte // record payload
 	run   *store.Run
+	nel   *store.NELBatch // instead of run, for a NEL record
 	done  chan error
 }
 
@@ -185,7 +186,7 @@ func (p *Pipeline) writeGroup(group []*writeReq) error {
 			continue
 		}
 		select {
-		case p.queue <- queued{run: r.run, pos: position{p.active.id, off}}:
+		case p.queue <- queued{run: r.run, nel: r.nel, pos: position{p.active.id, off}}:
 		default:
 			// Queue full: from this record on, the batcher reads the spool.
 			p.disk = true
@@ -390,6 +391,14 @@ func (p *Pipeline) readFrames(path string, id uint64, from, to int64) ([]queued,
 	}
 	runs := make([]queued, len(frames))
 	for i, f := range frames {
+		if isNELRecord(f.payload) {
+			b, err := decodeNELRecord(f.payload)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+			}
+			runs[i] = queued{nel: b, pos: position{id, f.end}}
+			continue
+		}
 		run, err := decodeRecord(f.payload)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errCorrupt, err)

@@ -150,6 +150,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(bw, "selection: %s; %s; %s; %s\n\n", r.Selection(), r.DesignText(), r.EstimateText(), r.CIText())
 	if len(r.Groups) == 0 {
 		fmt.Fprintln(bw, "no samples in this window")
+		r.writeNEL(bw) // NEL also hears from visitors whose page never ran the script
 		return bw.err
 	}
 	name := func(g *Group) string {
@@ -304,6 +305,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(excl) > 0 {
 		fmt.Fprintf(bw, "\nRuns left out of the headline, by reason (a run under each of its reasons)\n  %s\n", strings.Join(excl, "\n  "))
 	}
+	r.writeNEL(bw)
 	if small || insufficient {
 		fmt.Fprintln(bw)
 	}
@@ -315,6 +317,47 @@ func (r *Report) WriteTable(w io.Writer) error {
 			insufficientMark, sufficiencyText())
 	}
 	return bw.err
+}
+
+// writeNEL writes the Network Error Logging section (complete reports).
+func (r *Report) writeNEL(w io.Writer) {
+	n := r.NEL
+	if n == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nNetwork Error Logging: failed requests to the origins that browsers reported, by %s, type and protocol (all sites; estimated requests = reports / sampling fraction)\n", n.By)
+	if len(n.Failures) == 0 {
+		fmt.Fprintln(w, "  no NEL failure reports in this window")
+	} else {
+		tw := &table{left: 4}
+		fmt.Fprintln(tw, "group\ttype\tphase\tproto\treports\testimated\t")
+		for _, f := range n.Failures {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t\n", f.Group, f.Type, f.Phase, f.Proto, f.Reports, strconv.FormatFloat(f.Estimated, 'f', -1, 64))
+		}
+		tw.flush(w)
+	}
+	if len(n.Protocols) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nNEL by protocol: failure share (where success sampling is on) and elapsed time of successful /probe requests, beside the beacon's duration (ms)")
+	tw := &table{left: 1}
+	fmt.Fprintln(tw, "proto\tok reports\tfailed (est.)\tfailure share\tNEL probe ok\tNEL p50\tNEL p90\tbeacon samples\tbeacon p50\tbeacon p90\t")
+	dash := func(ps []Percentile, p float64) string {
+		if len(ps) == 0 {
+			return "-"
+		}
+		return ms(pctl(ps, p))
+	}
+	for _, p := range n.Protocols {
+		fs := "-"
+		if p.FailureShare != nil {
+			fs = share(*p.FailureShare)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t\n", p.Proto, p.OKReports,
+			strconv.FormatFloat(p.FailedEstimated, 'f', -1, 64), fs, p.ProbeOKReports,
+			dash(p.Elapsed, 50), dash(p.Elapsed, 90), p.BeaconSamples, dash(p.Beacon, 50), dash(p.Beacon, 90))
+	}
+	tw.flush(w)
 }
 
 // diffRows writes a row of differences, labelled title, picked from diffs

@@ -46,6 +46,9 @@ type Report struct {
 	CI                CIMethod `json:"ci"`
 	Groups            []Group  `json:"groups"`
 	Timeline          []Hour   `json:"timeline"`
+	// NEL is what browsers' Network Error Logging reported about the two
+	// origins (complete report; null in an estimate).
+	NEL *NEL `json:"nel"`
 	// Stages is how long each step of Run took (not part of the JSON).
 	Stages []Stage `json:"-"`
 
@@ -251,4 +254,51 @@ type Hour struct {
 	H3            int       `json:"h3"`
 	WantedH3GotH2 int       `json:"wanted_h3_got_h2"`
 	Other         int       `json:"other"`
+}
+
+// NEL is the report's Network Error Logging section: failed requests to
+// the two origins that browsers reported out of band (including visitors
+// whose page never ran the script), by group, NEL type and protocol, and
+// per protocol the sampled successful requests with the elapsed time NEL
+// measured beside the beacon's request duration. Every count of requests
+// is estimated: a report sent under sampling fraction f stands for 1/f
+// requests. It covers every site.
+type NEL struct {
+	// By is the grouping of Failures: the report's, or continent when
+	// nel_reports cannot be grouped that way (connection, collector).
+	By        string        `json:"by"`
+	Failures  []NELFailure  `json:"failures"`
+	Protocols []NELProtocol `json:"protocols"`
+}
+
+// NELFailure is one kind of failure in one group.
+type NELFailure struct {
+	Group string `json:"group"`
+	Type  string `json:"type"`  // NEL type: tcp.refused, quic.protocol, http.error, …
+	Phase string `json:"phase"` // dns, connection or application
+	Proto string `json:"proto"` // h1, h2, h3 or unknown (no protocol yet)
+	// Reports is how many reports were stored; Estimated, how many failed
+	// requests they stand for (sum of 1 / sampling fraction).
+	Reports   int     `json:"reports"`
+	Estimated float64 `json:"estimated_requests"`
+}
+
+// NELProtocol is what NEL says about one protocol.
+type NELProtocol struct {
+	Proto           string  `json:"proto"`
+	OKReports       int     `json:"ok_reports"`
+	OKEstimated     float64 `json:"ok_estimated_requests"`
+	FailedEstimated float64 `json:"failed_estimated_requests"`
+	// FailureShare is FailedEstimated / (FailedEstimated + OKEstimated),
+	// null when no successful request was reported (success sampling off).
+	FailureShare *float64 `json:"failure_share"`
+	// ProbeOKReports are the successful /probe requests reported, whose
+	// NEL elapsed_time gives Elapsed (empty when there are none).
+	ProbeOKReports int          `json:"probe_ok_reports"`
+	Elapsed        []Percentile `json:"elapsed_percentiles"`
+	// BeaconSamples and Beacon are the beacon's successful probe requests
+	// of this protocol in the window (warm-ups included, every site) and
+	// their durations: the script's view beside the browser's.
+	BeaconSamples int          `json:"beacon_samples"`
+	Beacon        []Percentile `json:"beacon_percentiles"`
 }

@@ -134,6 +134,7 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 		{"excluded", func() error { return excluded(ctx, conn, o, w, groups) }},
 		{"itt", func() error { return itt(ctx, conn, o, w, groups) }},
 		{"handshakes", func() error { return handshakes(ctx, conn, o, w, groups) }},
+		{"nel", func() error { return nelSection(ctx, conn, o, w, rep) }},
 	} {
 		start := time.Now()
 		if err := sec.run(); err != nil {

@@ -244,6 +244,10 @@ type Server struct {
 	// collector receives the report. Optional.
 	CollectorID string
 
+	// NEL is the Network Error Logging policy both origins send (see NEL).
+	// The zero value sends none.
+	NEL NEL
+
 	// NoProbe turns /probe off (it goes to Handler like any other path):
 	// for a process that only takes reports while probes are served
 	// elsewhere.
@@ -366,6 +370,7 @@ func (s *Server) Validate() error {
 	if s.H3Host != "" && strings.EqualFold(s.H3Host, s.H2Host) {
 		add("h3 host and h2 host are both %q; the two origins need different host names", s.H3Host)
 	}
+	errs = append(errs, s.NEL.validate()...)
 	if s.AltSvcPort < 0 || s.AltSvcPort > 65535 {
 		add("alt-svc port %d: want 1-65535, or 0 for the port the H3 origin listens on", s.AltSvcPort)
 	}

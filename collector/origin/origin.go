@@ -20,6 +20,7 @@ type testOrigin struct {
 	label     string // originH3 or originH2
 	otherHost string // requests for this host get 421; "" when hosts are not configured
 	altSvc    []string
+	nel       *nelHeaders // nil: no NEL policy (see NEL)
 
 	openTCP, openQUIC prometheus.Gauge
 }
@@ -70,6 +71,11 @@ func (o *testOrigin) admit(w http.ResponseWriter, r *http.Request, pi int) (ci *
 		// Alt-Svc is a property of the origin, so every TCP response carries
 		// it (the H2 origin's "clear" included), whatever the path.
 		w.Header()["Alt-Svc"] = o.altSvc
+	}
+	if o.nel != nil && creq <= 1 {
+		// The policy is the origin's too, but a browser keeps it for
+		// NEL.MaxAge: the first response on each connection renews it.
+		o.nel.set(w.Header())
 	}
 	if EarlyData(r) {
 		o.srv.metrics.early.WithLabelValues(o.label, protoLabels[pi]).Inc()

@@ -139,6 +139,7 @@ func (s *Server) start(ctx context.Context) error {
 		altSvcPort = int(s.h3Socks.addrPort().Port())
 	}
 	s.h3Origin.altSvc = []string{fmt.Sprintf(`h3=":%d"; ma=%d`, altSvcPort, int64(s.altSvcMaxAge()/time.Second))}
+	s.setNEL()
 
 	tcpProtos := []string{"h2", "http/1.1"}
 	if acme {

@@ -17,10 +17,12 @@ var (
 	dropSamplesPartitionSQL string
 	//go:embed sql/drop_samples_rollup_partition.sql
 	dropRollupPartitionSQL string
+	//go:embed sql/drop_nel_partition.sql
+	dropNELPartitionSQL string
 )
 
-// DropExpired drops the month partitions of samples and samples_rollup
-// that lie entirely before now − retention, and returns them as
+// DropExpired drops the month partitions of samples, samples_rollup and
+// nel_reports that lie entirely before now − retention, and returns them as
 // "table/YYYYMM". A retention of zero or less drops nothing. Dropping whole
 // partitions is the retention mechanism both ClickHouse 18.16 (no TTL) and
 // current versions support.
@@ -62,8 +64,11 @@ func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration,
 	var dropped []string
 	for _, pt := range expired {
 		q := dropSamplesPartitionSQL
-		if pt.table == "samples_rollup" {
+		switch pt.table {
+		case "samples_rollup":
 			q = dropRollupPartitionSQL
+		case "nel_reports":
+			q = dropNELPartitionSQL
 		}
 		if err := conn.Exec(ctx, q, pt.month); err != nil {
 			return dropped, fmt.Errorf("dropping partition %d of %s: %w", pt.month, pt.table, err)

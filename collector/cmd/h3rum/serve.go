@@ -34,6 +34,14 @@ type serveConfig struct {
 
 	altSvcMaxAge int // seconds
 
+	// Network Error Logging (see origin.NEL)
+	nelMaxAge          int // seconds; 0: no NEL headers
+	nelSuccessFraction float64
+	nelFailureFraction float64
+	nelSubdomains      bool
+	nelEndpoint        string
+	nelHosts           listFlag
+
 	// ingest
 	sites          listFlag
 	trustedProxies prefixFlag
@@ -76,6 +84,12 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.H2Host, "h2-host", "", "H2 origin host name, e.g. h2.rumtest.example.com (requests for the H3 host get 421)")
 	fs.IntVar(&s.AltSvcPort, "alt-svc-port", 0, "UDP port advertised in Alt-Svc (default: the --addr port; set it behind a load balancer)")
 	fs.IntVar(&c.altSvcMaxAge, "alt-svc-max-age", 86400, "Alt-Svc ma= in seconds")
+	fs.IntVar(&c.nelMaxAge, "nel-max-age", 86400, "max_age in seconds of the Network Error Logging policy both origins send (0: send no NEL headers)")
+	fs.Float64Var(&c.nelSuccessFraction, "nel-success-fraction", 0.01, "share of successful requests to the origins that browsers report through NEL (0 to 1)")
+	fs.Float64Var(&c.nelFailureFraction, "nel-failure-fraction", 1, "share of failed requests to the origins that browsers report through NEL (0 to 1)")
+	fs.BoolVar(&c.nelSubdomains, "nel-include-subdomains", false, "extend the NEL policy to subdomains of the origins' hosts (browsers then report their DNS failures)")
+	fs.StringVar(&c.nelEndpoint, "nel-endpoint", "", "https URL browsers upload NEL reports to (default: each origin reports to the other origin's /reports; with --role probe, --ingest-url's /reports)")
+	fs.Var(&c.nelHosts, "nel-hosts", "comma-separated host names NEL reports may be about; reports about other hosts are dropped (default: --h3-host and --h2-host; neither set: any)")
 	fs.StringVar(&s.CertFile, "tls-cert", "", "H3 origin certificate chain (PEM); reloaded when it changes")
 	fs.StringVar(&s.KeyFile, "tls-key", "", "H3 origin private key (PEM)")
 	fs.StringVar(&s.H2CertFile, "h2-tls-cert", "", "H2 origin certificate chain (PEM); default: --tls-cert")
@@ -187,6 +201,10 @@ func (c *serveConfig) validate() error {
 		}
 	}
 	c.srv.AltSvcMaxAge = time.Duration(c.altSvcMaxAge) * time.Second
+	if c.nelMaxAge < 0 {
+		errs = append(errs, errors.New("--nel-max-age must not be negative"))
+	}
+	c.srv.NEL = c.nel()
 	c.srv.TrustedProxies = c.trustedProxies
 	c.srv.DataDir = c.store.dataDir
 	if err := c.srv.Validate(); err != nil {
@@ -196,6 +214,40 @@ func (c *serveConfig) validate() error {
 		return usageError{err.Error()}
 	}
 	return nil
+}
+
+// nel is the origins' NEL policy: none for an ingest-only process (it has
+// no probe) or a probe-only one with nowhere to send reports.
+func (c *serveConfig) nel() origin.NEL {
+	n := origin.NEL{MaxAge: time.Duration(max(c.nelMaxAge, 0)) * time.Second, SuccessFraction: c.nelSuccessFraction,
+		FailureFraction: c.nelFailureFraction, IncludeSubdomains: c.nelSubdomains, Endpoint: c.nelEndpoint}
+	switch {
+	case c.role == roleIngest:
+		return origin.NEL{}
+	case c.role == roleProbe && n.Endpoint == "":
+		// Browsers upload only to https endpoints; a bad --ingest-url is
+		// reported by validate on its own.
+		u, err := url.Parse(c.ingestURL)
+		if c.ingestURL == "" || err != nil || u.Scheme != "https" || u.Host == "" {
+			return origin.NEL{}
+		}
+		n.Endpoint = strings.TrimSuffix(c.ingestURL, "/") + "/reports"
+	}
+	return n
+}
+
+// nelReportHosts are the hosts /reports keeps reports about.
+func (c *serveConfig) nelReportHosts() []string {
+	if len(c.nelHosts) > 0 {
+		return c.nelHosts
+	}
+	var hosts []string
+	for _, h := range []string{c.srv.H3Host, c.srv.H2Host} {
+		if h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
 }
 
 // openReports reports whether the report endpoints may answer local
@@ -250,6 +302,7 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 	if c.role == roleProbe {
 		mux.HandleFunc("/beacon", notHere)
 		mux.HandleFunc("/ingest/ws", notHere)
+		mux.HandleFunc("/reports", notHere)
 	} else {
 		stop, health, err := c.startIngest(ctx, mux, geo, log, reg)
 		if err != nil {
@@ -411,7 +464,7 @@ func (c *serveConfig) demoOrigin(host, addr string) string {
 	return c.originURL(host, uint16(port))
 }
 
-// registerIngest adds the report endpoints (/beacon, /ingest/ws) and the
+// registerIngest adds the report endpoints (/beacon, /ingest/ws, /reports) and the
 // query endpoints (/api/report, /api/live, /dashboard) to mux.
 func (c *serveConfig) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) error {
 	clients := access.Clients{TrustedProxies: c.trustedProxies, Header: c.clientIPHeader}
@@ -433,6 +486,8 @@ func (c *serveConfig) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe 
 		AgentRateLimit: c.agentRateLimit,
 		Failures:       failures,
 		MaxConcurrency: c.concurrency,
+		NELSink:        pipe,
+		NELHosts:       c.nelReportHosts(),
 		Logger:         log,
 		Registerer:     reg,
 	}
@@ -441,6 +496,7 @@ func (c *serveConfig) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe 
 	}
 	mux.Handle("/beacon", ih)
 	mux.Handle("/ingest/ws", ih)
+	mux.Handle("/reports", ih)
 	qh := &queries.Handler{
 		Conn:          conn,
 		Token:         c.reportToken,

@@ -1,0 +1,1 @@
+ALTER TABLE nel_reports DROP PARTITION ?

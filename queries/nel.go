@@ -1,0 +1,161 @@
+package queries
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// The NEL section: what browsers' Network Error Logging reported about the
+// two origins (the nel_reports table), beside the beacon's own figures.
+// NEL reports are about the origins, not a site's pages, so the section
+// covers every site whatever the report's site filter.
+
+//go:embed sql/nel_*.sql
+var nelSQL embed.FS
+
+// nelGroupExpr maps the report's grouping to nel_reports' columns; a
+// grouping the table cannot answer (connection type, collector) falls back
+// to continent, and the section says so in its By.
+var nelGroupExpr = map[string]string{
+	"continent":   "if(continent = '', 'unknown', continent)",
+	"country":     "if(country = '', 'unknown', country)",
+	"subdivision": "if(subdivision = '', 'unknown', subdivision)",
+	"asn":         "if(asn = 0, 'unknown', concat('AS', toString(asn)))",
+	"browser":     "if(browser = '', 'unknown', browser)",
+	"none":        "'all'",
+}
+
+// nelLevels is the percentile list as quantile levels.
+var nelLevels = func() string {
+	var parts []string
+	for _, p := range percentiles {
+		parts = append(parts, strconv.FormatFloat(p/100, 'f', -1, 64))
+	}
+	return strings.Join(parts, ", ")
+}()
+
+// nelQuery returns an embedded NEL SQL file with the grouping and the
+// percentile levels filled in: fixed strings only.
+func nelQuery(name, by string) (string, error) {
+	b, err := nelSQL.ReadFile("sql/" + name)
+	if err != nil {
+		return "", fmt.Errorf("reading embedded %s: %w", name, err)
+	}
+	return strings.NewReplacer("/*GROUP*/", nelGroupExpr[by], "/*LEVELS*/", nelLevels).Replace(string(b)), nil
+}
+
+// nelRows runs an embedded NEL SQL file over the window and hands every
+// row to scan.
+func nelRows(ctx context.Context, conn driver.Conn, o *Options, w window, name, by, what string, scan func(driver.Rows) error) error {
+	q, err := nelQuery(name, by)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, q, w.since, w.until, b01(o.IncludeBots))
+	if err != nil {
+		return fmt.Errorf("querying %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("reading %s: %w", what, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", what, err)
+	}
+	return nil
+}
+
+// nelSection fills rep.NEL.
+func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep *Report) error {
+	by := o.By
+	if _, ok := nelGroupExpr[by]; !ok {
+		by = "continent"
+	}
+	n := &NEL{By: by, Failures: []NELFailure{}, Protocols: []NELProtocol{}}
+	err := nelRows(ctx, conn, o, w, "nel_failures.sql", by, "NEL failures", func(rows driver.Rows) error {
+		var (
+			f         NELFailure
+			reports   uint64
+			estimated float64
+		)
+		if err := rows.Scan(&f.Group, &f.Type, &f.Phase, &f.Proto, &reports, &estimated); err != nil {
+			return err
+		}
+		f.Reports, f.Estimated = int(reports), round3(estimated)
+		n.Failures = append(n.Failures, f)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// One entry per protocol that NEL or the beacon saw, in the order the
+	// queries return them (by name).
+	protos := map[string]*NELProtocol{}
+	var order []string
+	get := func(proto string) *NELProtocol {
+		p := protos[proto]
+		if p == nil {
+			p = &NELProtocol{Proto: proto, Elapsed: []Percentile{}, Beacon: []Percentile{}}
+			protos[proto] = p
+			order = append(order, proto)
+		}
+		return p
+	}
+	err = nelRows(ctx, conn, o, w, "nel_protocols.sql", by, "NEL by protocol", func(rows driver.Rows) error {
+		var (
+			proto            string
+			ok, probeOK      uint64
+			okEst, failedEst float64
+			q                []float32
+		)
+		if err := rows.Scan(&proto, &ok, &okEst, &failedEst, &probeOK, &q); err != nil {
+			return err
+		}
+		p := get(proto)
+		p.OKReports, p.OKEstimated, p.FailedEstimated, p.ProbeOKReports = int(ok), round3(okEst), round3(failedEst), int(probeOK)
+		if ok > 0 {
+			// Success sampling is on: the share of this protocol's
+			// requests that failed, both sides estimated from samples.
+			s := math.Round(failedEst/(failedEst+okEst)*1e6) / 1e6
+			p.FailureShare = &s
+		}
+		if probeOK > 0 {
+			p.Elapsed = levels(q)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = nelRows(ctx, conn, o, w, "nel_beacon.sql", by, "beacon durations beside NEL", func(rows driver.Rows) error {
+		var (
+			proto string
+			cnt   uint64
+			q     []float32
+		)
+		if err := rows.Scan(&proto, &cnt, &q); err != nil {
+			return err
+		}
+		p := get(proto)
+		p.BeaconSamples, p.Beacon = int(cnt), levels(q)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.Sort(order)
+	for _, proto := range order {
+		n.Protocols = append(n.Protocols, *protos[proto])
+	}
+	rep.NEL = n
+	return nil
+}

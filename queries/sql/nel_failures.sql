@@ -1,0 +1,18 @@
+-- NEL failures: Network Error Logging reports of failed requests to the two
+-- origins, by group, NEL type, phase and protocol, each report weighted by
+-- the inverse of the sampling fraction it was sent under: the estimated
+-- number of failed requests it stands for. Rows are stored once at ingest,
+-- so no FINAL. Parameters: since, until (unix seconds), include bots (0/1).
+SELECT
+    /*GROUP*/ AS grp,
+    type AS nel_type,
+    toString(phase) AS nel_phase,
+    toString(protocol) AS proto,
+    count() AS n_reports,
+    sum(1 / sampling_fraction) AS estimated
+FROM nel_reports
+WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+  AND type != 'ok'
+  AND (? = 1 OR bot = 0)
+GROUP BY grp, nel_type, nel_phase, proto
+ORDER BY estimated DESC, grp, nel_type, nel_phase, proto

@@ -1,0 +1,17 @@
+-- NEL by protocol: successful and failed requests estimated from the
+-- reports (each weighted by 1 / sampling fraction), and the elapsed time
+-- browsers reported for successful /probe requests — present only where
+-- success sampling is on. Parameters: since, until (unix seconds), include
+-- bots (0/1).
+SELECT
+    toString(protocol) AS proto,
+    countIf(type = 'ok') AS ok_reports,
+    sumIf(1 / sampling_fraction, type = 'ok') AS ok_estimated,
+    sumIf(1 / sampling_fraction, type != 'ok') AS failed_estimated,
+    countIf(type = 'ok' AND probe = 1) AS probe_ok,
+    quantilesTDigestIf(/*LEVELS*/)(elapsed_ms, type = 'ok' AND probe = 1) AS q
+FROM nel_reports
+WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+  AND (? = 1 OR bot = 0)
+GROUP BY proto
+ORDER BY proto
