@@ -70,6 +70,10 @@ type Pipeline struct {
 	// Retention is how long samples are kept: once a day, month partitions
 	// entirely older than this are dropped. 0 keeps everything.
 	Retention time.Duration
+	// Cluster, in cluster mode, is the ClickHouse cluster Conn's server
+	// belongs to: retention then drops partitions of the local tables on
+	// every server (store.DropExpiredOnCluster).
+	Cluster string
 	// InsertTimeout bounds one insert attempt. Default 30 s.
 	InsertTimeout time.Duration
 	// Ready, when set, holds back every insert until it is closed: the

@@ -19,7 +19,13 @@ func (p *Pipeline) retentionLoop() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(p.abort, 5*time.Minute)
-		dropped, err := store.DropExpired(ctx, p.Conn, p.Retention, time.Now())
+		var dropped []string
+		var err error
+		if p.Cluster != "" {
+			dropped, err = store.DropExpiredOnCluster(ctx, p.Conn, p.Cluster, p.Retention, time.Now())
+		} else {
+			dropped, err = store.DropExpired(ctx, p.Conn, p.Retention, time.Now())
+		}
 		p.m.droppedParts.Add(float64(len(dropped)))
 		cancel()
 		if err != nil {

@@ -34,7 +34,7 @@ var groupExpr = map[string]string{
 	"browser":     "if(browser = '', 'unknown', browser)",
 	"connection":  "if(ect = '', 'unknown', ect)",
 	"collector":   "if(collector = '', 'unknown', collector)",
-	"none":        "'all'",
+	"none":        "materialize('all')", // a column, not a constant: Distributed tables (cluster mode) refuse a constant grouping key
 }
 
 // query returns the embedded SQL file name with o's grouping, the

@@ -45,6 +45,10 @@ type Local struct {
 	StartTimeout time.Duration
 	// Logger receives start and stop events; nil discards them.
 	Logger *slog.Logger
+	// ExtraConfig is XML placed inside the server's configuration, e.g.
+	// the remote_servers, zookeeper, macros and interserver settings of a
+	// cluster member (storetest.StartCluster). Empty for a lone server.
+	ExtraConfig string
 
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -180,7 +184,7 @@ func (l *Local) Start(ctx context.Context) error {
 		return err
 	}
 	cfg := filepath.Join(dir, "config.xml")
-	if err := writeConfig(cfg, dir, l.Port, l.password); err != nil {
+	if err := writeConfig(cfg, dir, l.Port, l.password, l.ExtraConfig); err != nil {
 		return err
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
@@ -440,17 +444,19 @@ var configTemplate = template.Must(template.New("config").Parse(`<?xml version="
     </users>
     <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
     <quotas><default></default></quotas>
+{{.Extra}}
 </yandex>
 `))
 
-func writeConfig(path, dir string, port int, password string) error {
+func writeConfig(path, dir string, port int, password, extra string) error {
 	var b bytes.Buffer
 	sum := sha256.Sum256([]byte(password))
 	if err := configTemplate.Execute(&b, struct {
 		Dir          string
 		Port         int
 		PasswordHash string
-	}{dir, port, hex.EncodeToString(sum[:])}); err != nil {
+		Extra        string
+	}{dir, port, hex.EncodeToString(sum[:]), extra}); err != nil {
 		return fmt.Errorf("rendering local ClickHouse config: %w", err)
 	}
 	if err := writePrivate(path, b.String()); err != nil {

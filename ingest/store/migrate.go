@@ -43,8 +43,11 @@ func (m Migration) Statements() []string {
 }
 
 // Migrations returns the embedded migrations in version order.
-func Migrations() ([]Migration, error) {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+func Migrations() ([]Migration, error) { return readMigrations(migrations, "migrations") }
+
+// readMigrations returns the migrations in dir of fsys in version order.
+func readMigrations(fsys embed.FS, dir string) ([]Migration, error) {
+	names, err := fs.Glob(fsys, dir+"/*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("listing migrations: %w", err)
 	}
@@ -61,7 +64,7 @@ func Migrations() ([]Migration, error) {
 			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, base, v)
 		}
 		seen[v] = base
-		b, err := migrations.ReadFile(n)
+		b, err := fsys.ReadFile(n)
 		if err != nil {
 			return nil, fmt.Errorf("reading migration %s: %w", base, err)
 		}
@@ -75,12 +78,18 @@ func Migrations() ([]Migration, error) {
 // order, and records each one in schema_migrations. It returns the names
 // of the migrations it applied; running it again applies none.
 func Migrate(ctx context.Context, conn driver.Conn) ([]string, error) {
-	if err := conn.Exec(ctx, schemaMigrationsDDL); err != nil {
-		return nil, fmt.Errorf("creating schema_migrations: %w", err)
-	}
 	ms, err := Migrations()
 	if err != nil {
 		return nil, err
+	}
+	return apply(ctx, conn, schemaMigrationsDDL, ms)
+}
+
+// apply creates schema_migrations with ddl, then applies and records the
+// migrations of ms it does not hold yet.
+func apply(ctx context.Context, conn driver.Conn, ddl string, ms []Migration) ([]string, error) {
+	if err := conn.Exec(ctx, ddl); err != nil {
+		return nil, fmt.Errorf("creating schema_migrations: %w", err)
 	}
 	done := map[int]bool{}
 	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")

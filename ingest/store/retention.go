@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -19,6 +20,10 @@ var (
 	dropRollupPartitionSQL string
 	//go:embed sql/drop_nel_partition.sql
 	dropNELPartitionSQL string
+	//go:embed sql/cluster_retention_partitions.sql
+	clusterRetentionPartitionsSQL string
+	//go:embed sql/drop_partition_on_cluster.sql
+	dropPartitionOnClusterSQL string
 )
 
 // DropExpired drops the month partitions of samples, samples_rollup and
@@ -27,6 +32,45 @@ var (
 // partitions is the retention mechanism both ClickHouse 18.16 (no TTL) and
 // current versions support.
 func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration, now time.Time) ([]string, error) {
+	return dropExpired(ctx, conn, retention, now, retentionPartitionsSQL, nil, func(table string) string {
+		switch table {
+		case "samples_rollup":
+			return dropRollupPartitionSQL
+		case "nel_reports":
+			return dropNELPartitionSQL
+		}
+		return dropSamplesPartitionSQL
+	})
+}
+
+// DropExpiredOnCluster is DropExpired in cluster mode: the expired months
+// of the local tables, as one replica of every shard lists them, are
+// deleted on every server of cluster (by a mutation: see
+// sql/drop_partition_on_cluster.sql; the emptied parts then go).
+func DropExpiredOnCluster(ctx context.Context, conn driver.Conn, cluster string, retention time.Duration, now time.Time) ([]string, error) {
+	if err := CheckClusterName(cluster); err != nil {
+		return nil, err
+	}
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil {
+		return nil, fmt.Errorf("reading the current database: %w", err)
+	}
+	if !identifier.MatchString(db) {
+		return nil, fmt.Errorf("database %q: cluster mode wants letters, digits and _", db)
+	}
+	list := strings.ReplaceAll(clusterRetentionPartitionsSQL, "/*CLUSTER*/", cluster)
+	return dropExpired(ctx, conn, retention, now, list, []any{db}, func(table string) string {
+		col := "time"
+		if table == "samples_rollup_local" {
+			col = "hour"
+		}
+		return strings.NewReplacer("/*DATABASE*/", db, "/*TABLE*/", table, "/*TIME*/", col, "/*CLUSTER*/", cluster).Replace(dropPartitionOnClusterSQL)
+	})
+}
+
+// dropExpired lists partitions with list (table, partition rows) and drops
+// the expired ones with the statement drop returns for their table.
+func dropExpired(ctx context.Context, conn driver.Conn, retention time.Duration, now time.Time, list string, args []any, drop func(table string) string) ([]string, error) {
 	if retention <= 0 {
 		return nil, nil
 	}
@@ -34,7 +78,7 @@ func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration,
 	// A month partition is entirely expired when it ends before the
 	// cutoff, that is when it is before the cutoff's month.
 	keepFrom := uint32(cutoff.Year()*100 + int(cutoff.Month()))
-	rows, err := conn.Query(ctx, retentionPartitionsSQL)
+	rows, err := conn.Query(ctx, list, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing partitions for retention: %w", err)
 	}
@@ -63,14 +107,7 @@ func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration,
 	}
 	var dropped []string
 	for _, pt := range expired {
-		q := dropSamplesPartitionSQL
-		switch pt.table {
-		case "samples_rollup":
-			q = dropRollupPartitionSQL
-		case "nel_reports":
-			q = dropNELPartitionSQL
-		}
-		if err := conn.Exec(ctx, q, pt.month); err != nil {
+		if err := conn.Exec(ctx, drop(pt.table), pt.month); err != nil {
 			return dropped, fmt.Errorf("dropping partition %d of %s: %w", pt.month, pt.table, err)
 		}
 		dropped = append(dropped, fmt.Sprintf("%s/%d", pt.table, pt.month))

@@ -20,7 +20,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeStore()
-	applied, err := migrateConn(ctx, conn)
+	applied, err := st.migrate(ctx, conn)
 	if err != nil {
 		return err
 	}

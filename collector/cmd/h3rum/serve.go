@@ -153,6 +153,9 @@ func (c *serveConfig) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--role %q: want all, probe or ingest", c.role))
 	}
+	if err := c.store.check(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.altSvcMaxAge <= 0 {
 		errs = append(errs, errors.New("--alt-svc-max-age must be positive"))
 	}
@@ -360,7 +363,7 @@ func (c *serveConfig) startIngest(ctx context.Context, mux *http.ServeMux, geo *
 	// accepted into the spool only.
 	ready := make(chan struct{})
 	if c.store.local != nil {
-		applied, err := migrateConn(ctx, conn)
+		applied, err := c.store.migrate(ctx, conn)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -394,6 +397,7 @@ func (c *serveConfig) startIngest(ctx context.Context, mux *http.ServeMux, geo *
 		FlushInterval: c.flushInterval,
 		SpoolMaxBytes: c.spoolMaxBytes,
 		Retention:     time.Duration(c.retentionDays) * 24 * time.Hour,
+		Cluster:       c.store.cluster,
 		Ready:         ready,
 		Logger:        log,
 		Registerer:    reg,

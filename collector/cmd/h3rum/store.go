@@ -18,6 +18,7 @@ import (
 type storeFlags struct {
 	clickhouse string
 	dataDir    string
+	cluster    string
 
 	local *store.Local // set by open when it starts the managed server
 }
@@ -25,6 +26,46 @@ type storeFlags struct {
 func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.clickhouse, "clickhouse", "local", `ClickHouse DSN (clickhouse://user:pass@host:9000/db), or "local": the server h3rum serve runs under --data-dir`)
 	fs.StringVar(&s.dataDir, "data-dir", "./var", "directory for h3rum's state: certificates, spool, local ClickHouse")
+	fs.StringVar(&s.cluster, "cluster", "", "cluster mode: the ClickHouse cluster (a remote_servers name) that --clickhouse's server belongs to; tables are replicated per shard behind Distributed tables (see deploy/README.md)")
+}
+
+// check validates the flags as a whole.
+func (s *storeFlags) check() error {
+	if s.cluster == "" {
+		return nil
+	}
+	if s.clickhouse == "local" {
+		return usagef("--cluster %s: needs --clickhouse with a DSN of one of the cluster's servers, not the managed local server", s.cluster)
+	}
+	if err := store.CheckClusterName(s.cluster); err != nil {
+		return usagef("--cluster: %v", err)
+	}
+	return nil
+}
+
+// dsn is --clickhouse with cluster mode's insert settings when --cluster
+// is set.
+func (s *storeFlags) dsn() (string, error) {
+	if s.cluster == "" {
+		return s.clickhouse, nil
+	}
+	return store.ClusterDSN(s.clickhouse)
+}
+
+// migrate brings the schema up to date: the single-server migrations, or
+// in cluster mode the cluster's.
+func (s *storeFlags) migrate(ctx context.Context, conn driver.Conn) ([]string, error) {
+	var applied []string
+	var err error
+	if s.cluster != "" {
+		applied, err = store.MigrateCluster(ctx, conn, s.cluster)
+	} else {
+		applied, err = store.Migrate(ctx, conn)
+	}
+	if err != nil {
+		return applied, fmt.Errorf("migrating the schema: %w", err)
+	}
+	return applied, nil
 }
 
 // open connects to the chosen server. With "local" and start set, it starts
@@ -32,7 +73,13 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 // connects to the one a running serve recorded (migrate, report). The
 // returned func releases both. s.local is the managed server, if any.
 func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (driver.Conn, func(), error) {
-	dsn := s.clickhouse
+	if err := s.check(); err != nil {
+		return nil, nil, err
+	}
+	dsn, err := s.dsn()
+	if err != nil {
+		return nil, nil, err
+	}
 	var local *store.Local
 	if dsn == "local" {
 		dir := filepath.Join(s.dataDir, "clickhouse")
@@ -62,7 +109,6 @@ func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (dr
 		}
 	}
 	var conn driver.Conn
-	var err error
 	if start && local == nil {
 		// serve with a DSN starts whether or not the server answers yet:
 		// the probe does not need it, and reports are spooled until it
@@ -86,12 +132,16 @@ func (s *storeFlags) prepare(ctx context.Context, log *slog.Logger, ready chan<-
 	var lastLog time.Time
 	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 30*time.Second) {
 		err := func() error {
-			conn, err := store.Open(ctx, s.clickhouse)
+			dsn, err := s.dsn()
+			if err != nil {
+				return err
+			}
+			conn, err := store.Open(ctx, dsn)
 			if err != nil {
 				return err
 			}
 			defer conn.Close()
-			applied, err := migrateConn(ctx, conn)
+			applied, err := s.migrate(ctx, conn)
 			if len(applied) > 0 {
 				log.Info("schema migrated", "applied", applied)
 			}
@@ -114,12 +164,4 @@ func (s *storeFlags) prepare(ctx context.Context, log *slog.Logger, ready chan<-
 		case <-time.After(wait):
 		}
 	}
-}
-
-func migrateConn(ctx context.Context, conn driver.Conn) ([]string, error) {
-	applied, err := store.Migrate(ctx, conn)
-	if err != nil {
-		return applied, fmt.Errorf("migrating the schema: %w", err)
-	}
-	return applied, nil
 }

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries"
+)
+
+// TestClusterFleet runs what a fleet looks like on one machine: a real
+// 2 × 2 ClickHouse cluster with ZooKeeper, `h3rum migrate --cluster`, and
+// two collectors writing into it through servers of different shards. One
+// replica is stopped in the middle of the load and started again: every
+// acknowledged report is stored once, on every server's view of the
+// cluster. The report through the Distributed tables equals the report
+// over the same rows copied to a single server.
+func TestClusterFleet(t *testing.T) {
+	c := storetest.StartCluster(t)
+	name := storetest.ClusterName
+	dsn := func(i int) string { return c.Servers[i].DSNFor("fleet") }
+
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"migrate", "--clickhouse", dsn(0), "--cluster", name}, &out, &out); err != nil {
+		t.Fatalf("migrate --cluster: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "cluster/0001_samples_local.sql") {
+		t.Errorf("migrate --cluster printed %q", out.String())
+	}
+	if err := run(context.Background(), []string{"migrate", "--cluster", name}, &out, &out); err == nil || !strings.Contains(err.Error(), "--clickhouse") {
+		t.Errorf("--cluster with the managed local server: %v, want a usage error naming --clickhouse", err)
+	}
+
+	pops := []*testServe{
+		startServe(t, "--clickhouse", dsn(0), "--cluster", name, "--collector-id", "pop1"),
+		startServe(t, "--clickhouse", dsn(3), "--cluster", name, "--collector-id", "pop2"),
+	}
+	client := insecureClient()
+	const total = 120
+	var (
+		mu    sync.Mutex
+		acked []string
+		sent  atomic.Int64
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	send := func(n int) {
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for sent.Add(1) <= int64(n) {
+					id, body := syntheticReport("fleet")
+					code, err := postBeacon(ctx, client, pops[w%2].h3, body)
+					if err == nil && code == http.StatusNoContent {
+						mu.Lock()
+						acked = append(acked, id)
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	send(total / 2)
+	// One replica of shard 1 goes down mid-load; the load goes on.
+	down := c.Servers[1]
+	if err := down.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	send(total)
+	if err := down.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(acked) < total*9/10 {
+		t.Fatalf("only %d of %d reports acknowledged", len(acked), total)
+	}
+
+	conns := make([]driver.Conn, len(c.Servers))
+	for i := range c.Servers {
+		conn, err := store.Open(ctx, dsn(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conns[i] = conn
+	}
+	// Every acknowledged run, once, seen from every server once the
+	// restarted replica has caught up.
+	ids := make([]string, len(acked))
+	for i, id := range acked {
+		ids[i] = uuidString(id)
+	}
+	for i, conn := range conns {
+		waitFor(t, 90*time.Second, fmt.Sprintf("server %d to see every acknowledged run", i+1), func() (bool, error) {
+			var runs, rows, inAcked uint64
+			err := conn.QueryRow(ctx, "SELECT uniqExact(run_id), count(), countIf(has(?, toString(run_id))) FROM samples WHERE site = 'fleet'", ids).Scan(&runs, &rows, &inAcked)
+			return runs == uint64(len(ids)) && rows == 13*runs && inAcked == rows, err
+		})
+	}
+	for s := range 2 {
+		waitFor(t, 90*time.Second, fmt.Sprintf("shard %d's replicas to agree", s+1), func() (bool, error) {
+			var a, b uint64
+			if err := conns[2*s].QueryRow(ctx, "SELECT count() FROM samples_local").Scan(&a); err != nil {
+				return false, err
+			}
+			err := conns[2*s+1].QueryRow(ctx, "SELECT count() FROM samples_local").Scan(&b)
+			return a == b && a > 0, err
+		})
+	}
+
+	// The same rows on one server give the same report.
+	single := storetest.DB(t)
+	var db string
+	if err := single.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(c.Servers[0].Dir, store.PasswordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := strings.TrimSpace(string(b))
+	copySQL := fmt.Sprintf("INSERT INTO samples SELECT * FROM remote('127.0.0.1:%d', fleet, samples, 'default', '%s')", c.Servers[0].Port, pw)
+	if err := single.Exec(ctx, copySQL); err != nil {
+		t.Fatalf("copying the cluster's rows to a single server: %v", err)
+	}
+	now := time.Now().UTC()
+	for _, src := range []queries.Source{queries.SourceRaw, queries.SourceRollup} {
+		for _, by := range []string{"none", "continent", "collector"} {
+			if by == "collector" && src == queries.SourceRollup {
+				continue // the rollup is not keyed by collector
+			}
+			o := queries.Options{Since: now.Add(-time.Hour), Until: now.Add(time.Hour), By: by, Source: src, MinRuns: 1, Replicates: 200, Seed: 7}
+			a, err := queries.Run(ctx, conns[2], o)
+			if err != nil {
+				t.Fatalf("%s by %s on the cluster: %v", src, by, err)
+			}
+			b, err := queries.Run(ctx, single, o)
+			if err != nil {
+				t.Fatalf("%s by %s on one server: %v", src, by, err)
+			}
+			ja, _ := json.Marshal(a.Groups)
+			jb, _ := json.Marshal(b.Groups)
+			// The rollup counts runs with HyperLogLog (REPORT.md): ±5 %.
+			if len(a.Groups) == 0 || (src == queries.SourceRaw && a.Groups[0].Runs != len(acked)) ||
+				math.Abs(float64(a.Groups[0].Runs-len(acked))) > 0.05*float64(len(acked)) {
+				t.Fatalf("%s by %s: the cluster's report has %+v, want the %d acknowledged runs", src, by, a.Groups, len(acked))
+			}
+			if !bytes.Equal(ja, jb) {
+				t.Errorf("%s by %s: the cluster's report differs from one server's over the same rows:\ncluster %s\n single %s", src, by, ja, jb)
+			}
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Cluster mode: the same tables, spread over a ClickHouse cluster. Every
+// server holds samples_local and samples_rollup_local, replicated within
+// its shard (ReplicatedMergeTree through ZooKeeper or ClickHouse Keeper),
+// and the Distributed tables samples and samples_rollup over them — the
+// names the single-server schema uses, so ingest and the reports run
+// unchanged against any server of the cluster.
+
+//go:embed cluster/*.sql
+var clusterMigrations embed.FS
+
+//go:embed sql/cluster_schema_migrations.sql
+var clusterSchemaMigrationsDDL string
+
+// identifier is what h3rum accepts as a cluster or database name in DDL.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// ClusterMigrations returns cluster mode's migrations in version order,
+// with the placeholders /*CLUSTER*/ and /*DATABASE*/ unfilled.
+func ClusterMigrations() ([]Migration, error) { return readMigrations(clusterMigrations, "cluster") }
+
+// CheckClusterName reports whether name can be a cluster name here.
+func CheckClusterName(name string) error {
+	if !identifier.MatchString(name) {
+		return fmt.Errorf("cluster name %q: want letters, digits and _ (as in the servers' remote_servers)", name)
+	}
+	return nil
+}
+
+// MigrateCluster creates or updates the schema on the cluster named
+// cluster (a remote_servers entry of the servers' configuration) through
+// conn, one of its servers: the database on every server, then the
+// cluster migrations with ON CLUSTER DDL, recorded in a schema_migrations
+// table every server holds. It returns the migrations it applied. A server
+// that is down makes ON CLUSTER wait (distributed_ddl_task_timeout,
+// 180 s by default) and fail; run it again once the server is back.
+func MigrateCluster(ctx context.Context, conn driver.Conn, cluster string) ([]string, error) {
+	if err := CheckClusterName(cluster); err != nil {
+		return nil, err
+	}
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil {
+		return nil, fmt.Errorf("reading the current database: %w", err)
+	}
+	if !identifier.MatchString(db) {
+		return nil, fmt.Errorf("database %q: cluster mode wants letters, digits and _", db)
+	}
+	if err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %s ON CLUSTER %s", db, cluster)); err != nil {
+		return nil, fmt.Errorf("creating database %s on cluster %s: %w", db, cluster, err)
+	}
+	ms, err := ClusterMigrations()
+	if err != nil {
+		return nil, err
+	}
+	fill := strings.NewReplacer("/*CLUSTER*/", cluster, "/*DATABASE*/", db)
+	for i := range ms {
+		ms[i].SQL = fill.Replace(ms[i].SQL)
+		ms[i].Name = "cluster/" + ms[i].Name
+	}
+	applied, err := apply(ctx, conn, fill.Replace(clusterSchemaMigrationsDDL), ms)
+	if err != nil {
+		return applied, fmt.Errorf("on cluster %s: %w", cluster, err)
+	}
+	return applied, nil
+}
+
+// ClusterDSN returns dsn with the settings cluster mode writes with:
+// insert_distributed_sync=1, so that an insert into the Distributed table
+// returns once every shard has stored its rows — the spool drops reports
+// only then. Settings already in dsn are kept (add insert_quorum=2 there
+// to wait for two replicas of each shard as well).
+func ClusterDSN(dsn string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("parsing ClickHouse DSN: %w", err)
+	}
+	q := u.Query()
+	if q.Get("insert_distributed_sync") == "" {
+		q.Set("insert_distributed_sync", "1")
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}

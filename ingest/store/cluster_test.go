@@ -1,0 +1,183 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
+)
+
+// columnsOf returns table's columns as "name type default" lines.
+func columnsOf(t *testing.T, conn driver.Conn, table string) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(),
+		"SELECT name, type, default_kind, default_expression FROM system.columns WHERE database = currentDatabase() AND table = ? ORDER BY name", table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n, ty, k, e string
+		if err := rows.Scan(&n, &ty, &k, &e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s %s", n, ty, k, e))
+	}
+	return out
+}
+
+func engineOf(t *testing.T, conn driver.Conn, table string) (engine, sortingKey string) {
+	t.Helper()
+	if err := conn.QueryRow(context.Background(), "SELECT engine, sorting_key FROM system.tables WHERE database = currentDatabase() AND name = ?", table).Scan(&engine, &sortingKey); err != nil {
+		t.Fatalf("%s: %v", table, err)
+	}
+	return engine, sortingKey
+}
+
+// TestCluster migrates a real 2 × 2 cluster, checks that its tables are
+// the single-server schema spread over the cluster, and writes through the
+// Distributed table: every server counts the rows, replicas agree, the
+// rollup follows, and a replayed batch is left out as on one server.
+func TestCluster(t *testing.T) {
+	c := storetest.StartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conns := make([]driver.Conn, len(c.Servers))
+	for i := range c.Servers {
+		conn, err := store.Open(ctx, c.DSN(t, i, "h3rum"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conns[i] = conn
+	}
+	if _, err := store.MigrateCluster(ctx, conns[0], "not a name"); err == nil {
+		t.Error("a cluster name with spaces was accepted")
+	}
+	applied, err := store.MigrateCluster(ctx, conns[0], storetest.ClusterName)
+	ms, _ := store.ClusterMigrations()
+	if err != nil || len(applied) != len(ms) {
+		t.Fatalf("migrating the cluster applied %v, %v; want all %d", applied, err, len(ms))
+	}
+	// Any server knows the cluster's migrations.
+	if again, err := store.MigrateCluster(ctx, conns[3], storetest.ClusterName); err != nil || len(again) != 0 {
+		t.Fatalf("migrating again from another shard applied %v, %v", again, err)
+	}
+
+	// The schema is the single server's, spread over the cluster.
+	single := storetest.DB(t)
+	for _, tc := range []struct{ local, dist string }{{"samples_local", "samples"}, {"samples_rollup_local", "samples_rollup"}, {"nel_reports_local", "nel_reports"}} {
+		want := columnsOf(t, single, tc.dist)
+		for i, conn := range conns {
+			for _, table := range []string{tc.local, tc.dist} {
+				if got := columnsOf(t, conn, table); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("server %d %s columns differ from the single server's %s:\n got %v\nwant %v", i+1, table, tc.dist, got, want)
+				}
+			}
+		}
+		_, wantKey := engineOf(t, single, tc.dist)
+		if engine, key := engineOf(t, conns[2], tc.local); key != wantKey || engine[:10] != "Replicated" {
+			t.Errorf("%s: engine %s, key %q; want Replicated…, %q", tc.local, engine, key, wantKey)
+		}
+		if engine, _ := engineOf(t, conns[1], tc.dist); engine != "Distributed" {
+			t.Errorf("%s: engine %s, want Distributed", tc.dist, engine)
+		}
+	}
+
+	// Writes through the Distributed table from one server.
+	var b store.Batch
+	var runs []*store.Run
+	for range 40 {
+		r := storetest.Run(t, "cluster")
+		runs = append(runs, &r)
+		b.Add(&r)
+	}
+	if err := b.Insert(ctx, conns[0]); err != nil {
+		t.Fatal(err)
+	}
+	count := func(conn driver.Conn, q string) uint64 {
+		t.Helper()
+		var n uint64
+		if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	rows := uint64(b.Rows())
+	// Both shards hold runs, and the replicas of a shard the same rows
+	// (replication is asynchronous: wait for it).
+	var shard [2]uint64
+	for s := range 2 {
+		shard[s] = count(conns[2*s], "SELECT count() FROM samples_local")
+		for _, table := range []string{"samples_local", "samples_rollup_local"} {
+			q := "SELECT count() FROM " + table
+			want := count(conns[2*s], q)
+			deadline := time.Now().Add(30 * time.Second)
+			for count(conns[2*s+1], q) != want && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if n := count(conns[2*s+1], q); n != want {
+				t.Errorf("shard %d %s: replicas hold %d and %d rows", s+1, table, want, n)
+			}
+		}
+	}
+	if shard[0] == 0 || shard[1] == 0 || shard[0]+shard[1] != rows {
+		t.Errorf("shards hold %v rows, want both some and %d in all", shard, rows)
+	}
+	for i, conn := range conns {
+		if n := count(conn, "SELECT count() FROM samples"); n != rows {
+			t.Errorf("server %d counts %d rows through samples, want %d", i+1, n, rows)
+		}
+		if n := count(conn, "SELECT toUInt64(countMerge(samples)) FROM samples_rollup"); n != 40*10 {
+			t.Errorf("server %d: rollup holds %d parallel samples, want 400", i+1, n)
+		}
+	}
+	// A replay finds every run stored, from any server.
+	stored, err := store.Stored(ctx, conns[3], runs)
+	if err != nil || len(stored) != len(runs) {
+		t.Errorf("Stored found %d of %d runs, err %v", len(stored), len(runs), err)
+	}
+
+	// Retention drops an expired month on every server. Runs of a year
+	// ago land on both shards.
+	var old store.Batch
+	for range 10 {
+		r := storetest.Run(t, "cluster")
+		r.Received = time.Now().UTC().AddDate(-1, 0, 0)
+		old.Add(&r)
+	}
+	if err := old.Insert(ctx, conns[1]); err != nil {
+		t.Fatal(err)
+	}
+	for s := range 2 { // replicated, so that any replica lists the old month
+		deadline := time.Now().Add(30 * time.Second)
+		for count(conns[2*s], "SELECT count() FROM samples_local") != count(conns[2*s+1], "SELECT count() FROM samples_local") && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if _, err := store.DropExpiredOnCluster(ctx, conns[0], "bad name", 30*24*time.Hour, time.Now()); err == nil {
+		t.Error("retention accepted a bad cluster name")
+	}
+	dropped, err := store.DropExpiredOnCluster(ctx, conns[0], storetest.ClusterName, 30*24*time.Hour, time.Now())
+	if err != nil || len(dropped) < 2 {
+		t.Fatalf("retention on the cluster dropped %v, %v; want samples_local and samples_rollup_local partitions", dropped, err)
+	}
+	for i, conn := range conns { // mutations run in the background
+		deadline := time.Now().Add(60 * time.Second)
+		for count(conn, "SELECT count() FROM samples_local WHERE time < now() - 86400*30") != 0 && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if n := count(conn, "SELECT count() FROM samples_local WHERE time < now() - 86400*30"); n != 0 {
+			t.Errorf("server %d keeps %d expired rows in samples_local", i+1, n)
+		}
+		if n := count(conn, "SELECT count() FROM samples"); n != rows {
+			t.Errorf("server %d counts %d rows after retention, want the %d recent ones", i+1, n, rows)
+		}
+	}
+}

@@ -1,0 +1,7 @@
+-- Month partitions (YYYYMM) of the local tables retention applies to in
+-- cluster mode, as one replica of every shard holds them. /*CLUSTER*/ is a
+-- checked identifier filled in by h3rum. Parameter: the database.
+SELECT DISTINCT table, partition
+FROM cluster(/*CLUSTER*/, system, parts)
+WHERE database = ? AND active AND has(['samples_local', 'samples_rollup_local', 'nel_reports_local'], table)
+ORDER BY table, partition
