@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -20,26 +19,11 @@ import (
 //go:embed sql/nel_*.sql
 var nelSQL embed.FS
 
-// nelGroupExpr maps the report's grouping to nel_reports' columns; a
-// grouping the table cannot answer (connection type, collector) falls back
-// to continent, and the section says so in its By.
-var nelGroupExpr = map[string]string{
-	"continent":   "if(continent = '', 'unknown', continent)",
-	"country":     "if(country = '', 'unknown', country)",
-	"subdivision": "if(subdivision = '', 'unknown', subdivision)",
-	"asn":         "if(asn = 0, 'unknown', concat('AS', toString(asn)))",
-	"browser":     "if(browser = '', 'unknown', browser)",
-	"none":        "'all'",
-}
-
-// nelLevels is the percentile list as quantile levels.
-var nelLevels = func() string {
-	var parts []string
-	for _, p := range percentiles {
-		parts = append(parts, strconv.FormatFloat(p/100, 'f', -1, 64))
-	}
-	return strings.Join(parts, ", ")
-}()
+// nelGroupings are the report's groupings nel_reports can answer, with
+// the samples' expressions (groupExpr: the columns have the same names);
+// it has no connection type or collector, which fall back to continent,
+// and the section says so in its By.
+var nelGroupings = map[string]bool{"continent": true, "country": true, "subdivision": true, "asn": true, "browser": true, "none": true}
 
 // nelQuery returns an embedded NEL SQL file with the grouping and the
 // percentile levels filled in: fixed strings only.
@@ -48,7 +32,7 @@ func nelQuery(name, by string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading embedded %s: %w", name, err)
 	}
-	return strings.NewReplacer("/*GROUP*/", nelGroupExpr[by], "/*LEVELS*/", nelLevels).Replace(string(b)), nil
+	return strings.NewReplacer("/*GROUP*/", groupExpr[by], "/*LEVELS*/", levelsSQL).Replace(string(b)), nil
 }
 
 // nelRows runs an embedded NEL SQL file over the window and hands every
@@ -77,7 +61,7 @@ func nelRows(ctx context.Context, conn driver.Conn, o *Options, w window, name, 
 // nelSection fills rep.NEL.
 func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep *Report) error {
 	by := o.By
-	if _, ok := nelGroupExpr[by]; !ok {
+	if !nelGroupings[by] {
 		by = "continent"
 	}
 	n := &NEL{By: by, Failures: []NELFailure{}, Protocols: []NELProtocol{}}
