@@ -120,19 +120,27 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 	if err != nil {
 		return err
 	}
-	err = nelRows(ctx, conn, o, w, "nel_beacon.sql", by, "beacon durations beside NEL", func(rows driver.Rows) error {
-		var (
-			proto string
-			cnt   uint64
-			q     []float32
-		)
-		if err := rows.Scan(&proto, &cnt, &q); err != nil {
-			return err
-		}
-		p := get(proto)
-		p.BeaconSamples, p.Beacon = int(cnt), levels(q)
-		return nil
-	})
+	// The beacon's side scans every successful request of the window: only
+	// worth it when NEL has elapsed times to set beside it.
+	elapsed := false
+	for _, p := range protos {
+		elapsed = elapsed || p.ProbeOKReports > 0
+	}
+	if elapsed {
+		err = nelRows(ctx, conn, o, w, "nel_beacon.sql", by, "beacon durations beside NEL", func(rows driver.Rows) error {
+			var (
+				proto string
+				cnt   uint64
+				q     []float32
+			)
+			if err := rows.Scan(&proto, &cnt, &q); err != nil {
+				return err
+			}
+			p := get(proto)
+			p.BeaconSamples, p.Beacon = int(cnt), levels(q)
+			return nil
+		})
+	}
 	if err != nil {
 		return err
 	}
