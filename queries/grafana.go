@@ -1,0 +1,188 @@
+package queries
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The Grafana dashboard for ClickHouse (deploy/grafana/h3rum-clickhouse.json)
+// is made from the report's own SQL files, so that it shows the report's
+// figures: the like-for-like headline from the rollup plus raw edges,
+// batch orders weighed equally, one design at a time. GrafanaDashboard
+// fills the files' placeholders and parameters with the official
+// ClickHouse data source's macros and the dashboard's variables;
+// TestGrafanaDashboard keeps the committed file equal to it and runs every
+// panel's SQL against the report.
+
+// GrafanaDatasource is the plugin id of Grafana's official ClickHouse data
+// source.
+const GrafanaDatasource = "grafana-clickhouse-datasource"
+
+// Values the dashboard's SQL binds in place of the report's parameters:
+// the time range as unix seconds, its whole hours (clipped so that a range
+// without one reads raw rows only, as newWindow does), and the variables,
+// quoted and escaped by Grafana's sqlstring format.
+const (
+	grafanaFrom     = "toUInt32($__fromTime)"
+	grafanaTo       = "toUInt32($__toTime)"
+	grafanaHourFrom = "least(intDiv(toUInt32($__fromTime) + 3599, 3600) * 3600, toUInt32($__toTime))"
+	grafanaHourTo   = "greatest(intDiv(toUInt32($__toTime), 3600) * 3600, " + grafanaHourFrom + ")"
+	grafanaSite     = "${site:sqlstring}"
+	grafanaDesign   = "${design:sqlstring}"
+)
+
+// grafanaDesignSQL is /*DESIGN*/ for the design variable, in ParseDesign's
+// form ("5,0,2,1").
+const grafanaDesignSQL = "concat(toString(param_parallel), ',', toString(param_bytes), ',', toString(param_warmup), ',', toString(beacon_major)) = " + grafanaDesign
+
+var sqlLineComment = regexp.MustCompile(`(?m)^\s*--.*\n`)
+
+// grafanaSQL returns the embedded file name for the dashboard: comments
+// dropped, the grouping by continent, the design from its variable, and
+// every "?" replaced, in order, by args.
+func grafanaSQL(name string, args ...string) (string, error) {
+	b, err := sqlFiles.ReadFile("sql/" + name)
+	if err != nil {
+		return "", fmt.Errorf("reading embedded %s: %w", name, err)
+	}
+	q := sqlLineComment.ReplaceAllString(string(b), "")
+	q = strings.ReplaceAll(q, "/*SELECTION*/", selectionSQL)
+	if strings.Contains(q, edgesBegin) {
+		if q, err = cutEdges(name, q, true); err != nil {
+			return "", err
+		}
+	}
+	q = strings.NewReplacer("/*GROUP*/", groupExpr["continent"], "/*LEVELS*/", levelsSQL, "/*DESIGN*/", grafanaDesignSQL).Replace(q)
+	parts := strings.Split(q, "?")
+	if len(parts)-1 != len(args) {
+		return "", fmt.Errorf("%s has %d parameters, the dashboard binds %d", name, len(parts)-1, len(args))
+	}
+	var out strings.Builder
+	for i, p := range parts {
+		out.WriteString(p)
+		if i < len(args) {
+			out.WriteString(args[i])
+		}
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// rollupArgs are the parameters of points_rollup.sql and
+// timeline_rollup.sql: whole hours, site, then the two raw edges and site.
+var rollupArgs = []string{grafanaHourFrom, grafanaHourTo, grafanaSite, grafanaSite,
+	grafanaFrom, grafanaHourFrom, grafanaHourTo, grafanaTo, grafanaSite, grafanaSite}
+
+// grafanaPanel is one panel: its title, description, kind and SQL.
+type grafanaPanel struct {
+	title, description string
+	timeSeries         bool
+	sql                string
+	w, h               int
+}
+
+// GrafanaDashboard returns the dashboard's JSON.
+func GrafanaDashboard() ([]byte, error) {
+	points, err := grafanaSQL("points_rollup.sql", rollupArgs...)
+	if err != nil {
+		return nil, err
+	}
+	timeline, err := grafanaSQL("timeline_rollup.sql", rollupArgs...)
+	if err != nil {
+		return nil, err
+	}
+	excluded, err := grafanaSQL("excluded.sql", grafanaFrom, grafanaTo, grafanaSite, grafanaSite)
+	if err != nil {
+		return nil, err
+	}
+	designs, err := grafanaSQL("designs.sql", "intDiv(toUInt32($__fromTime), 3600) * 3600", grafanaTo, grafanaSite, grafanaSite)
+	if err != nil {
+		return nil, err
+	}
+	// The mean of the two batch orders' quantiles (order.go): avgIf over
+	// an outcome's rows of each order.
+	pct := func(i int, p string) string {
+		return fmt.Sprintf(`round(avgIf(q[%[1]d], oc = 'h2'), 1) AS h2_%[2]s_ms,
+       round(avgIf(q[%[1]d], oc = 'h3'), 1) AS h3_%[2]s_ms,
+       round(avgIf(q[%[1]d], oc = 'h3') - avgIf(q[%[1]d], oc = 'h2'), 1) AS h3_minus_h2_%[2]s_ms`, i, p)
+	}
+	panels := []grafanaPanel{
+		{
+			title: "HTTP/3 − HTTP/2 by region (like for like)",
+			description: "Percentiles of warm parallel requests of complete, verified runs (the report's headline): " +
+				"each the mean of the h2first and h3first runs' figures; negative means HTTP/3 is faster. Same SQL as `h3rum report` " +
+				"(points_rollup.sql); the report adds intervals and flags percentiles too few runs stand behind.",
+			sql: "SELECT grp AS region,\n       " + pct(1, "p50") + ",\n       " + pct(3, "p90") + ",\n       " + pct(4, "p95") +
+				",\n       sum(n_samples) AS samples\nFROM\n(\n" + points + "\n)\nWHERE grp != '' AND ord != '' AND (oc = 'h2' OR oc = 'h3')\nGROUP BY region\nORDER BY samples DESC, region",
+			w: 24, h: 9,
+		},
+		{
+			title: "HTTP/3 availability by region (per run)",
+			description: "Of the design's non-bot runs with an H3 batch, the share whose every H3-batch request used h3 " +
+				"(a failed request counts against). Same SQL as the report (excluded.sql).",
+			sql: "SELECT grp AS region, with_h3 AS runs_with_h3_batch, available AS runs_all_h3,\n       round(available / with_h3, 4) AS h3_availability\nFROM\n(\n" +
+				excluded + "\n)\nWHERE with_h3 > 0\nORDER BY with_h3 DESC, region",
+			w: 12, h: 9,
+		},
+		{
+			title:       "Volume: headline samples per hour",
+			description: "Parallel requests of like-for-like runs per hour and protocol (timeline_rollup.sql).",
+			timeSeries:  true,
+			sql:         "SELECT h AS time, sumIf(n, oc = 'h2') AS h2, sumIf(n, oc = 'h3') AS h3\nFROM\n(\n" + timeline + "\n)\nGROUP BY time\nORDER BY time",
+			w:           12, h: 9,
+		},
+	}
+	ds := map[string]any{"type": GrafanaDatasource, "uid": "${datasource}"}
+	var list []any
+	x, y := 0, 0
+	for i, p := range panels {
+		if x+p.w > 24 {
+			x, y = 0, y+9
+		}
+		kind, format := "table", 1
+		if p.timeSeries {
+			kind, format = "timeseries", 0
+		}
+		list = append(list, map[string]any{
+			"id": i + 1, "type": kind, "title": p.title, "description": p.description, "datasource": ds,
+			"gridPos": map[string]int{"x": x, "y": y, "w": p.w, "h": p.h},
+			"targets": []any{map[string]any{
+				"refId": "A", "datasource": ds, "editorType": "sql", "queryType": kind, "format": format, "rawSql": p.sql,
+			}},
+		})
+		x += p.w
+	}
+	variable := func(name, label, sql string, all bool) map[string]any {
+		v := map[string]any{
+			"name": name, "label": label, "type": "query", "datasource": ds, "definition": sql,
+			"query": sql, "refresh": 2, "current": map[string]any{}, "options": []any{}, "hide": 0, "regex": "", "sort": 0,
+			"includeAll": all,
+		}
+		if all {
+			v["allValue"] = "" // the report's "all sites"
+		}
+		return v
+	}
+	d := map[string]any{
+		"title":       "h3rum — HTTP/3 vs HTTP/2 (ClickHouse)",
+		"uid":         "h3rum-clickhouse",
+		"description": "Generated by queries.GrafanaDashboard from the report's SQL; do not edit by hand (go test ./queries -run TestGrafanaDashboard -update).",
+		"tags":        []string{"h3rum"}, "timezone": "utc", "editable": true, "schemaVersion": 39, "version": 1,
+		"time": map[string]string{"from": "now-24h", "to": "now"}, "refresh": "",
+		"templating": map[string]any{"list": []any{
+			map[string]any{"name": "datasource", "label": "ClickHouse", "type": "datasource", "query": GrafanaDatasource,
+				"current": map[string]any{}, "hide": 0, "refresh": 1, "regex": "", "options": []any{}},
+			variable("site", "site", "SELECT DISTINCT site FROM samples_rollup ORDER BY site", true),
+			variable("design", "design (parallel,bytes,warmup,major)",
+				"SELECT concat(toString(param_parallel), ',', toString(param_bytes), ',', toString(param_warmup), ',', toString(beacon_major))\nFROM\n(\n"+
+					designs+"\n)", false),
+		}},
+		"panels": list,
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
