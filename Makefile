@@ -5,7 +5,7 @@ SHELL := /bin/bash
 GO        ?= go
 BIN       := bin/h3rum
 DATA_DIR  ?= ./var
-APT_PKGS  := chromium firefox-esr libnss3-tools clickhouse-server clickhouse-client libzookeeper-java libslf4j-java default-jre-headless nodejs ca-certificates
+APT_PKGS  := chromium firefox-esr libnss3-tools clickhouse-server clickhouse-client libzookeeper-java libslf4j-java default-jre-headless nodejs ca-certificates systemd
 GOTEST    := $(GO) test -race -shuffle=on -timeout 15m
 FUZZTIME  ?= 20s
 export PATH := /usr/local/go/bin:$(PATH)
