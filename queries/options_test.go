@@ -258,27 +258,35 @@ func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 	conn := newDB(t)
 	rows := synth.All(synth.Config{Seed: 6, Runs: 200})
 	load(t, conn, rows)
-	rep, err := Run(context.Background(), conn, Options{Since: testSince, Until: testUntil})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Source != "rollup" || !rep.Since.Equal(testSince) || !rep.Until.Equal(testUntil) {
-		t.Errorf("auto report: source %s window %s – %s, want rollup %s – %s", rep.Source, rep.Since, rep.Until, testSince, testUntil)
-	}
-	raw, err := Run(context.Background(), conn, Options{Since: testSince, Until: testUntil, Source: SourceRaw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := Options{Since: testSince, Until: testUntil}
-	o.Validate()
-	want := exact(rows, o)
-	if len(raw.Groups) != len(rep.Groups) || len(rep.Groups) != len(want) {
-		t.Fatalf("%d rollup groups, %d raw, %d exact", len(rep.Groups), len(raw.Groups), len(want))
-	}
-	for i := range raw.Groups {
-		g := rep.Groups[i]
-		if raw.Groups[i].Samples != g.Samples || want[g.Group] == nil || want[g.Group].samples != g.Samples {
-			t.Errorf("%s: rollup %d samples, raw %d on the same window", g.Group, g.Samples, raw.Groups[i].Samples)
+	// Every grouping the rollup answers.
+	for _, by := range []string{"continent", "country", "none"} {
+		rep, err := Run(context.Background(), conn, Options{Since: testSince, Until: testUntil, By: by})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Source != "rollup" || !rep.Since.Equal(testSince) || !rep.Until.Equal(testUntil) {
+			t.Errorf("auto report by %s: source %s window %s – %s, want rollup %s – %s", by, rep.Source, rep.Since, rep.Until, testSince, testUntil)
+		}
+		raw, err := Run(context.Background(), conn, Options{Since: testSince, Until: testUntil, Source: SourceRaw, By: by})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Since: testSince, Until: testUntil, By: by}
+		o.Validate()
+		want := exact(rows, o)
+		if len(raw.Groups) != len(rep.Groups) || len(rep.Groups) != len(want) {
+			t.Fatalf("by %s: %d rollup groups, %d raw, %d exact", by, len(rep.Groups), len(raw.Groups), len(want))
+		}
+		for i := range raw.Groups {
+			g := rep.Groups[i]
+			if raw.Groups[i].Samples != g.Samples || want[g.Group] == nil || want[g.Group].samples != g.Samples {
+				t.Errorf("by %s, %s: rollup %d samples, raw %d on the same window", by, g.Group, g.Samples, raw.Groups[i].Samples)
+			}
+			for k := range percentiles {
+				if a, b := g.H3.Percentiles[k].MS, raw.Groups[i].H3.Percentiles[k].MS; a != b {
+					t.Errorf("by %s, %s: H3 p%g %v from the rollup, %v from raw rows", by, g.Group, percentiles[k], a, b)
+				}
+			}
 		}
 	}
 }
