@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -419,7 +420,10 @@ func tail(path string, n int) string {
 }
 
 // The config works on 18.16 (users, profiles and quotas inline; mark cache
-// size required) and on current servers. old_parts_lifetime is short so
+// size required) and on current servers. max_threads is the machine's CPU
+// count: 18.16's automatic value counts physical cores the way its time did
+// and came to 1 on a 2-vCPU machine, which ran every report query on one
+// core (a raw report took twice as long). old_parts_lifetime is short so
 // that partitions dropped for retention cannot come back after a restart.
 var configTemplate = template.Must(template.New("config").Parse(`<?xml version="1.0"?>
 <yandex>
@@ -442,7 +446,7 @@ var configTemplate = template.Must(template.New("config").Parse(`<?xml version="
             <quota>default</quota>
         </default>
     </users>
-    <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
+    <profiles><default><max_memory_usage>4000000000</max_memory_usage><max_threads>{{.Threads}}</max_threads></default></profiles>
     <quotas><default></default></quotas>
 {{.Extra}}
 </yandex>
@@ -455,8 +459,9 @@ func writeConfig(path, dir string, port int, password, extra string) error {
 		Dir          string
 		Port         int
 		PasswordHash string
+		Threads      int
 		Extra        string
-	}{dir, port, hex.EncodeToString(sum[:]), extra}); err != nil {
+	}{dir, port, hex.EncodeToString(sum[:]), runtime.NumCPU(), extra}); err != nil {
 		return fmt.Errorf("rendering local ClickHouse config: %w", err)
 	}
 	if err := writePrivate(path, b.String()); err != nil {
