@@ -253,9 +253,37 @@ func firstPaint(ctx context.Context, conn driver.Conn) (time.Duration, error) {
 			return 0, err
 		}
 		paints = append(paints, d)
+		// The page goes on loading the complete report (seconds at 10 M
+		// samples); navigating away then would leave its queries running
+		// against the next load's first paint.
+		if err := waitJS(ctx, b, page, `document.readyState==="complete"`); err != nil {
+			return 0, err
+		}
 	}
 	m, _ := median(paints)
 	return m, nil
+}
+
+// waitJS polls expr, a boolean expression, in page until it is true.
+func waitJS(ctx context.Context, b *chromium.Browser, page chromium.Page, expr string) error {
+	for {
+		res, err := b.Call(ctx, page.WSURL, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true})
+		if err == nil {
+			var r struct {
+				Result struct {
+					Value bool `json:"value"`
+				} `json:"result"`
+			}
+			if json.Unmarshal(res, &r) == nil && r.Result.Value {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func waitPaint(ctx context.Context, b *chromium.Browser, page chromium.Page, search string) (time.Duration, error) {
