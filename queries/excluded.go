@@ -10,10 +10,16 @@ import (
 )
 
 // excluded reads, per group, the design's runs by exclusion reason and
-// HTTP/3 availability per run (sql/excluded.sql). It reads every run of
-// the window, so it is part of the complete report, not the estimate.
+// HTTP/3 availability per run: from the runs table (sql/excluded_runs.sql),
+// or by collector, a per-sample column, from the samples (sql/excluded.sql).
+// It reads every run of the window, so it is part of the complete report,
+// not the estimate.
 func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
-	return eachRow(ctx, conn, o, w, "excluded.sql", "excluded runs", func(rows driver.Rows) error {
+	file := "excluded_runs.sql"
+	if o.By == "collector" {
+		file = "excluded.sql"
+	}
+	return eachRow(ctx, conn, o, w, file, "excluded runs", func(rows driver.Rows) error {
 		var (
 			grp                     string
 			runs, withH3, available uint64

@@ -92,7 +92,7 @@ func GrafanaDashboard() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	excluded, err := grafanaSQL("excluded.sql", grafanaFrom, grafanaTo, grafanaSite, grafanaSite)
+	excluded, err := grafanaSQL("excluded_runs.sql", grafanaFrom, grafanaTo, grafanaSite, grafanaSite)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func GrafanaDashboard() ([]byte, error) {
 		{
 			title: "HTTP/3 availability by region (per run)",
 			description: "Of the design's non-bot runs with an H3 batch, the share whose every H3-batch request used h3 " +
-				"(a failed request counts against). Same SQL as the report (excluded.sql).",
+				"(a failed request counts against). Same SQL as the report (excluded_runs.sql).",
 			sql: "SELECT grp AS region, with_h3 AS runs_with_h3_batch, available AS runs_all_h3,\n       round(available / with_h3, 4) AS h3_availability\nFROM\n(\n" +
 				excluded + "\n)\nWHERE with_h3 > 0\nORDER BY with_h3 DESC, region",
 			w: 12, h: 9,

@@ -72,7 +72,7 @@ func TestCluster(t *testing.T) {
 
 	// The schema is the single server's, spread over the cluster.
 	single := storetest.DB(t)
-	for _, tc := range []struct{ local, dist string }{{"samples_local", "samples"}, {"samples_rollup_local", "samples_rollup"}, {"nel_reports_local", "nel_reports"}} {
+	for _, tc := range []struct{ local, dist string }{{"samples_local", "samples"}, {"samples_rollup_local", "samples_rollup"}, {"runs_local", "runs"}, {"nel_reports_local", "nel_reports"}} {
 		want := columnsOf(t, single, tc.dist)
 		for i, conn := range conns {
 			for _, table := range []string{tc.local, tc.dist} {

@@ -18,6 +18,8 @@ var (
 	dropSamplesPartitionSQL string
 	//go:embed sql/drop_samples_rollup_partition.sql
 	dropRollupPartitionSQL string
+	//go:embed sql/drop_runs_partition.sql
+	dropRunsPartitionSQL string
 	//go:embed sql/drop_nel_partition.sql
 	dropNELPartitionSQL string
 	//go:embed sql/cluster_retention_partitions.sql
@@ -26,8 +28,8 @@ var (
 	dropPartitionOnClusterSQL string
 )
 
-// DropExpired drops the month partitions of samples, samples_rollup and
-// nel_reports that lie entirely before now − retention, and returns them as
+// DropExpired drops the month partitions of samples, samples_rollup, runs
+// and nel_reports that lie entirely before now − retention, and returns them as
 // "table/YYYYMM". A retention of zero or less drops nothing. Dropping whole
 // partitions is the retention mechanism both ClickHouse 18.16 (no TTL) and
 // current versions support.
@@ -36,6 +38,8 @@ func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration,
 		switch table {
 		case "samples_rollup":
 			return dropRollupPartitionSQL
+		case "runs":
+			return dropRunsPartitionSQL
 		case "nel_reports":
 			return dropNELPartitionSQL
 		}

@@ -1,0 +1,37 @@
+-- Per group, the runs of the report's design: how many there are, how many
+-- carry each exclusion reason (a run counts once under every reason it
+-- has; store.ExclusionNames gives the order), and HTTP/3 availability per
+-- run: of the non-bot runs with an H3 batch, those whose every batch request
+-- to the H3 origin was served over h3 (a failed or timed-out request
+-- counts against). Cold runs are also counted by the origin of their cold
+-- requests, so a bias such as a browser's background QUIC handshake shows
+-- on its side. This reads the runs table, one row per run (store migration
+-- 0028), and answers every grouping but collector, a per-sample column
+-- (excluded.sql reads the samples then). Parameters: since, until (unix
+-- seconds), site twice.
+SELECT
+    grp,
+    count() AS n_runs,
+    [
+        countIf(bitAnd(x, 1) != 0),
+        countIf(bitAnd(x, 2) != 0),
+        countIf(bitAnd(x, 4) != 0),
+        countIf(bitAnd(x, 8) != 0),
+        countIf(bitAnd(x, 16) != 0),
+        countIf(bitAnd(x, 32) != 0),
+        countIf(bitAnd(x, 64) != 0),
+        countIf(bitAnd(x, 128) != 0)
+    ] AS by_reason,
+    countIf(cold_h2 > 0) AS n_cold_h2,
+    countIf(cold_h3 > 0) AS n_cold_h3,
+    countIf(h3n > 0 AND bitAnd(x, 64) = 0) AS with_h3,
+    countIf(h3n > 0 AND h3ok = h3n AND bitAnd(x, 64) = 0) AS available
+FROM
+(
+    SELECT /*GROUP*/ AS grp, exclusions AS x, h3n, h3ok, cold_h2, cold_h3
+    FROM runs
+    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND /*DESIGN*/
+)
+GROUP BY grp
