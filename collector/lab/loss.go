@@ -1,0 +1,40 @@
+package lab
+
+import "math/rand/v2"
+
+// lossModel decides which packets a path loses: each one independently, or
+// in bursts with the two-state Gilbert model (the Gilbert-Elliott model with
+// no loss in the good state and total loss in the bad one), whose mean loss
+// is the configured share and whose mean run of losses is the burst length.
+type lossModel struct {
+	p           float64 // independent loss probability (burst ≤ 1)
+	enter, exit float64 // good→bad and bad→good per packet (burst > 1)
+	bursty, bad bool
+	rng         *rand.Rand
+}
+
+func newLossModel(lossPct, burst float64, rng *rand.Rand) *lossModel {
+	m := &lossModel{p: lossPct / 100, rng: rng}
+	if burst > 1 && m.p > 0 {
+		// Stationary P(bad) = enter/(enter+exit) = p; a bad run lasts 1/exit packets.
+		m.bursty = true
+		m.exit = 1 / burst
+		m.enter = m.p * m.exit / (1 - m.p)
+	}
+	return m
+}
+
+// lose reports whether the next packet is lost.
+func (m *lossModel) lose() bool {
+	switch {
+	case m.p == 0:
+		return false
+	case !m.bursty:
+		return m.rng.Float64() < m.p
+	case m.bad:
+		m.bad = m.rng.Float64() >= m.exit
+	default:
+		m.bad = m.rng.Float64() < m.enter
+	}
+	return m.bad
+}
