@@ -11,7 +11,7 @@ FUZZTIME  ?= 20s
 export PATH := /usr/local/go/bin:$(PATH)
 
 
-.PHONY: build run test deps go-check generate vet fuzz bench bench-deps geoip geoip-data clean
+.PHONY: build run test deps go-check generate vet fuzz bench bench-deps geoip geoip-data lab clean
 
 ## deps: install the Debian packages the collector and the tests use, when missing
 deps: go-check
@@ -71,6 +71,10 @@ fuzz: go-check
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ingest/nel -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+
+## lab: emulated regions on this machine (root): Chromium visits through a path emulator, the report, a self-check
+lab: deps build
+	$(BIN) lab --regions deploy/lab/regions.json --runs 10
 
 ## bench: probe, beacon, ingest and report benchmarks, each against a baseline measured in the same run
 bench: deps bench-deps build

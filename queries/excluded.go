@@ -2,6 +2,7 @@ package queries
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -19,7 +20,16 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 	if o.By == "collector" {
 		file = "excluded.sql"
 	}
-	return eachRow(ctx, conn, o, w, file, "excluded runs", func(rows driver.Rows) error {
+	q, err := query(file, o)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, q, b01(o.IncludeBots), b01(o.IncludeBots), w.since, w.until, o.Site, o.Site)
+	if err != nil {
+		return fmt.Errorf("querying excluded runs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
 		var (
 			grp                     string
 			runs, withH3, available uint64
@@ -27,7 +37,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 			byReason                []uint64
 		)
 		if err := rows.Scan(&grp, &runs, &byReason, &coldH2, &coldH3, &withH3, &available); err != nil {
-			return err
+			return fmt.Errorf("reading excluded runs: %w", err)
 		}
 		g := groupOf(groups, grp)
 		g.DesignRuns = int(runs)
@@ -39,8 +49,11 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 		}
 		g.ColdRuns = map[string]int{"h2": int(coldH2), "h3": int(coldH3)}
 		g.Availability = runAvailability(int(withH3), int(available))
-		return nil
-	})
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading excluded runs: %w", err)
+	}
+	return nil
 }
 
 // runAvailability is the share of runs with every H3-batch request on h3,

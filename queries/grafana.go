@@ -92,7 +92,7 @@ func GrafanaDashboard() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	excluded, err := grafanaSQL("excluded_runs.sql", grafanaFrom, grafanaTo, grafanaSite, grafanaSite)
+	excluded, err := grafanaSQL("excluded_runs.sql", "0", "0", grafanaFrom, grafanaTo, grafanaSite, grafanaSite) // bots left out
 	if err != nil {
 		return nil, err
 	}

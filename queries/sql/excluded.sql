@@ -1,11 +1,12 @@
 -- Per group, the runs of the report's design: how many there are, how many
 -- carry each exclusion reason (a run counts once under every reason it
 -- has; store.ExclusionNames gives the order), and HTTP/3 availability per
--- run: of the non-bot runs with an H3 batch, those whose every batch request
+-- run: of the runs with an H3 batch (bots' only with include_bots), those whose every batch request
 -- to the H3 origin was served over h3 (a failed or timed-out request
 -- counts against). Cold runs are also counted by the origin of their cold
 -- requests, so a bias such as a browser's background QUIC handshake shows
--- on its side. Parameters: since, until (unix seconds), site twice.
+-- on its side. Parameters: include_bots (0/1) twice, since, until (unix seconds), site
+-- twice.
 SELECT
     grp,
     count() AS n_runs,
@@ -21,8 +22,8 @@ SELECT
     ] AS by_reason,
     countIf(cold_h2 > 0) AS n_cold_h2,
     countIf(cold_h3 > 0) AS n_cold_h3,
-    countIf(h3n > 0 AND bitAnd(x, 64) = 0) AS with_h3,
-    countIf(h3n > 0 AND h3ok = h3n AND bitAnd(x, 64) = 0) AS available
+    countIf(h3n > 0 AND (bitAnd(x, 64) = 0 OR ? = 1)) AS with_h3,
+    countIf(h3n > 0 AND h3ok = h3n AND (bitAnd(x, 64) = 0 OR ? = 1)) AS available
 FROM
 (
     SELECT /*GROUP*/ AS grp, run_id, any(exclusions) AS x,

@@ -29,6 +29,7 @@ commands:
   serve     run the H3 and H2 test origins, the beacon endpoint and the dashboard
   migrate   apply the ClickHouse schema and exit
   report    print p50…p99 by region × protocol with the H3 − H2 difference
+  lab       emulate regions on this machine (root), visit them with Chromium and check the report against them
   version   print the version
 
 Run "h3rum <command> -h" for the flags of a command. Every flag can also be
@@ -51,6 +52,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "report":
 		return runReport(ctx, rest, stdout, stderr)
+	case "lab":
+		return runLab(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "h3rum", version)
 		return nil
