@@ -460,7 +460,9 @@ func (c *labConfig) verdicts(rep *queries.Report, l *lab.Lab, failed map[string]
 				want := rtt(r) + over[k]
 				check(math.Abs(p50(s.st)-want) <= c.tolerance*want, "%s p50 %.1f ms (want %.1f)", s.name, p50(s.st), want)
 			}
-			if r.Up.LossPct+r.Down.LossPct >= 2 && g.H2 != nil && g.H3 != nil {
+			// At 3 % loss (Dropbox's case) HTTP/2's tail stands clearly above
+			// HTTP/3's; at 1 % a few dozen requests cannot tell them apart.
+			if max(r.Up.LossPct, r.Down.LossPct) >= 3 && g.H2 != nil && g.H3 != nil {
 				h2, h3 := g.H2.Percentiles[2].MS, g.H3.Percentiles[2].MS
 				check(h3 < h2, "under loss, h3 p90 %.1f < h2 p90 %.1f", h3, h2)
 			}
