@@ -28,10 +28,11 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 }
 
 // Estimate computes the first part of the report: counts, percentiles and
-// their differences, failures, availability and the timeline — everything
-// but what needs per-run samples (confidence intervals and the paired
-// view), which AddRuns adds. The dashboard shows an estimate while the
-// rest is computed.
+// their differences, availability per request and the timeline, from the
+// rollup where it answers — what the dashboard paints first. AddRuns adds
+// what reads raw rows beyond the window's edges: failures, the per-run
+// samples (confidence intervals and the paired view), the excluded runs,
+// the intention-to-treat view, handshakes and NEL.
 func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 	o := opts
 	if err := o.Validate(); err != nil {
@@ -101,10 +102,6 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 		return nil, err
 	}
 	stage("points")
-	if err := failures(ctx, conn, &o, w, get); err != nil {
-		return nil, err
-	}
-	stage("failures")
 	tl, err := timeline(ctx, conn, &o, w, o.rollupAnswers() && o.Source != SourceRaw)
 	if err != nil {
 		return nil, err
@@ -116,8 +113,9 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 	return rep, nil
 }
 
-// AddRuns completes a report made by Estimate with what needs per-run
-// samples: the bootstrap confidence intervals and the paired view.
+// AddRuns completes a report made by Estimate: failures, the bootstrap
+// confidence intervals and the paired view, the excluded runs and
+// availability per run, the intention-to-treat view, handshakes and NEL.
 func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if rep.groups == nil {
 		return errors.New("AddRuns needs a report made by Estimate")
@@ -130,6 +128,9 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 		name string
 		run  func() error
 	}{
+		{"failures", func() error {
+			return failures(ctx, conn, o, w, func(name string) *Group { return groupOf(groups, name) })
+		}},
 		{"runs", func() error { return perRun(ctx, conn, o, w, groups) }},
 		{"excluded", func() error { return excluded(ctx, conn, o, w, groups) }},
 		{"itt", func() error { return itt(ctx, conn, o, w, groups) }},
