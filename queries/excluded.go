@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -11,16 +12,11 @@ import (
 )
 
 // excluded reads, per group, the design's runs by exclusion reason and
-// HTTP/3 availability per run: from the runs table (sql/excluded_runs.sql),
-// or by collector, a per-sample column, from the samples (sql/excluded.sql).
+// HTTP/3 availability per run (sql/excluded.sql, excludedSQL).
 // It reads every run of the window, so it is part of the complete report,
 // not the estimate.
 func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
-	file := "excluded_runs.sql"
-	if o.By == "collector" {
-		file = "excluded.sql"
-	}
-	q, err := query(file, o)
+	q, err := excludedSQL(o)
 	if err != nil {
 		return err
 	}
@@ -54,6 +50,29 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 		return fmt.Errorf("reading excluded runs: %w", err)
 	}
 	return nil
+}
+
+// excludedSQL is excluded.sql with its runs: from the runs table, or by
+// collector, a per-sample column, from the samples.
+func excludedSQL(o *Options) (string, error) {
+	runs := "excluded_runs_table.sql"
+	if o.By == "collector" {
+		runs = "excluded_runs_samples.sql"
+	}
+	return excludedWith(o, runs)
+}
+
+// excludedWith is excluded.sql with the runs subquery file runs.
+func excludedWith(o *Options, runs string) (string, error) {
+	outer, err := query("excluded.sql", o)
+	if err != nil {
+		return "", err
+	}
+	inner, err := query(runs, o)
+	if err != nil {
+		return "", err
+	}
+	return strings.Replace(outer, "/*RUNS*/", inner, 1), nil
 }
 
 // runAvailability is the share of runs with every H3-batch request on h3,

@@ -47,7 +47,15 @@ func grafanaSQL(name string, args ...string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading embedded %s: %w", name, err)
 	}
-	q := sqlLineComment.ReplaceAllString(string(b), "")
+	q := string(b)
+	if strings.Contains(q, "/*RUNS*/") { // excluded.sql: the runs table answers by continent
+		runs, err := sqlFiles.ReadFile("sql/excluded_runs_table.sql")
+		if err != nil {
+			return "", fmt.Errorf("reading embedded excluded_runs_table.sql: %w", err)
+		}
+		q = strings.Replace(q, "/*RUNS*/", string(runs), 1)
+	}
+	q = sqlLineComment.ReplaceAllString(q, "")
 	q = strings.ReplaceAll(q, "/*SELECTION*/", selectionSQL)
 	if strings.Contains(q, edgesBegin) {
 		if q, err = cutEdges(name, q, true); err != nil {
@@ -92,7 +100,7 @@ func GrafanaDashboard() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	excluded, err := grafanaSQL("excluded_runs.sql", "0", "0", grafanaFrom, grafanaTo, grafanaSite, grafanaSite) // bots left out
+	excluded, err := grafanaSQL("excluded.sql", "0", "0", grafanaFrom, grafanaTo, grafanaSite, grafanaSite) // bots left out
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +128,7 @@ func GrafanaDashboard() ([]byte, error) {
 		{
 			title: "HTTP/3 availability by region (per run)",
 			description: "Of the design's non-bot runs with an H3 batch, the share whose every H3-batch request used h3 " +
-				"(a failed request counts against). Same SQL as the report (excluded_runs.sql).",
+				"(a failed request counts against). Same SQL as the report (excluded.sql with excluded_runs_table.sql).",
 			sql: "SELECT grp AS region, with_h3 AS runs_with_h3_batch, available AS runs_all_h3,\n       round(available / with_h3, 4) AS h3_availability\nFROM\n(\n" +
 				excluded + "\n)\nWHERE with_h3 > 0\nORDER BY with_h3 DESC, region",
 			w: 12, h: 9,

@@ -1,12 +1,15 @@
 -- Per group, the runs of the report's design: how many there are, how many
 -- carry each exclusion reason (a run counts once under every reason it
 -- has; store.ExclusionNames gives the order), and HTTP/3 availability per
--- run: of the runs with an H3 batch (bots' only with include_bots), those whose every batch request
--- to the H3 origin was served over h3 (a failed or timed-out request
--- counts against). Cold runs are also counted by the origin of their cold
--- requests, so a bias such as a browser's background QUIC handshake shows
--- on its side. Parameters: include_bots (0/1) twice, since, until (unix seconds), site
--- twice.
+-- run: of the runs with an H3 batch (bots' only with include_bots), those
+-- whose every batch request to the H3 origin was served over h3 (a failed
+-- or timed-out request counts against). Cold runs are also counted by the
+-- origin of their cold requests, so a bias such as a browser's background
+-- QUIC handshake shows on its side. The runs subquery, filled in by Go,
+-- reads the runs table, one row per run (excluded_runs_table.sql, store
+-- migration 0028), or by collector, a per-sample column, the samples
+-- grouped by run (excluded_runs_samples.sql). Parameters: include_bots
+-- (0/1) twice, then since, until (unix seconds), site twice.
 SELECT
     grp,
     count() AS n_runs,
@@ -26,16 +29,6 @@ SELECT
     countIf(h3n > 0 AND h3ok = h3n AND (bitAnd(x, 64) = 0 OR ? = 1)) AS available
 FROM
 (
-    SELECT /*GROUP*/ AS grp, run_id, any(exclusions) AS x,
-           countIf(want = 'h3') AS h3n,
-           countIf(want = 'h3' AND outcome = 'h3' AND error = '') AS h3ok,
-           countIf(cold = 1 AND want = 'h2') AS cold_h2,
-           countIf(cold = 1 AND want = 'h3') AS cold_h3
-    FROM samples
-    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
-      AND phase = 'parallel'
-      AND /*DESIGN*/
-    GROUP BY grp, run_id
+/*RUNS*/
 )
 GROUP BY grp

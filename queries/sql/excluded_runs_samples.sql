@@ -1,0 +1,12 @@
+-- The runs of excluded.sql from the samples: one row per group and run.
+    SELECT /*GROUP*/ AS grp, run_id, any(exclusions) AS x,
+           countIf(want = 'h3') AS h3n,
+           countIf(want = 'h3' AND outcome = 'h3' AND error = '') AS h3ok,
+           countIf(cold = 1 AND want = 'h2') AS cold_h2,
+           countIf(cold = 1 AND want = 'h3') AS cold_h3
+    FROM samples
+    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND phase = 'parallel'
+      AND /*DESIGN*/
+    GROUP BY grp, run_id
