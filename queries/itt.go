@@ -7,7 +7,7 @@ import (
 )
 
 // ITT is the intention-to-treat view of a group: every request by the
-// origin it was sent to, failures at the timeout (sql/itt.sql). It answers
+// origin it was sent to, failures at the timeout (sql/itt_*.sql). It answers
 // "what did a visitor get by being sent to the H3 origin", fallbacks,
 // failures and excluded runs included, beside the headline's like-for-like
 // comparison.
@@ -29,9 +29,28 @@ type ITTStats struct {
 	Percentiles    []Percentile `json:"percentiles"` // t-digest, failures at 10 000 ms; no intervals
 }
 
-// itt reads the intention-to-treat view of every group.
+// itt reads the intention-to-treat view of every group: from the rollup
+// plus the window's raw edges where the rollup has the grouping, else from
+// raw rows (sql/itt_rollup.sql, sql/itt_raw.sql). Its selection is fixed
+// (every parallel request of the design's non-bot runs), so the report's
+// widening options do not matter here.
 func itt(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
-	err := eachRow(ctx, conn, o, w, "itt.sql", "the intention-to-treat view", func(rows driver.Rows) error {
+	useRollup := o.Source != SourceRaw && (o.By == "continent" || o.By == "country" || o.By == "none")
+	var (
+		name, q string
+		args    []any
+		err     error
+	)
+	if useRollup {
+		name, q, args, err = sourceQuery("itt", o, w, true)
+	} else {
+		name, args = "itt_raw.sql", []any{w.since, w.until, o.Site, o.Site}
+		q, err = query(name, o)
+	}
+	if err != nil {
+		return err
+	}
+	err = eachRowOf(ctx, conn, q, args, "the intention-to-treat view ("+name+")", func(rows driver.Rows) error {
 		var (
 			grp, sentTo                     string
 			runs, samples, failed, failRuns uint64

@@ -14,7 +14,12 @@ func eachRow(ctx context.Context, conn driver.Conn, o *Options, w window, name, 
 	if err != nil {
 		return err
 	}
-	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site)
+	return eachRowOf(ctx, conn, q, []any{w.since, w.until, o.Site, o.Site}, what, scan)
+}
+
+// eachRowOf runs q with args and hands every row to scan.
+func eachRowOf(ctx context.Context, conn driver.Conn, q string, args []any, what string, scan func(driver.Rows) error) error {
+	rows, err := conn.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("querying %s: %w", what, err)
 	}

@@ -14,6 +14,8 @@ CREATE TABLE IF NOT EXISTS /*DATABASE*/.samples_rollup_local ON CLUSTER /*CLUSTE
     beacon_major    UInt16,
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
     outcome         Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3),
+    want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
+    failed          UInt8,
     exclusions      UInt8,
     samples         AggregateFunction(count),
     runs            AggregateFunction(uniqHLL12, UUID),
@@ -21,5 +23,5 @@ CREATE TABLE IF NOT EXISTS /*DATABASE*/.samples_rollup_local ON CLUSTER /*CLUSTE
 )
 ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}//*DATABASE*//samples_rollup_local', '{replica}')
 PARTITION BY toYYYYMM(hour)
-ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, exclusions)
+ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions)
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10

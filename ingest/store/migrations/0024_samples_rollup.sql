@@ -1,6 +1,9 @@
--- Hourly rollup of successful parallel requests by site × region × design
--- × batch order × outcome × exclusions, with t-digest quantile states
--- (merged t-digests stay within ~0.1 ms of exact; merged sampling states
+-- Hourly rollup of parallel requests by site × region × design × batch
+-- order × outcome × origin (want) × failed × exclusions, with t-digest
+-- quantile states of the duration — a failed request's counted at the
+-- script's 10 s timeout, for the intention-to-treat view; the headline
+-- (exclusions = 0) never holds a failed request, whose run has the failed
+-- bit. (Merged t-digests stay within ~0.1 ms of exact; merged sampling states
 -- read p95 low). The design (parallel, bytes, warm-up count, script major
 -- version) is in the key so that reports never pool runs of different
 -- designs; the batch order (which batch the script started first) so that
@@ -21,6 +24,8 @@ CREATE TABLE IF NOT EXISTS samples_rollup
     beacon_major    UInt16,
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
     outcome         Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3),
+    want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
+    failed          UInt8,
     exclusions      UInt8,
     samples         AggregateFunction(count),
     runs            AggregateFunction(uniqHLL12, UUID),
@@ -28,5 +33,5 @@ CREATE TABLE IF NOT EXISTS samples_rollup
 )
 ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(hour)
-ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, exclusions)
+ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions)
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10

@@ -1,0 +1,38 @@
+-- itt_raw.sql from the hourly rollup, which holds every parallel request
+-- with its origin (want) and whether it failed, a failure's duration at the
+-- 10 s timeout: whole hours from the rollup, the partial hours at either
+-- edge from raw rows into the same states (parameters and the raw-edge
+-- block as in points_rollup.sql). Runs are HyperLogLog estimates here.
+SELECT
+    grp,
+    sent_to,
+    uniqHLL12Merge(runs_state) AS n_runs,
+    countMerge(samples_state) AS n_samples,
+    countMergeIf(samples_state, f = 1) AS n_failed,
+    uniqHLL12MergeIf(runs_state, f = 1) AS n_failed_runs,
+    quantilesTDigestMerge(/*LEVELS*/)(duration_state) AS q
+FROM
+(
+    SELECT /*GROUP*/ AS grp, toString(want) AS sent_to, failed AS f,
+           runs AS runs_state, samples AS samples_state, duration AS duration_state
+    FROM samples_rollup
+    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (want = 'h2' OR want = 'h3')
+      AND bitAnd(exclusions, 64) = 0 AND /*DESIGN*/
+    /*RAW EDGES*/
+    UNION ALL
+    SELECT /*GROUP*/ AS grp, toString(want) AS sent_to, toUInt8(error != '') AS f,
+           uniqHLL12State(run_id) AS runs_state, countState() AS samples_state,
+           quantilesTDigestState(/*LEVELS*/)(if(error = '', duration_ms, toFloat32(10000))) AS duration_state
+    FROM samples
+    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
+        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
+      AND (? = '' OR site = ?)
+      AND phase = 'parallel' AND (want = 'h2' OR want = 'h3')
+      AND bitAnd(exclusions, 64) = 0 AND /*DESIGN*/
+    GROUP BY grp, sent_to, f
+    /*END RAW EDGES*/
+)
+GROUP BY grp, sent_to
+ORDER BY grp, sent_to
