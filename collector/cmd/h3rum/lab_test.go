@@ -12,7 +12,7 @@ import (
 )
 
 // TestLab runs a small lab with the real binary: a zero-delay region that
-// calibrates, a 50 ms region, and one whose UDP is blocked, five headless
+// calibrates, a 50 ms region, and one whose UDP is blocked, seven headless
 // Chromium visits each through the path emulator, the collector with its
 // own ClickHouse in the collector's namespace, and the report. Every
 // region's self-check must pass: the warm medians of both protocols match
@@ -40,7 +40,7 @@ func TestLab(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "lab", "--regions", regions, "--runs", "5", "--data-dir", filepath.Join(dir, "lab"))
+	cmd := exec.CommandContext(ctx, bin, "lab", "--regions", regions, "--runs", "7", "--data-dir", filepath.Join(dir, "lab"))
 	out, err := cmd.CombinedOutput()
 	t.Logf("h3rum lab:\n%s", out)
 	if err != nil {
