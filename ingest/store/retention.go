@@ -52,15 +52,9 @@ func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration,
 // deleted on every server of cluster (by a mutation: see
 // sql/drop_partition_on_cluster.sql; the emptied parts then go).
 func DropExpiredOnCluster(ctx context.Context, conn driver.Conn, cluster string, retention time.Duration, now time.Time) ([]string, error) {
-	if err := CheckClusterName(cluster); err != nil {
+	db, err := clusterDatabase(ctx, conn, cluster)
+	if err != nil {
 		return nil, err
-	}
-	var db string
-	if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil {
-		return nil, fmt.Errorf("reading the current database: %w", err)
-	}
-	if !identifier.MatchString(db) {
-		return nil, fmt.Errorf("database %q: cluster mode wants letters, digits and _", db)
 	}
 	list := strings.ReplaceAll(clusterRetentionPartitionsSQL, "/*CLUSTER*/", cluster)
 	return dropExpired(ctx, conn, retention, now, list, []any{db}, func(table string) string {
