@@ -33,6 +33,10 @@ type Phase string
 const (
 	PhaseWarmup   Phase = "warmup"
 	PhaseParallel Phase = "parallel"
+	// PhaseHandshake marks the agent's handshake samples: each a request
+	// on a new connection (full handshake, resumed session or 0-RTT). A
+	// browser report never has them; on the wire the phase is "h".
+	PhaseHandshake Phase = "handshake"
 )
 
 // Report is one run of the test in one browser, as sent to POST /beacon.

@@ -232,58 +232,69 @@ func (w *wireReport) samples(r *Report) error {
 		if s.Phase != wantPhase || s.Want != wantProto {
 			return errorf(ReasonValue, "seq %d is %s to %.20q, the parameters say %s to %s", q, s.Phase, *ws.W, wantPhase, wantProto)
 		}
-		if ws.G == nil {
-			return missing(name("g"))
+		if err := ws.measurements(s, i); err != nil {
+			return err
 		}
-		var ok bool
-		if s.Got, ok = proto(*ws.G); !ok {
-			return errorf(ReasonValue, "%s %.20q is not h1, h2, h3 or unknown", name("g"), *ws.G)
+	}
+	return nil
+}
+
+// measurements checks and copies what every sample carries after its seq,
+// phase and intended protocol: the protocol used, timings, reuse, size,
+// error and Server-Timing. i is the sample's index, for messages.
+func (ws *wireSample) measurements(s *Sample, i int) error {
+	name := func(f string) string { return fmt.Sprintf("s[%d].%s", i, f) }
+	if ws.G == nil {
+		return missing(name("g"))
+	}
+	var ok bool
+	if s.Got, ok = proto(*ws.G); !ok {
+		return errorf(ReasonValue, "%s %.20q is not h1, h2, h3 or unknown", name("g"), *ws.G)
+	}
+	if ws.St == nil {
+		return missing(name("st"))
+	}
+	if *ws.St < 0 || *ws.St > MaxDurationMS {
+		return errorf(ReasonValue, "%s %g ms outside [0, %d]", name("st"), *ws.St, MaxDurationMS)
+	}
+	s.Start = *ws.St
+	for _, f := range []struct {
+		name string
+		v    *float64
+		to   *float64
+	}{
+		{"s[%d].d", ws.D, &s.Duration}, {"s[%d].dns", ws.DNS, &s.DNS}, {"s[%d].con", ws.Con, &s.Connect},
+		{"s[%d].tls", ws.TLS, &s.TLS}, {"s[%d].tf", ws.TF, &s.TTFB}, {"s[%d].dl", ws.DL, &s.Download},
+	} {
+		if f.v == nil {
+			return missing(label(f.name, i))
 		}
-		if ws.St == nil {
-			return missing(name("st"))
+		if err := checkDuration(*f.v, true, f.name, i); err != nil {
+			return err
 		}
-		if *ws.St < 0 || *ws.St > MaxDurationMS {
-			return errorf(ReasonValue, "%s %g ms outside [0, %d]", name("st"), *ws.St, MaxDurationMS)
+		*f.to = *f.v
+	}
+	if ws.R == nil {
+		return missing(name("r"))
+	}
+	s.Reused = *ws.R
+	if ws.TS == nil {
+		return missing(name("ts"))
+	}
+	if *ws.TS < 0 || *ws.TS > 1<<30 {
+		return errorf(ReasonValue, "%s %d outside [0, 2^30]", name("ts"), *ws.TS)
+	}
+	s.TransferSize = *ws.TS
+	if ws.E != nil {
+		if !isErrorCode(*ws.E) {
+			return errorf(ReasonValue, "%s %.40q is not an error code ([a-z0-9_]{1,32})", name("e"), *ws.E)
 		}
-		s.Start = *ws.St
-		for _, f := range []struct {
-			name string
-			v    *float64
-			to   *float64
-		}{
-			{"s[%d].d", ws.D, &s.Duration}, {"s[%d].dns", ws.DNS, &s.DNS}, {"s[%d].con", ws.Con, &s.Connect},
-			{"s[%d].tls", ws.TLS, &s.TLS}, {"s[%d].tf", ws.TF, &s.TTFB}, {"s[%d].dl", ws.DL, &s.Download},
-		} {
-			if f.v == nil {
-				return missing(label(f.name, i))
-			}
-			if err := checkDuration(*f.v, true, f.name, i); err != nil {
-				return err
-			}
-			*f.to = *f.v
-		}
-		if ws.R == nil {
-			return missing(name("r"))
-		}
-		s.Reused = *ws.R
-		if ws.TS == nil {
-			return missing(name("ts"))
-		}
-		if *ws.TS < 0 || *ws.TS > 1<<30 {
-			return errorf(ReasonValue, "%s %d outside [0, 2^30]", name("ts"), *ws.TS)
-		}
-		s.TransferSize = *ws.TS
-		if ws.E != nil {
-			if !isErrorCode(*ws.E) {
-				return errorf(ReasonValue, "%s %.40q is not an error code ([a-z0-9_]{1,32})", name("e"), *ws.E)
-			}
-			s.Error = *ws.E
-		}
-		s.Server = ServerTiming{Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, ConnAge: -1, Proto: ProtoUnknown}
-		if ws.SV != nil {
-			if err := ws.SV.server(&s.Server, i); err != nil {
-				return err
-			}
+		s.Error = *ws.E
+	}
+	s.Server = ServerTiming{Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, ConnAge: -1, Proto: ProtoUnknown}
+	if ws.SV != nil {
+		if err := ws.SV.server(&s.Server, i); err != nil {
+			return err
 		}
 	}
 	return nil

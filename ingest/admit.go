@@ -26,6 +26,11 @@ type submission struct {
 	// limiter is the rate the submission counts against: the per-address
 	// one for browsers, the connection's own for agents; nil: none.
 	limiter *access.Limiter
+	// source is store.SourceAgent for an agent's run over the WebSocket
+	// ingest, else "" (a browser); handshakes is an agent run's handshake
+	// samples as received (JSON array), nil for none.
+	source     string
+	handshakes []byte
 }
 
 // submission describes what r says about its sender: client address (from
@@ -86,8 +91,22 @@ func (h *Handler) admit(ctx context.Context, sub submission) (store.Run, *reject
 		return store.Run{}, &rejection{status: http.StatusForbidden, reason: ReasonSiteNotAllowed,
 			detail: fmt.Sprintf("site %q is not served by this collector", rep.Site)}
 	}
-	return h.Enricher.Enrich(Envelope{Report: rep, Wire: sub.wire, Received: sub.received,
-		ClientIP: sub.client, UserAgent: sub.userAgent, GeoCountry: sub.geoCountry}), nil
+	var hs []beacon.Sample
+	if sub.handshakes != nil {
+		if hs, err = beacon.DecodeHandshakes(sub.handshakes); err != nil {
+			status, reason, detail := decodeRejection(err)
+			return store.Run{}, &rejection{status: status, reason: reason, detail: detail}
+		}
+	}
+	run := h.Enricher.Enrich(Envelope{Report: rep, Wire: sub.wire, Received: sub.received,
+		ClientIP: sub.client, UserAgent: sub.userAgent, GeoCountry: sub.geoCountry})
+	if sub.source == store.SourceAgent {
+		run.Source, run.Browser, run.BrowserMajor, run.Bot = store.SourceAgent, BrowserAgent, 0, false
+		if len(hs) > 0 {
+			run.Handshakes, run.HandshakeWire = hs, sub.handshakes
+		}
+	}
+	return run, nil
 }
 
 // decodeRejection maps a decode error to a status, reason label and detail.

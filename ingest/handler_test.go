@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
@@ -297,6 +298,13 @@ func TestWebSocket(t *testing.T) {
 		`not json`,
 		`{"id":"c","report":` + string(wireReport("elsewhere")) + `}`,
 		`{"id":"d","report":` + string(beacontest.Report(beacontest.Run{ID: randomRunID(), Site: "shop", Warmup: 2, Parallel: 3})) + `}`,
+		// Agents: their runs with handshakes; handshakes only from agents;
+		// a source is agent or browser; handshakes are decoded as strictly
+		// as reports.
+		`{"id":"e","source":"agent","report":` + string(wireReport("shop")) + `,"handshakes":` + handshakesJSON + `}`,
+		`{"id":"f","report":` + string(wireReport("shop")) + `,"handshakes":` + handshakesJSON + `}`,
+		`{"id":"g","source":"robot","report":` + string(wireReport("shop")) + `}`,
+		`{"id":"h","source":"agent","report":` + string(wireReport("shop")) + `,"handshakes":[{"q":0,"ph":"p"}]}`,
 	}
 	for _, m := range msgs {
 		if err := conn.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
@@ -315,14 +323,24 @@ func TestWebSocket(t *testing.T) {
 	for id, want := range map[string]struct {
 		ok     bool
 		reason string
-	}{"a": {true, ""}, "b": {false, "decode_field"}, "": {false, ReasonBadMessage}, "c": {false, ReasonSiteNotAllowed}, "d": {true, ""}} {
+	}{"a": {true, ""}, "b": {false, "decode_field"}, "": {false, ReasonBadMessage}, "c": {false, ReasonSiteNotAllowed}, "d": {true, ""},
+		"e": {true, ""}, "f": {false, ReasonBadMessage}, "g": {false, ReasonBadMessage}, "h": {false, "decode_value"}} {
 		a, found := acks[id]
 		if !found || a.OK != want.ok || a.Reason != want.reason || (!a.OK && !strings.HasPrefix(a.Error, want.reason+": ")) {
 			t.Errorf("ack %q = %+v (found %v), want ok=%v reason=%q", id, a, found, want.ok, want.reason)
 		}
 	}
-	if len(sink.runs) != 2 {
-		t.Errorf("%d runs reached the sink, want 2", len(sink.runs))
+	if len(sink.runs) != 3 {
+		t.Fatalf("%d runs reached the sink, want 3", len(sink.runs))
+	}
+	for _, r := range sink.runs {
+		agent := len(r.Handshakes) > 0
+		if agent != (r.Source == store.SourceAgent) || agent != (r.Browser == BrowserAgent) {
+			t.Errorf("run from %s with %d handshakes: source %q, browser %q", r.Report.Site, len(r.Handshakes), r.Source, r.Browser)
+		}
+		if agent && (len(r.Handshakes) != 3 || r.Handshakes[1].Phase != beacon.PhaseHandshake || !r.Handshakes[1].Server.EarlyData || string(r.HandshakeWire) != handshakesJSON) {
+			t.Errorf("agent run's handshakes: %+v", r.Handshakes)
+		}
 	}
 	// An oversized message closes the connection with 1009 and is counted.
 	conn.WriteMessage(websocket.TextMessage, bytes.Repeat([]byte("x"), 64<<10))

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -20,34 +21,68 @@ import (
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
+// handshakesJSON is an agent run's handshake samples on the wire: a full
+// QUIC handshake, a 0-RTT one and a resumed TCP+TLS one.
+const handshakesJSON = `[{"q":0,"ph":"h","w":"h3","g":"h3","st":120.5,"d":21.2,"dns":0,"con":10.4,"tls":10.4,"tf":10.1,"dl":0.2,"r":false,"ts":310,"sv":{"proto":"h3","cid":"q9","creq":1,"resumed":0,"early":0}},
+{"q":1,"ph":"h","w":"h3","g":"h3","st":150,"d":10.9,"dns":0,"con":10.6,"tls":10.6,"tf":10.5,"dl":0.1,"r":false,"ts":310,"sv":{"proto":"h3","cid":"q10","creq":1,"resumed":1,"early":1}},
+{"q":2,"ph":"h","w":"h2","g":"h2","st":170,"d":31.5,"dns":0,"con":20.8,"tls":10.2,"tf":10.3,"dl":0.2,"r":false,"ts":320,"sv":{"proto":"h2","cid":"t4","creq":1,"resumed":1,"early":0}}]`
+
 func TestRecordRoundTrip(t *testing.T) {
-	run := testRun(t, "rt")
-	run.Bot = true
-	rec, err := appendRecord(nil, &run)
+	browser := testRun(t, "rt")
+	browser.Bot = true
+	agent := testRun(t, "rt-agent")
+	agent.Source, agent.Browser, agent.HandshakeWire = store.SourceAgent, BrowserAgent, []byte(handshakesJSON)
+	hs, err := beacon.DecodeHandshakes(agent.HandshakeWire)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeRecord(rec)
-	if err != nil {
-		t.Fatal(err)
+	agent.Handshakes = hs
+	agentNoHS := testRun(t, "rt-agent-bare")
+	agentNoHS.Source = store.SourceAgent
+	for _, tc := range []struct {
+		name    string
+		run     store.Run
+		version uint64
+	}{
+		{"browser", browser, recordVersion},
+		{"agent", agent, recordAgentRun},
+		{"agent without handshakes", agentNoHS, recordAgentRun},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := tc.run
+			rec, err := appendRecord(nil, &run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := binary.Uvarint(rec); v != tc.version {
+				t.Errorf("record kind %d, want %d", v, tc.version)
+			}
+			got, err := decodeRecord(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The record keeps the wire bytes, so the report comes back exactly.
+			if !reflect.DeepEqual(got.Report, run.Report) || !bytes.Equal(got.Wire, run.Wire) {
+				t.Errorf("round trip changed the report:\n got %+v\nwant %+v", *got.Report, *run.Report)
+			}
+			if got.Enrichment != run.Enrichment || !got.Received.Equal(run.Received) {
+				t.Errorf("round trip changed the enrichment: got %+v %v, want %+v %v", got.Enrichment, got.Received, run.Enrichment, run.Received)
+			}
+			if !reflect.DeepEqual(got.Handshakes, run.Handshakes) || !bytes.Equal(got.HandshakeWire, run.HandshakeWire) {
+				t.Errorf("round trip changed the handshakes:\n got %+v\nwant %+v", got.Handshakes, run.Handshakes)
+			}
+			// Every truncation fails cleanly.
+			for n := range len(rec) {
+				if _, err := decodeRecord(rec[:n]); err == nil {
+					t.Fatalf("decoding %d of %d bytes succeeded", n, len(rec))
+				}
+			}
+			if _, err := decodeRecord(append(rec, 0)); err == nil {
+				t.Error("trailing byte accepted")
+			}
+		})
 	}
-	// The record keeps the wire bytes, so the report comes back exactly.
-	if !reflect.DeepEqual(got.Report, run.Report) || !bytes.Equal(got.Wire, run.Wire) {
-		t.Errorf("round trip changed the report:\n got %+v\nwant %+v", *got.Report, *run.Report)
-	}
-	if got.Enrichment != run.Enrichment || !got.Received.Equal(run.Received) {
-		t.Errorf("round trip changed the enrichment: got %+v %v, want %+v %v", got.Enrichment, got.Received, run.Enrichment, run.Received)
-	}
-	// Every truncation fails cleanly.
-	for n := range len(rec) {
-		if _, err := decodeRecord(rec[:n]); err == nil {
-			t.Fatalf("decoding %d of %d bytes succeeded", n, len(rec))
-		}
-	}
-	if _, err := decodeRecord(append(rec, 0)); err == nil {
-		t.Error("trailing byte accepted")
-	}
-	if _, err := appendRecord(nil, &store.Run{Report: run.Report}); !errors.Is(err, errNoWire) {
+	if _, err := appendRecord(nil, &store.Run{Report: browser.Report}); !errors.Is(err, errNoWire) {
 		t.Errorf("a run without wire bytes spooled: %v", err)
 	}
 }

@@ -22,6 +22,12 @@ const recordVersion = 2
 
 var errNoWire = errors.New("run has no wire bytes to spool")
 
+// An agent's run (store.SourceAgent) is a record of its own kind,
+// recordAgentRun: as recordVersion's, with the handshake samples' JSON as
+// received, length-prefixed, before the report's wire bytes. Browser runs
+// keep recordVersion, so that an older collector still reads them.
+const recordAgentRun = 4
+
 // appendRecord appends the record form of run to b.
 func appendRecord(b []byte, run *store.Run) ([]byte, error) {
 	if len(run.Wire) == 0 {
@@ -31,10 +37,19 @@ func appendRecord(b []byte, run *store.Run) ([]byte, error) {
 	if err != nil {
 		return b, fmt.Errorf("encoding spool record: %w", err)
 	}
-	b = binary.AppendUvarint(b, recordVersion)
+	agent := run.Source == store.SourceAgent
+	if agent {
+		b = binary.AppendUvarint(b, recordAgentRun)
+	} else {
+		b = binary.AppendUvarint(b, recordVersion)
+	}
 	b = binary.AppendVarint(b, run.Received.UnixNano())
 	b = binary.AppendUvarint(b, uint64(len(enr)))
 	b = append(b, enr...)
+	if agent {
+		b = binary.AppendUvarint(b, uint64(len(run.HandshakeWire)))
+		b = append(b, run.HandshakeWire...)
+	}
 	return append(b, run.Wire...), nil
 }
 
@@ -48,7 +63,7 @@ func decodeRecord(b []byte) (store.Run, error) {
 	switch v {
 	case 1:
 		return decodeRecordV1(b[n:])
-	case recordVersion:
+	case recordVersion, recordAgentRun:
 	default:
 		return store.Run{}, fmt.Errorf("decoding spool record: unknown version %d", v)
 	}
@@ -66,6 +81,23 @@ func decodeRecord(b []byte) (store.Run, error) {
 	run := store.Run{Received: time.Unix(0, ns).UTC(), Wire: b[size:]}
 	if err := json.Unmarshal(b[:size], &run.Enrichment); err != nil {
 		return store.Run{}, fmt.Errorf("decoding spool record enrichment: %w", err)
+	}
+	if v == recordAgentRun {
+		rest := b[size:]
+		hsize, n := binary.Uvarint(rest)
+		if n <= 0 || hsize > uint64(len(rest)-n) {
+			return store.Run{}, fmt.Errorf("decoding spool record: %w", errShortRecord)
+		}
+		run.HandshakeWire, run.Wire = rest[n:n+int(hsize)], rest[n+int(hsize):]
+		if hsize > 0 {
+			hs, err := beacon.DecodeHandshakes(run.HandshakeWire)
+			if err != nil {
+				return store.Run{}, fmt.Errorf("decoding spooled handshakes: %w", err)
+			}
+			run.Handshakes = hs
+		} else {
+			run.HandshakeWire = nil
+		}
 	}
 	rep, err := beacon.Decode(run.Wire)
 	if err != nil {

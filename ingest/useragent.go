@@ -17,6 +17,8 @@ const (
 	BrowserSafari   = "Safari"
 	BrowserSamsung  = "Samsung Internet"
 	BrowserOther    = "Other"
+	// BrowserAgent is `h3rum agent`, whatever its report says.
+	BrowserAgent = "Agent"
 )
 
 // browserOf returns the browser family and major version, preferring the

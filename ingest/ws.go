@@ -11,14 +11,20 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/h3rum/h3rum/ingest/access"
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // WSMessage is one report sent over /ingest/ws: an id of the agent's
 // choosing, echoed in the acknowledgement, and the report in the same wire
-// format as POST /beacon.
+// format as POST /beacon. Source "agent" (what `h3rum agent` sends) stores
+// the run as the agent's, never pooled with browsers'; absent or "browser"
+// is a browser's report relayed (the only kind before agents). Handshakes,
+// agents only, are the run's handshake samples (beacon.DecodeHandshakes).
 type WSMessage struct {
-	ID     string          `json:"id"`
-	Report json.RawMessage `json:"report"`
+	ID         string          `json:"id"`
+	Source     string          `json:"source,omitempty"`
+	Report     json.RawMessage `json:"report"`
+	Handshakes json.RawMessage `json:"handshakes,omitempty"`
 }
 
 // WSAck acknowledges a WSMessage once its report is durable (OK), or says
@@ -132,6 +138,18 @@ func (s *wsSession) serve() {
 		var msg WSMessage
 		if err := json.Unmarshal(data, &msg); err != nil || msg.ID == "" || len(msg.Report) == 0 {
 			s.refuse(msg.ID, ReasonBadMessage, `want {"id": "…", "report": {…}}`)
+			continue
+		}
+		switch msg.Source {
+		case "", store.SourceBrowser:
+			if len(msg.Handshakes) > 0 && string(msg.Handshakes) != "null" {
+				s.refuse(msg.ID, ReasonBadMessage, `handshakes need "source": "agent"`)
+				continue
+			}
+		case store.SourceAgent:
+			sub.source, sub.handshakes = store.SourceAgent, msg.Handshakes
+		default:
+			s.refuse(msg.ID, ReasonBadMessage, `"source" must be "agent" or "browser"`)
 			continue
 		}
 		sub.wire = msg.Report

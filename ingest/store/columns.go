@@ -24,14 +24,15 @@ func sampleColumns() []column {
 	return []column{
 		col("time", "DateTime('UTC')", func(r r, _ s) time.Time { return r.Received.UTC().Truncate(time.Second) }),
 		col("site", "String", func(r r, _ s) string { return r.Report.Site }),
+		col("source", sourceEnum, func(r r, _ s) int8 { return sourceValue(r.Source) }),
 		col("run_id", "UUID", func(r r, _ s) uuid.UUID { return uuid.UUID(r.Report.RunID) }),
-		col("seq", "UInt8", func(_ r, s s) uint8 { return clampU8(s.Seq) }),
+		col("seq", "UInt8", func(_ r, s s) uint8 { return storedSeq(s) }),
 		col("phase", phaseEnum, func(_ r, s s) int8 { return phaseValue(s.Phase) }),
 		col("want", protoEnum, func(_ r, s s) int8 { return protoValue(s.Want) }),
 		col("got", protoEnum, func(_ r, s s) int8 { return protoValue(s.Got) }),
 		col("outcome", outcomeEnum, func(_ r, s s) int8 { return int8(OutcomeOf(s.Want, s.Got)) }),
 		col("exclusions", "UInt8", func(r r, _ s) uint8 { return uint8(r.exclusions) }),
-		col("cold", "UInt8", func(r r, s s) uint8 { return b2u(r.cold[s.Seq]) }),
+		col("cold", "UInt8", func(r r, s s) uint8 { return b2u(s.Phase == beacon.PhaseParallel && r.cold[s.Seq]) }),
 		col("start_ms", "Float32", func(_ r, s s) float32 { return float32(s.Start) }),
 		col("duration_ms", "Float32", func(_ r, s s) float32 { return float32(s.Duration) }),
 		col("dns_ms", "Float32", func(_ r, s s) float32 { return float32(s.DNS) }),
@@ -84,7 +85,8 @@ func sampleColumns() []column {
 // Enum types shared by several columns, as the migrations spell them.
 const (
 	protoEnum   = "Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3)"
-	phaseEnum   = "Enum8('warmup' = 1, 'parallel' = 2)"
+	phaseEnum   = "Enum8('warmup' = 1, 'parallel' = 2, 'handshake' = 3)"
+	sourceEnum  = "Enum8('browser' = 1, 'agent' = 2)"
 	outcomeEnum = "Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3)"
 )
 
@@ -143,6 +145,18 @@ func BeaconMajor(v string) uint16 {
 	return uint16(n)
 }
 
+// HandshakeSeqBase is added to a handshake sample's seq when it is
+// stored, so that it never meets a report sample's (at most
+// beacon.MaxSamples) in the table's key.
+const HandshakeSeqBase = 64
+
+func storedSeq(s *beacon.Sample) uint8 {
+	if s.Phase == beacon.PhaseHandshake {
+		return clampU8(HandshakeSeqBase + s.Seq)
+	}
+	return clampU8(s.Seq)
+}
+
 func b2u(v bool) uint8 {
 	if v {
 		return 1
@@ -169,7 +183,17 @@ func protoValue(p beacon.Proto) int8 {
 }
 
 func phaseValue(p beacon.Phase) int8 {
-	if p == beacon.PhaseParallel {
+	switch p {
+	case beacon.PhaseParallel:
+		return 2
+	case beacon.PhaseHandshake:
+		return 3
+	}
+	return 1
+}
+
+func sourceValue(s string) int8 {
+	if s == SourceAgent {
 		return 2
 	}
 	return 1

@@ -29,8 +29,11 @@ func (b *Batch) Add(run *Run) {
 		for i := range run.Report.Samples {
 			c.add(row, &run.Report.Samples[i])
 		}
+		for i := range run.Handshakes {
+			c.add(row, &run.Handshakes[i])
+		}
 	}
-	b.rows += len(run.Report.Samples)
+	b.rows += len(run.Report.Samples) + len(run.Handshakes)
 }
 
 // Rows is the number of rows buffered.

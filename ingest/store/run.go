@@ -16,6 +16,12 @@ type Run struct {
 	// new report field needs no spool codec of its own.
 	Wire     []byte
 	Received time.Time
+	// Handshakes are an agent run's handshake samples (phase
+	// PhaseHandshake), stored beside the report's; HandshakeWire is their
+	// JSON as received, which the spool keeps like Wire. Browser runs
+	// have neither.
+	Handshakes    []beacon.Sample
+	HandshakeWire []byte
 	Enrichment
 }
 
@@ -27,7 +33,17 @@ type Enrichment struct {
 	Browser      string // browser family from UA-CH brands or User-Agent: "Chrome", "Firefox", "Safari", "Edge", …
 	BrowserMajor int
 	Bot          bool // headless user agent or navigator.webdriver
+	// Source is who measured: SourceAgent for `h3rum agent` over the
+	// WebSocket ingest with the agent token; "" (spool records before
+	// agents) and SourceBrowser mean a visitor's browser.
+	Source string `json:",omitempty"`
 }
+
+// Sources of a run, as the samples table's source column names them.
+const (
+	SourceBrowser = "browser"
+	SourceAgent   = "agent"
+)
 
 // Geo is the region a client address maps to. Empty strings and zeros
 // mean unknown; placeholder countries (ZZ, XX, T1, A1, A2) are unknown.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
@@ -68,5 +69,43 @@ func TestRetentionDropsOldPartitions(t *testing.T) {
 	}
 	if dropped, err := store.DropExpired(context.Background(), conn, retention, now); err != nil || len(dropped) != 0 {
 		t.Errorf("second run dropped %v, %v; want nothing", dropped, err)
+	}
+}
+
+// TestAgentRunsStayApart: an agent's run is stored with its handshake
+// samples, as the agent's, and neither reaches the browser rollup or the
+// runs table, which the browser reports read.
+func TestAgentRunsStayApart(t *testing.T) {
+	conn := storetest.DB(t)
+	browser := storetest.Run(t, "apart")
+	agent := storetest.Run(t, "apart")
+	agent.Source = store.SourceAgent
+	agent.Handshakes = []beacon.Sample{
+		{Seq: 0, Phase: beacon.PhaseHandshake, Want: beacon.ProtoH3, Got: beacon.ProtoH3, Duration: 20, Connect: 10,
+			Server: beacon.ServerTiming{Present: true, Proto: beacon.ProtoH3}},
+		{Seq: 1, Phase: beacon.PhaseHandshake, Want: beacon.ProtoH3, Got: beacon.ProtoH3, Duration: 10, Connect: 10,
+			Server: beacon.ServerTiming{Present: true, Proto: beacon.ProtoH3, Resumed: true, EarlyData: true}},
+	}
+	var batch store.Batch
+	batch.Add(&browser)
+	batch.Add(&agent)
+	if err := batch.Insert(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	perRun := uint64(len(browser.Report.Samples))
+	for q, want := range map[string]uint64{
+		"SELECT count() FROM samples WHERE source = 'browser'":                                   perRun,
+		"SELECT count() FROM samples WHERE source = 'agent' AND phase != 'handshake'":            perRun,
+		"SELECT count() FROM samples WHERE source = 'agent' AND phase = 'handshake'":             2,
+		"SELECT count() FROM samples WHERE phase = 'handshake' AND seq IN (64, 65) AND cold = 0": 2,
+		"SELECT count() FROM samples WHERE phase = 'handshake' AND srv_early = 1":                1,
+		"SELECT countMerge(samples) FROM samples_rollup":                                         uint64(2 * browser.Report.Params.Parallel),
+		"SELECT count() FROM samples_rollup WHERE source = 'agent'":                              0,
+		"SELECT count() FROM runs":                          1,
+		"SELECT count() FROM runs WHERE source = 'browser'": 1,
+	} {
+		if n := countRows(t, conn, q); n != want {
+			t.Errorf("%s = %d, want %d", q, n, want)
+		}
 	}
 }

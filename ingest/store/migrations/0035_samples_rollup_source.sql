@@ -1,0 +1,3 @@
+-- The rollup holds browser rows only (0034): its source, as a column, so
+-- that one source filter serves raw rows and the rollup alike.
+ALTER TABLE samples_rollup ADD COLUMN source Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
