@@ -72,13 +72,17 @@ type DesignCount struct {
 
 // designs lists the designs of the window's runs, most runs first, from
 // the rollup (every successful parallel request, whatever its exclusions;
-// run counts are HyperLogLog estimates, enough to rank).
+// run counts are HyperLogLog estimates, enough to rank); an agent
+// report's from raw rows.
 func designs(ctx context.Context, conn driver.Conn, o *Options, w window) ([]DesignCount, error) {
-	q, err := sqlFiles.ReadFile("sql/designs.sql")
-	if err != nil {
-		return nil, fmt.Errorf("reading embedded designs.sql: %w", err)
+	name, from, to := "designs.sql", w.since-w.since%3600, w.until
+	if o.Agent {
+		name, from = "designs_agent.sql", w.since
 	}
-	from, to := w.since-w.since%3600, w.until
+	q, err := sqlFiles.ReadFile("sql/" + name)
+	if err != nil {
+		return nil, fmt.Errorf("reading embedded %s: %w", name, err)
+	}
 	rows, err := conn.Query(ctx, string(q), from, to, o.Site, o.Site)
 	if err != nil {
 		return nil, fmt.Errorf("listing designs: %w", err)

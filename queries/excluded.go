@@ -52,11 +52,12 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 	return nil
 }
 
-// excludedSQL is excluded.sql with its runs: from the runs table, or by
-// collector, a per-sample column, from the samples.
+// excludedSQL is excluded.sql with its runs: from the runs table, or from
+// the samples by collector (a per-sample column) and for agent reports
+// (the runs table holds browser runs only).
 func excludedSQL(o *Options) (string, error) {
 	runs := "excluded_runs_table.sql"
-	if o.By == "collector" {
+	if o.By == "collector" || o.Agent {
 		runs = "excluded_runs_samples.sql"
 	}
 	return excludedWith(o, runs)

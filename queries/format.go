@@ -274,7 +274,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		section("Handshakes: requests on a new connection, by protocol (apart from the warm comparison above)", 2,
 			"group\tproto\trequests\tp50 ms\tp90 ms\tconnect p50 ms\tresumed\t0-RTT\t", func(tw io.Writer, g *Group) {
 				for _, h := range g.Handshakes {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", name(g), h.Proto, h.Samples,
+					proto := h.Proto
+					if h.Kind != "" {
+						proto += " " + h.Kind
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", name(g), proto, h.Samples,
 						ms(pctl(h.Percentiles, 50)), ms(pctl(h.Percentiles, 90)), ms(pctl(h.ConnectMS, 50)),
 						share(h.ResumedShare), share(h.EarlyShare))
 				}

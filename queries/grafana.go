@@ -35,7 +35,7 @@ const (
 
 // grafanaDesignSQL is /*DESIGN*/ for the design variable, in ParseDesign's
 // form ("5,0,2,1").
-const grafanaDesignSQL = "concat(toString(param_parallel), ',', toString(param_bytes), ',', toString(param_warmup), ',', toString(beacon_major)) = " + grafanaDesign
+const grafanaDesignSQL = "(concat(toString(param_parallel), ',', toString(param_bytes), ',', toString(param_warmup), ',', toString(beacon_major)) = " + grafanaDesign + " AND source = 'browser')"
 
 var sqlLineComment = regexp.MustCompile(`(?m)^\s*--.*\n`)
 

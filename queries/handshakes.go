@@ -11,7 +11,8 @@ import (
 // a first request costs (sql/handshakes.sql). It is kept apart from the
 // headline, which compares warm connections only.
 type Handshake struct {
-	Proto        string       `json:"proto"` // protocol the request used: h2 or h3
+	Proto        string       `json:"proto"`          // protocol the request used: h2 or h3
+	Kind         string       `json:"kind,omitempty"` // agent reports: full, resumed or 0rtt (the server's word); browsers: none
 	Samples      int          `json:"samples"`
 	Percentiles  []Percentile `json:"percentiles"`         // request duration, ms; no intervals
 	ConnectMS    []Percentile `json:"connect_percentiles"` // connection set-up (TCP+TLS, or QUIC), ms
@@ -24,15 +25,16 @@ func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, gro
 	return eachRow(ctx, conn, o, w, "handshakes.sql", "handshakes", func(rows driver.Rows) error {
 		var (
 			grp, proto     string
+			kind           string
 			n              uint64
 			qs, qc         []float32
 			resumed, early float64
 		)
-		if err := rows.Scan(&grp, &proto, &n, &qs, &qc, &resumed, &early); err != nil {
+		if err := rows.Scan(&grp, &proto, &kind, &n, &qs, &qc, &resumed, &early); err != nil {
 			return err
 		}
 		g := groupOf(groups, grp)
-		g.Handshakes = append(g.Handshakes, Handshake{Proto: proto, Samples: int(n), Percentiles: levels(qs), ConnectMS: levels(qc),
+		g.Handshakes = append(g.Handshakes, Handshake{Proto: proto, Kind: kind, Samples: int(n), Percentiles: levels(qs), ConnectMS: levels(qc),
 			ResumedShare: math.Round(resumed*1e6) / 1e6, EarlyShare: math.Round(early*1e6) / 1e6})
 		return nil
 	})

@@ -81,6 +81,10 @@ type Options struct {
 	Design Design
 	// Source chooses rollup or raw rows for point estimates. Default auto.
 	Source Source
+	// Agent reports the runs of `h3rum agent` instead of browsers': the
+	// two are never pooled. The rollup holds browser runs only, so an
+	// agent report reads raw rows (Source auto becomes raw).
+	Agent bool
 	// Replicates is the number of bootstrap replicates for confidence
 	// intervals. 0 means DefaultReplicates; negative disables intervals.
 	Replicates int
@@ -141,6 +145,12 @@ func (o *Options) Validate() error {
 	case SourceAuto, SourceRaw, SourceRollup:
 	default:
 		return invalid("unknown source %q (want raw or rollup)", o.Source)
+	}
+	if o.Agent {
+		if o.Source == SourceRollup {
+			return invalid("the rollup holds browser runs only; an agent report reads raw rows")
+		}
+		o.Source = SourceRaw
 	}
 	if o.Replicates == 0 {
 		o.Replicates = DefaultReplicates
@@ -276,6 +286,8 @@ func OptionsFromValues(v url.Values, now time.Time) (Options, error) {
 			o.Design, err = ParseDesign(val)
 		case "source":
 			o.Source = Source(val)
+		case "agent":
+			o.Agent, err = parseBool(key, val)
 		case "token":
 			// The dashboard's first-load credential, checked by the handler.
 		default:
@@ -334,7 +346,9 @@ func (o *Options) values() url.Values {
 	if o.Design.Set || o.Design.All {
 		v.Set("design", o.Design.String())
 	}
-	if o.Source != SourceAuto {
+	if o.Agent {
+		v.Set("agent", "1")
+	} else if o.Source != SourceAuto {
 		v.Set("source", string(o.Source))
 	}
 	return v

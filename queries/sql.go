@@ -50,7 +50,18 @@ func query(name string, o *Options) (string, error) {
 		return "", invalid("unknown grouping %q", o.By)
 	}
 	q := strings.ReplaceAll(string(b), "/*SELECTION*/", selectionSQL)
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.Design.sql()).Replace(q), nil
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL()).Replace(q), nil
+}
+
+// designSQL is /*DESIGN*/: the design and who measured (browsers, or the
+// agent). The rollup and runs tables hold browser rows only and say so in
+// an alias column, so the one condition serves every table.
+func (o *Options) designSQL() string {
+	source := "browser"
+	if o.Agent {
+		source = "agent"
+	}
+	return "(" + o.Design.sql() + " AND source = '" + source + "')"
 }
 
 // selectionSQL is the report's selection of raw rows, the one definition

@@ -3,10 +3,14 @@
 -- visitor waits for a first byte on a fresh connection, and how often TLS
 -- resumed and QUIC sent 0-RTT. Warm-ups included (that is where new
 -- connections are); non-bot runs of the design, successful requests.
--- Parameters: since, until (unix seconds), site twice.
+-- An agent report reads the agent's handshake samples instead, each a
+-- request on a new connection of a known kind (the server's word: a full
+-- handshake, a resumed session, or 0-RTT early data); browser rows have no
+-- kind. Parameters: since, until (unix seconds), site twice.
 SELECT
     /*GROUP*/ AS grp,
     toString(got) AS proto,
+    if(phase = 'handshake', multiIf(srv_early = 1, '0rtt', srv_resumed = 1, 'resumed', 'full'), '') AS kind,
     count() AS n_samples,
     quantilesTDigest(/*LEVELS*/)(duration_ms) AS q,
     quantilesTDigest(/*LEVELS*/)(connect_ms) AS qc,
@@ -17,6 +21,7 @@ WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = '' OR site = ?)
   AND reused = 0 AND error = '' AND (got = 'h2' OR got = 'h3')
   AND bitAnd(exclusions, 64) = 0
+  AND (source = 'browser' OR phase = 'handshake')
   AND /*DESIGN*/
-GROUP BY grp, proto
-ORDER BY grp, proto
+GROUP BY grp, proto, kind
+ORDER BY grp, proto, kind

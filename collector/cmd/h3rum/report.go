@@ -35,6 +35,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&excluded, "include-excluded", false, "widen past the like-for-like headline: include runs with exclusions (fallback, cold, failed warm-up, …)")
 	fs.StringVar(&design, "design", "", `test design "parallel,bytes,warmup,major" (e.g. 5,0,2,1), or "all" to pool designs (default: the most common)`)
 	fs.BoolVar(&raw, "raw", false, "compute point estimates from raw rows even where the hourly rollup could answer")
+	fs.BoolVar(&o.Agent, "agent", false, "report the runs of h3rum agent (with its full, resumed and 0-RTT handshakes) instead of browsers'; never pooled")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
