@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,9 +73,11 @@ var devCertHosts = []string{"localhost", "127.0.0.1", "::1"}
 // creating dir, the keys, the local CA and the certificate as needed. The
 // server key is never replaced, so the SPKI a developer passed to Chromium
 // stays valid; the certificate is re-issued with the same key when it is
-// close to expiry, and when it is not signed by the local CA (a
-// self-signed one an older release made).
-func loadOrCreateDevCert(dir string, now time.Time) (*tls.Certificate, DevCert, error) {
+// close to expiry, when it is not signed by the local CA (a self-signed
+// one an older release made), and when it does not cover every host:
+// devCertHosts and the origins' own names (--h3-host, --h2-host), so that
+// clients trusting the CA, such as `h3rum agent --ca`, verify them.
+func loadOrCreateDevCert(dir string, now time.Time, hosts ...string) (*tls.Certificate, DevCert, error) {
 	d := DevCert{CertFile: filepath.Join(dir, devCertName), KeyFile: filepath.Join(dir, devKeyName), CAFile: filepath.Join(dir, devCAName)}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, d, fmt.Errorf("creating data directory for the development certificate: %w", err)
@@ -94,7 +97,7 @@ func loadOrCreateDevCert(dir string, now time.Time) (*tls.Certificate, DevCert, 
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 
 	if certPEM, err := os.ReadFile(d.CertFile); err == nil {
-		if c, err := tls.X509KeyPair(certPEM, keyPEM); err == nil && devCertUsable(c.Leaf, ca, now) {
+		if c, err := tls.X509KeyPair(certPEM, keyPEM); err == nil && devCertUsable(c.Leaf, ca, now, hosts) {
 			d.SPKI = SPKIHash(c.Leaf)
 			return &c, d, nil
 		}
@@ -102,7 +105,7 @@ func loadOrCreateDevCert(dir string, now time.Time) (*tls.Certificate, DevCert, 
 		return nil, d, fmt.Errorf("reading development certificate: %w", err)
 	}
 
-	der, err := newDevCertDER(key, ca, caKey, now)
+	der, err := newDevCertDER(key, ca, caKey, now, hosts)
 	if err != nil {
 		return nil, d, err
 	}
@@ -202,17 +205,32 @@ func loadOrCreateDevKey(path string) (*ecdsa.PrivateKey, error) {
 	return key, nil
 }
 
+// devHosts are the origins' configured host names ("host" or
+// "host:port"), without ports, for the development certificate.
+func devHosts(names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if h, _, err := net.SplitHostPort(n); err == nil {
+			n = h
+		}
+		if n = strings.Trim(n, "[]"); n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // devCertUsable reports whether a stored development certificate is a
 // server certificate signed by ca that still covers the development hosts
 // for at least a week.
-func devCertUsable(c, ca *x509.Certificate, now time.Time) bool {
+func devCertUsable(c, ca *x509.Certificate, now time.Time, hosts []string) bool {
 	if c == nil || c.IsCA || now.Before(c.NotBefore) || now.Add(7*24*time.Hour).After(c.NotAfter) {
 		return false
 	}
 	if c.CheckSignatureFrom(ca) != nil {
 		return false
 	}
-	for _, h := range devCertHosts {
+	for _, h := range append(devCertHosts[:len(devCertHosts):len(devCertHosts)], hosts...) {
 		if c.VerifyHostname(h) != nil {
 			return false
 		}
@@ -220,7 +238,7 @@ func devCertUsable(c, ca *x509.Certificate, now time.Time) bool {
 	return true
 }
 
-func newDevCertDER(key *ecdsa.PrivateKey, ca *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time) ([]byte, error) {
+func newDevCertDER(key *ecdsa.PrivateKey, ca *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time, hosts []string) ([]byte, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return nil, fmt.Errorf("generating certificate serial: %w", err)
@@ -235,6 +253,13 @@ func newDevCertDER(key *ecdsa.PrivateKey, ca *x509.Certificate, caKey *ecdsa.Pri
 		BasicConstraintsValid: true,
 		DNSNames:              []string{"localhost"},
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else if h != "localhost" {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
@@ -390,7 +415,7 @@ func (s *Server) certificates() (h3, h2 func(*tls.ClientHelloInfo) (*tls.Certifi
 		h3, acme = m.GetCertificate, true
 		s.logger.Info("TLS certificates from ACME", "domains", s.ACMEDomains, "cache", s.acmeCache())
 	default:
-		cert, dev, err := loadOrCreateDevCert(s.dataDir(), time.Now())
+		cert, dev, err := loadOrCreateDevCert(s.dataDir(), time.Now(), devHosts(s.H3Host, s.H2Host)...)
 		if err != nil {
 			return nil, nil, false, err
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +212,45 @@ func TestCertFilesReload(t *testing.T) {
 	}
 	if got := served(t, ts.h3, false); got.Cmp(serial2) != 0 {
 		t.Errorf("after breaking the files, serves serial %v, want the previous %v", got, serial2)
+	}
+}
+
+// TestDevCertCoversOriginHosts: the origins' configured names join the
+// certificate, re-issued with the same key when a name is new, so a
+// client trusting the local CA (h3rum agent --ca) verifies them too.
+func TestDevCertCoversOriginHosts(t *testing.T) {
+	dir, now := t.TempDir(), time.Now()
+	c1, d1, err := loadOrCreateDevCert(dir, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := devHosts("h3.lab:8443", "h2.lab", "[198.18.0.1]:443", "")
+	if want := []string{"h3.lab", "h2.lab", "198.18.0.1"}; !slices.Equal(hosts, want) {
+		t.Fatalf("devHosts = %q, want %q", hosts, want)
+	}
+	c2, d2, err := loadOrCreateDevCert(dir, now, hosts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.Leaf.SerialNumber.Cmp(c1.Leaf.SerialNumber) == 0 || d2.SPKI != d1.SPKI {
+		t.Errorf("new hosts: serial %v (was %v), SPKI %s (was %s); want a new certificate with the same key", c2.Leaf.SerialNumber, c1.Leaf.SerialNumber, d2.SPKI, d1.SPKI)
+	}
+	caPEM, err := os.ReadFile(d2.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	for _, h := range append(hosts, devCertHosts...) {
+		if _, err := c2.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: h, CurrentTime: now}); err != nil {
+			t.Errorf("%s: %v", h, err)
+		}
+	}
+	if _, err := c2.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "other.lab", CurrentTime: now}); err == nil {
+		t.Error("the certificate verifies for a host it was not asked to cover")
+	}
+	c3, _, err := loadOrCreateDevCert(dir, now, hosts...)
+	if err != nil || c3.Leaf.SerialNumber.Cmp(c2.Leaf.SerialNumber) != 0 {
+		t.Errorf("the same hosts again re-issued the certificate: %v", err)
 	}
 }
