@@ -30,6 +30,7 @@ commands:
   migrate   apply the ClickHouse schema and exit
   report    print p50…p99 by region × protocol with the H3 − H2 difference
   lab       emulate regions on this machine (root), visit them with Chromium and check the report against them
+  agent     run the beacon's test from this machine, with cold, resumed and 0-RTT handshakes, and report it
   version   print the version
 
 Run "h3rum <command> -h" for the flags of a command. Every flag can also be
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runReport(ctx, rest, stdout, stderr)
 	case "lab":
 		return runLab(ctx, rest, stdout, stderr)
+	case "agent":
+		return runAgent(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "h3rum", version)
 		return nil

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/collector/agent"
+)
+
+// runAgent is `h3rum agent`: the beacon's test run from this machine
+// against the two origins, with the handshakes browsers hide, sent to the
+// collector's WebSocket ingest (or printed with --dry-run).
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	var (
+		c                  agent.Config
+		s                  agent.Sender
+		caFile, order      string
+		count, concurrency int
+		interval           time.Duration
+		dryRun             bool
+		resolve            = resolveFlag{}
+		lf                 logFlags
+	)
+	fs.StringVar(&c.H3Origin, "h3", "", "the H3 origin, https://host[:port] (required)")
+	fs.StringVar(&c.H2Origin, "h2", "", "the H2 origin, https://host[:port] (required)")
+	fs.StringVar(&s.URL, "ingest", "", "the collector's WebSocket ingest, wss://host[:port]/ingest/ws (required unless --dry-run)")
+	fs.StringVar(&s.Token, "token", "", "the collector's agent token (default $H3RUM_AGENT_TOKEN)")
+	fs.StringVar(&c.Site, "site", agent.DefaultSite, "the reports' data-site (the collector's --sites must allow it)")
+	fs.IntVar(&count, "count", 1, "runs in all, 0 = until interrupted")
+	fs.DurationVar(&interval, "interval", time.Minute, "time between the starts of a worker's runs")
+	fs.IntVar(&concurrency, "concurrency", 1, "workers running at once, 1 to 64")
+	fs.IntVar(&c.Parallel, "parallel", agent.DefaultParallel, fmt.Sprintf("requests per parallel batch, 1 to %d", beacon.MaxParallel))
+	fs.IntVar(&c.Warmup, "warmup", agent.DefaultWarmup, fmt.Sprintf("warm-up requests to the H3 origin, 0 to %d", beacon.MaxWarmup))
+	fs.IntVar(&c.Bytes, "bytes", 0, "probe body size in bytes (the collector caps it)")
+	fs.StringVar(&order, "order", "random", "batch order: random (per run), h3first or h2first")
+	fs.StringVar(&caFile, "ca", "", "PEM file of root certificates to trust for the origins and the ingest, e.g. the collector's dev-ca.pem in its data directory (default: the system's)")
+	fs.Var(resolve, "resolve", "host=ip: connect to ip for host, like curl --resolve; repeatable")
+	fs.BoolVar(&dryRun, "dry-run", false, "print each run's message as one JSON line on stdout and send nothing")
+	lf.register(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if s.Token == "" {
+		s.Token = os.Getenv("H3RUM_AGENT_TOKEN")
+	}
+	switch {
+	case c.H3Origin == "" || c.H2Origin == "":
+		return usagef("agent: --h3 and --h2 are required")
+	case count < 0:
+		return usagef("agent: --count %d: want 0 (until interrupted) or more", count)
+	case interval <= 0:
+		return usagef("agent: --interval %v: want a positive duration", interval)
+	case concurrency < 1 || concurrency > 64:
+		return usagef("agent: --concurrency %d: want 1 to 64", concurrency)
+	case c.Parallel < 1 || c.Parallel > beacon.MaxParallel:
+		return usagef("agent: --parallel %d: want 1 to %d", c.Parallel, beacon.MaxParallel)
+	case c.Warmup < 0 || c.Warmup > beacon.MaxWarmup:
+		return usagef("agent: --warmup %d: want 0 to %d", c.Warmup, beacon.MaxWarmup)
+	case c.Bytes < 0 || c.Bytes > beacon.MaxBytes:
+		return usagef("agent: --bytes %d: want 0 to %d", c.Bytes, beacon.MaxBytes)
+	}
+	if c.Warmup == 0 {
+		c.Warmup = -1 // Config's zero means the default
+	}
+	switch order {
+	case "random":
+	case "h3first", "h2first":
+		c.Order = order
+	default:
+		return usagef("agent: --order %q: want random, h3first or h2first", order)
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return usagef("agent: --ca: %v", err)
+		}
+		c.Roots = x509.NewCertPool()
+		if !c.Roots.AppendCertsFromPEM(pem) {
+			return usagef("agent: --ca %q holds no PEM certificate", caFile)
+		}
+		s.Roots = c.Roots
+	}
+	c.Resolve, s.Resolve = resolve, resolve
+	if err := c.Validate(); err != nil {
+		// Name the flags rather than the Config fields.
+		return usageError{strings.NewReplacer("agent: H3Origin:", "agent: --h3", "agent: H2Origin:", "agent: --h2",
+			"agent: report parameters:", "agent: --site:").Replace(err.Error())}
+	}
+	if !dryRun {
+		if s.URL == "" {
+			return usagef("agent: --ingest is required (or --dry-run)")
+		}
+		if err := s.Validate(); err != nil {
+			return usageError{err.Error() + " (--ingest, --token or $H3RUM_AGENT_TOKEN)"}
+		}
+	}
+	log, err := lf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	c.Logger, s.Logger = log, log
+	defer s.Close()
+
+	var (
+		started, failed, refused atomic.Int64
+		out                      sync.Mutex
+		wg                       sync.WaitGroup
+		fatal                    = make(chan error, concurrency)
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// take claims the next run; more says whether any is left to claim.
+	take := func() bool { return count == 0 || started.Add(1) <= int64(count) }
+	more := func() bool { return count == 0 || started.Load() < int64(count) }
+	for w := range concurrency {
+		wg.Go(func() {
+			// Workers start spread over one interval, so that their runs
+			// do not all measure the same moments.
+			if !sleepCtx(ctx, time.Duration(w)*interval/time.Duration(concurrency)) {
+				return
+			}
+			for take() {
+				start := time.Now()
+				res, err := c.Run(ctx)
+				switch {
+				case ctx.Err() != nil:
+					return
+				case err != nil:
+					failed.Add(1)
+					log.Error("run failed", "error", err)
+				case dryRun:
+					msg, err := res.Envelope()
+					if err != nil {
+						failed.Add(1)
+						log.Error("run failed", "error", err)
+						break
+					}
+					out.Lock()
+					stdout.Write(append(msg, '\n'))
+					out.Unlock()
+				default:
+					err := s.Send(ctx, res)
+					if _, ok := errors.AsType[*agent.RefusedError](err); ok {
+						refused.Add(1) // Send has logged it
+					} else if err == nil {
+						log.Info("run delivered", "run", hex.EncodeToString(res.Report.RunID[:]), "took", time.Since(start).Round(time.Millisecond).String())
+					} else if ctx.Err() == nil {
+						fatal <- err // the collector refuses the agent itself
+						cancel()
+						return
+					}
+				}
+				if !more() || !sleepCtx(ctx, time.Until(start.Add(interval))) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-fatal:
+		return err
+	default:
+	}
+	if n := failed.Load() + refused.Load(); n > 0 && count > 0 {
+		return fmt.Errorf("agent: %d of %d runs failed or were refused (see the log)", n, count)
+	}
+	return nil
+}
+
+// sleepCtx waits d or until ctx ends, and reports whether it waited d.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// resolveFlag is --resolve host=ip, repeatable; a comma-separated list is
+// accepted too (for $H3RUM_RESOLVE).
+type resolveFlag map[string]string
+
+func (r resolveFlag) String() string {
+	var s []string
+	for h, ip := range r {
+		s = append(s, h+"="+ip)
+	}
+	sort.Strings(s)
+	return strings.Join(s, ",")
+}
+
+func (r resolveFlag) Set(v string) error {
+	for _, e := range strings.Split(v, ",") {
+		host, ip, ok := strings.Cut(strings.TrimSpace(e), "=")
+		if !ok || host == "" {
+			return fmt.Errorf("%q: want host=ip", e)
+		}
+		a, err := netip.ParseAddr(ip)
+		if err != nil {
+			return fmt.Errorf("%q: %q is not an IP address", e, ip)
+		}
+		r[host] = a.String()
+	}
+	return nil
+}
