@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -41,6 +42,7 @@ type labConfig struct {
 	dataDir     string
 	runTimeout  time.Duration
 	tolerance   float64
+	agentRuns   int
 }
 
 // The lab's host names, resolved for Chromium with --host-resolver-rules,
@@ -59,11 +61,13 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&c.dataDir, "data-dir", "", "the lab collector's data directory (default: a temporary one, removed at the end)")
 	fs.DurationVar(&c.runTimeout, "run-timeout", 60*time.Second, "how long one visit may take to store its run")
 	fs.Float64Var(&c.tolerance, "tolerance", 0.15, "self-check: the share by which a warm median may differ from the injected round trip")
+	fs.IntVar(&c.agentRuns, "agent-runs", 5, "h3rum agent runs per region, after the visits (0: no agents)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if c.runs <= 0 || c.runs > 1000 || c.concurrency <= 0 || c.concurrency > 16 || c.runTimeout <= 0 || c.tolerance <= 0 {
-		return usagef("lab: --runs must be in 1..1000, --concurrency in 1..16, --run-timeout and --tolerance positive")
+	if c.runs <= 0 || c.runs > 1000 || c.concurrency <= 0 || c.concurrency > 16 || c.runTimeout <= 0 || c.tolerance <= 0 ||
+		c.agentRuns < 0 || c.agentRuns > 1000 {
+		return usagef("lab: --runs must be in 1..1000, --agent-runs in 0..1000, --concurrency in 1..16, --run-timeout and --tolerance positive")
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root (network namespaces and TUN devices)")
@@ -105,7 +109,8 @@ func (c *labConfig) run(ctx context.Context, regions []lab.Region, out io.Writer
 	}
 	fmt.Fprintf(out, "lab %s: %d regions, collector at %s\n", l.Name, len(l.Regions), lab.CollectorAddr)
 
-	stop, err := startLabCollector(ctx, l, dir, geo)
+	token := rand.Text() + rand.Text() // the agents' token: serve wants 32 bytes or more
+	stop, err := startLabCollector(ctx, l, dir, geo, token)
 	if err != nil {
 		return false, err
 	}
@@ -134,7 +139,24 @@ func (c *labConfig) run(ctx context.Context, regions []lab.Region, out io.Writer
 	if err := rep.WriteTable(out); err != nil {
 		return false, err
 	}
-	return c.verdicts(rep, l, failed, out), nil
+	var agentRep *queries.Report
+	if c.agentRuns > 0 {
+		agentStart := time.Now().UTC().Add(-time.Second)
+		delivered := c.runAgents(ctx, l, dir, token, out)
+		if err := waitAgentRuns(ctx, conn, agentStart, delivered); err != nil {
+			return false, err
+		}
+		agentRep, err = queries.Run(ctx, conn, queries.Options{Since: agentStart, Until: time.Now().UTC().Add(time.Second), By: "continent",
+			Agent: true, MinRuns: 1})
+		if err != nil {
+			return false, fmt.Errorf("lab agent report: %w", err)
+		}
+		fmt.Fprintln(out, "\nthe agent's runs:")
+		if err := agentRep.WriteTable(out); err != nil {
+			return false, err
+		}
+	}
+	return c.verdicts(rep, agentRep, l, failed, out), nil
 }
 
 // writeLabGeoIP writes a GeoIP database in the GeoLite2-City layout that
@@ -172,7 +194,7 @@ func writeLabGeoIP(path string, regions []*lab.RegionLink) error {
 // startLabCollector starts `h3rum serve` (this binary) in the collector's
 // namespace, with its own managed ClickHouse there, and returns a func
 // that stops both.
-func startLabCollector(ctx context.Context, l *lab.Lab, dir, geo string) (stop func(), err error) {
+func startLabCollector(ctx context.Context, l *lab.Lab, dir, geo, agentToken string) (stop func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -184,7 +206,7 @@ func startLabCollector(ctx context.Context, l *lab.Lab, dir, geo string) (stop f
 	cmd := exec.Command(exe, "serve",
 		"--addr", fmt.Sprintf(":%d", labH3Port), "--h2-addr", fmt.Sprintf(":%d", labH2Port),
 		"--h3-host", labH3Host, "--h2-host", labH2Host, "--data-dir", dir, "--geoip-db", geo,
-		"--rate-limit", "0", "--metrics-addr", "", "--flush-interval", "200ms")
+		"--rate-limit", "0", "--metrics-addr", "", "--flush-interval", "200ms", "--agent-token", agentToken)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// No Pdeathsig: it follows the forking thread, here one of the
 	// runtime's, not this process.
@@ -344,7 +366,7 @@ func (c *labConfig) visitOnce(ctx context.Context, r *lab.RegionLink, page, rule
 	defer cancel()
 	count := func() (uint64, error) {
 		var n uint64
-		err := conn.QueryRow(ctx, "SELECT uniqExact(run_id) FROM samples WHERE country = ?", r.Country).Scan(&n)
+		err := conn.QueryRow(ctx, "SELECT uniqExact(run_id) FROM samples WHERE country = ? AND source = 'browser'", r.Country).Scan(&n)
 		return n, err
 	}
 	before, err := count()
@@ -392,10 +414,16 @@ func (c *labConfig) visitOnce(ctx context.Context, r *lab.RegionLink, page, rule
 // shortest round trip calibrates that overhead, per protocol; every other
 // region's warm medians must then lie within the tolerance of its round
 // trip plus that overhead.
-func (c *labConfig) verdicts(rep *queries.Report, l *lab.Lab, failed map[string]int, out io.Writer) bool {
+func (c *labConfig) verdicts(rep, agentRep *queries.Report, l *lab.Lab, failed map[string]int, out io.Writer) bool {
 	groups := map[string]*queries.Group{}
 	for i := range rep.Groups {
 		groups[rep.Groups[i].Group] = &rep.Groups[i]
+	}
+	agentGroups := map[string]*queries.Group{}
+	if agentRep != nil {
+		for i := range agentRep.Groups {
+			agentGroups[agentRep.Groups[i].Group] = &agentRep.Groups[i]
+		}
 	}
 	rtt := func(r *lab.RegionLink) float64 { return r.Up.DelayMS + r.Down.DelayMS }
 	p50 := func(s *queries.Stats) float64 { return s.Percentiles[0].MS }
@@ -416,7 +444,7 @@ func (c *labConfig) verdicts(rep *queries.Report, l *lab.Lab, failed map[string]
 		fmt.Fprintf(out, "\ncalibration: region %s (round trip %.0f ms) puts the overhead of browser, server and emulator at %.1f ms (h2) and %.1f ms (h3)\n",
 			calib.Name, rtt(calib), over[0], over[1])
 	}
-	fmt.Fprintf(out, "self-check (warm medians within %.0f %% of the injected round trip plus that overhead):\n", 100*c.tolerance)
+	fmt.Fprintf(out, "self-check (warm medians within %.0f %% of the injected round trip plus that overhead; the agent's handshakes within %.0f %% of 2, 1 and 3 round trips):\n", 100*c.tolerance, 100*c.tolerance)
 	all := true
 	for _, r := range l.Regions {
 		up, down := r.Stats()
@@ -469,6 +497,11 @@ func (c *labConfig) verdicts(rep *queries.Report, l *lab.Lab, failed map[string]
 		}
 		if g != nil && !r.BlockUDP && g.Availability != nil {
 			check(g.Availability.Share == 1, "HTTP/3 availability %.0f %%", 100*g.Availability.Share)
+		}
+		if agentRep != nil {
+			c.agentVerdict(agentGroups[r.Continent], r, rtt(r)+own, check, func(format string, a ...any) {
+				notes = append(notes, fmt.Sprintf(format, a...))
+			})
 		}
 		verdict := "PASS"
 		if !pass {
