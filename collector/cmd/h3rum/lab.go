@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/beacon/firefox"
 	"github.com/h3rum/h3rum/collector/lab"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries"
@@ -43,6 +45,7 @@ type labConfig struct {
 	runTimeout  time.Duration
 	tolerance   float64
 	agentRuns   int
+	firefoxRuns int
 }
 
 // The lab's host names, resolved for Chromium with --host-resolver-rules,
@@ -62,12 +65,13 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.DurationVar(&c.runTimeout, "run-timeout", 60*time.Second, "how long one visit may take to store its run")
 	fs.Float64Var(&c.tolerance, "tolerance", 0.15, "self-check: the share by which a warm median may differ from the injected round trip")
 	fs.IntVar(&c.agentRuns, "agent-runs", 5, "h3rum agent runs per region, after the visits (0: no agents)")
+	fs.IntVar(&c.firefoxRuns, "firefox-runs", 3, "Firefox visits per region, after Chromium's, checked on their own (0: none; skipped with a note where Firefox is not installed)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if c.runs <= 0 || c.runs > 1000 || c.concurrency <= 0 || c.concurrency > 16 || c.runTimeout <= 0 || c.tolerance <= 0 ||
-		c.agentRuns < 0 || c.agentRuns > 1000 {
-		return usagef("lab: --runs must be in 1..1000, --agent-runs in 0..1000, --concurrency in 1..16, --run-timeout and --tolerance positive")
+		c.agentRuns < 0 || c.agentRuns > 1000 || c.firefoxRuns < 0 || c.firefoxRuns > 1000 {
+		return usagef("lab: --runs must be in 1..1000, --agent-runs and --firefox-runs in 0..1000, --concurrency in 1..16, --run-timeout and --tolerance positive")
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root (network namespaces and TUN devices)")
@@ -125,19 +129,32 @@ func (c *labConfig) run(ctx context.Context, regions []lab.Region, out io.Writer
 	}
 	defer conn.Close()
 
-	start := time.Now().UTC().Add(-time.Second)
-	failed := c.visit(ctx, l, spki, conn, out)
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	rep, err := queries.Run(ctx, conn, queries.Options{Since: start, Until: time.Now().UTC().Add(time.Second), By: "continent",
-		IncludeBots: true, MinRuns: 1})
+	labStart := time.Now().UTC().Add(-time.Second)
+	chromiumPass, err := c.browserPass(ctx, l, conn, engine{name: "chromium", spki: spki}, c.runs, out)
 	if err != nil {
-		return false, fmt.Errorf("lab report: %w", err)
-	}
-	fmt.Fprintln(out)
-	if err := rep.WriteTable(out); err != nil {
 		return false, err
+	}
+	passes := []*labPass{chromiumPass}
+	if c.firefoxRuns > 0 {
+		if _, err := firefox.Find(""); err != nil {
+			fmt.Fprintf(out, "\nFirefox visits skipped: %v\n", err)
+		} else {
+			ff, err := c.browserPass(ctx, l, conn, engine{name: "firefox", caFile: filepath.Join(dir, "dev-ca.pem")}, c.firefoxRuns, out)
+			if err != nil {
+				return false, err
+			}
+			passes = append(passes, ff)
+			// Both engines side by side, as a user would compare them.
+			byBrowser, err := queries.Run(ctx, conn, queries.Options{Since: labStart, Until: time.Now().UTC().Add(time.Second), By: "browser",
+				IncludeBots: true, MinRuns: 1, Replicates: -1})
+			if err != nil {
+				return false, fmt.Errorf("lab report by browser: %w", err)
+			}
+			fmt.Fprintln(out, "\nthe visits by browser:")
+			if err := byBrowser.WriteTable(out); err != nil {
+				return false, err
+			}
+		}
 	}
 	var agentRep *queries.Report
 	if c.agentRuns > 0 {
@@ -156,7 +173,44 @@ func (c *labConfig) run(ctx context.Context, regions []lab.Region, out io.Writer
 			return false, err
 		}
 	}
-	return c.verdicts(rep, agentRep, l, failed, out), nil
+	return c.verdicts(passes, agentRep, l, out), nil
+}
+
+// engine is a browser the lab visits the demo page with.
+type engine struct {
+	name   string // "chromium" or "firefox"
+	spki   string // chromium: the certificate's SPKI hash it trusts
+	caFile string // firefox: the local CA its profile trusts
+}
+
+// labPass is one engine's visits: their report (its own window) and the
+// visits per region whose run never arrived.
+type labPass struct {
+	engine engine
+	runs   int
+	rep    *queries.Report
+	failed map[string]int
+}
+
+// browserPass runs an engine's visits from every region and reports them
+// by continent over the pass's own window.
+func (c *labConfig) browserPass(ctx context.Context, l *lab.Lab, conn driver.Conn, e engine, runs int, out io.Writer) (*labPass, error) {
+	fmt.Fprintf(out, "\n%s: %d visits per region\n", e.name, runs)
+	start := time.Now().UTC().Add(-time.Second)
+	failed := c.visit(ctx, l, e, runs, conn, out)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep, err := queries.Run(ctx, conn, queries.Options{Since: start, Until: time.Now().UTC().Add(time.Second), By: "continent",
+		IncludeBots: true, MinRuns: 1})
+	if err != nil {
+		return nil, fmt.Errorf("lab report (%s): %w", e.name, err)
+	}
+	fmt.Fprintln(out)
+	if err := rep.WriteTable(out); err != nil {
+		return nil, err
+	}
+	return &labPass{engine: e, runs: runs, rep: rep, failed: failed}, nil
 }
 
 // writeLabGeoIP writes a GeoIP database in the GeoLite2-City layout that
@@ -314,10 +368,10 @@ func openLabStore(ctx context.Context, l *lab.Lab, dir string) (driver.Conn, err
 	return conn, nil
 }
 
-// visit runs c.runs Chromium visits of the demo page from every region, at
-// most c.concurrency at a time, each waiting until its run is stored. It
-// returns the visits per region whose run never arrived.
-func (c *labConfig) visit(ctx context.Context, l *lab.Lab, spki string, conn driver.Conn, out io.Writer) map[string]int {
+// visit runs the engine's visits of the demo page, runs from every region,
+// at most c.concurrency at a time, each waiting until its run is stored.
+// It returns the visits per region whose run never arrived.
+func (c *labConfig) visit(ctx context.Context, l *lab.Lab, e engine, runs int, conn driver.Conn, out io.Writer) map[string]int {
 	type job struct{ r *lab.RegionLink }
 	jobs := make(chan job)
 	var (
@@ -328,11 +382,11 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, spki string, conn dri
 	)
 	page := fmt.Sprintf("https://%s:%d/demo", labH3Host, labH3Port)
 	rules := fmt.Sprintf("MAP %s %s, MAP %s %s", labH3Host, lab.CollectorAddr, labH2Host, lab.CollectorAddr)
-	total := c.runs * len(l.Regions)
+	total := runs * len(l.Regions)
 	for range c.concurrency {
 		wg.Go(func() {
 			for j := range jobs {
-				err := c.visitOnce(ctx, j.r, page, rules, spki, conn)
+				err := c.visitOnce(ctx, j.r, page, rules, e, conn)
 				mu.Lock()
 				done++
 				if err != nil {
@@ -346,7 +400,7 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, spki string, conn dri
 			}
 		})
 	}
-	for range c.runs {
+	for range runs {
 		for _, r := range l.Regions {
 			select {
 			case jobs <- job{r}:
@@ -359,9 +413,9 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, spki string, conn dri
 	return failed
 }
 
-// visitOnce loads the demo page in a fresh headless Chromium inside the
+// visitOnce loads the demo page in a fresh headless browser inside the
 // region's namespace and waits until the region has one more run stored.
-func (c *labConfig) visitOnce(ctx context.Context, r *lab.RegionLink, page, rules, spki string, conn driver.Conn) error {
+func (c *labConfig) visitOnce(ctx context.Context, r *lab.RegionLink, page, rules string, e engine, conn driver.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, c.runTimeout)
 	defer cancel()
 	count := func() (uint64, error) {
@@ -373,14 +427,21 @@ func (c *labConfig) visitOnce(ctx context.Context, r *lab.RegionLink, page, rule
 	if err != nil {
 		return err
 	}
-	var b *chromium.Browser
-	// Forked on a thread inside the region's namespace, Chromium lives there.
+	var b labBrowser
+	// Forked on a thread inside the region's namespace, the browser lives there.
 	err = r.Namespace.Do(func() error {
 		var err error
+		if e.name == "firefox" {
+			// Both origins' names resolve to the collector; DNS over HTTPS
+			// stays off.
+			b, err = firefox.Start(ctx, page, firefox.Options{CAFile: e.caFile, Prefs: map[string]string{
+				"network.dns.forceResolve": strconv.Quote(lab.CollectorAddr.String()), "network.trr.mode": "5"}})
+			return err
+		}
 		// A dummy QUIC origin of the same host makes Chromium accept the
 		// SPKI-trusted certificate over QUIC too, while HTTP/3 is still
 		// found through Alt-Svc.
-		b, err = chromium.Start(ctx, page, chromium.Options{SPKI: []string{spki}, HostResolverRules: rules, ForceQUICOn: labH3Host + ":1"})
+		b, err = chromium.Start(ctx, page, chromium.Options{SPKI: []string{e.spki}, HostResolverRules: rules, ForceQUICOn: labH3Host + ":1"})
 		return err
 	})
 	if err != nil {
@@ -397,109 +458,87 @@ func (c *labConfig) visitOnce(ctx context.Context, r *lab.RegionLink, page, rule
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no run stored within %s (chromium: %s)", c.runTimeout, tailString(b.Output(), 3))
+			return fmt.Errorf("no run stored within %s (%s: %s)", c.runTimeout, e.name, tailString(b.Output(), 3))
 		case <-b.Done():
-			return fmt.Errorf("chromium exited before its run was stored: %s", tailString(b.Output(), 3))
+			return fmt.Errorf("%s exited before its run was stored: %s", e.name, tailString(b.Output(), 3))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
-// verdicts compares the report with what the lab injected and prints one
+// labBrowser is what the lab needs of a running browser.
+type labBrowser interface {
+	Done() <-chan struct{}
+	Output() string
+	Close() error
+}
+
+// verdicts compares the reports with what the lab injected and prints one
 // line per region; it returns whether every check passed.
 //
 // A warm request costs one round trip plus what the browser, the server
 // and the emulator add (measured here: 5–10 ms of Chromium's own, more
 // than any tolerance at a short round trip). The lossless region with the
-// shortest round trip calibrates that overhead, per protocol; every other
-// region's warm medians must then lie within the tolerance of its round
-// trip plus that overhead.
-func (c *labConfig) verdicts(rep, agentRep *queries.Report, l *lab.Lab, failed map[string]int, out io.Writer) bool {
-	groups := map[string]*queries.Group{}
-	for i := range rep.Groups {
-		groups[rep.Groups[i].Group] = &rep.Groups[i]
+// shortest round trip calibrates that overhead, per browser and protocol;
+// every other region's warm medians must then lie within the tolerance of
+// its round trip plus that overhead. The first pass's checks (Chromium's)
+// are unprefixed; other engines' are prefixed with their name.
+func (c *labConfig) verdicts(passes []*labPass, agentRep *queries.Report, l *lab.Lab, out io.Writer) bool {
+	agentGroups := groupsOf(agentRep)
+	type calibration struct {
+		region *lab.RegionLink
+		over   [2]float64 // h2, h3
 	}
-	agentGroups := map[string]*queries.Group{}
-	if agentRep != nil {
-		for i := range agentRep.Groups {
-			agentGroups[agentRep.Groups[i].Group] = &agentRep.Groups[i]
+	calibs := make([]calibration, len(passes))
+	for i, p := range passes {
+		groups := groupsOf(p.rep)
+		for _, r := range l.Regions {
+			g := groups[r.Continent]
+			if r.BlockUDP || r.Up.LossPct > 0 || r.Down.LossPct > 0 || g == nil || g.H2 == nil || g.H3 == nil {
+				continue
+			}
+			if calibs[i].region == nil || labRTT(r) < labRTT(calibs[i].region) {
+				calibs[i].region = r
+			}
+		}
+		if cr := calibs[i].region; cr != nil {
+			g := groups[cr.Continent]
+			calibs[i].over = [2]float64{labP50(g.H2) - labRTT(cr), labP50(g.H3) - labRTT(cr)}
+			fmt.Fprintf(out, "\ncalibration: region %s (round trip %.0f ms) puts the overhead of browser (%s), server and emulator at %.1f ms (h2) and %.1f ms (h3)",
+				cr.Name, labRTT(cr), p.engine.name, calibs[i].over[0], calibs[i].over[1])
 		}
 	}
-	rtt := func(r *lab.RegionLink) float64 { return r.Up.DelayMS + r.Down.DelayMS }
-	p50 := func(s *queries.Stats) float64 { return s.Percentiles[0].MS }
-	var calib *lab.RegionLink
-	for _, r := range l.Regions {
-		g := groups[r.Continent]
-		if r.BlockUDP || r.Up.LossPct > 0 || r.Down.LossPct > 0 || g == nil || g.H2 == nil || g.H3 == nil {
-			continue
-		}
-		if calib == nil || rtt(r) < rtt(calib) {
-			calib = r
-		}
-	}
-	var over [2]float64 // h2, h3
-	if calib != nil {
-		g := groups[calib.Continent]
-		over = [2]float64{p50(g.H2) - rtt(calib), p50(g.H3) - rtt(calib)}
-		fmt.Fprintf(out, "\ncalibration: region %s (round trip %.0f ms) puts the overhead of browser, server and emulator at %.1f ms (h2) and %.1f ms (h3)\n",
-			calib.Name, rtt(calib), over[0], over[1])
-	}
-	fmt.Fprintf(out, "self-check (warm medians within %.0f %% of the injected round trip plus that overhead; the agent's handshakes within %.0f %% of 2, 1 and 3 round trips):\n", 100*c.tolerance, 100*c.tolerance)
+	fmt.Fprintf(out, "\nself-check (warm medians within %.0f %% of the injected round trip plus that overhead; the agent's handshakes within %.0f %% of 2, 1 and 3 round trips):\n", 100*c.tolerance, 100*c.tolerance)
 	all := true
 	for _, r := range l.Regions {
 		up, down := r.Stats()
 		own := float64(up.Late.Mean+down.Late.Mean) / float64(time.Millisecond)
 		var notes []string
 		pass := true
-		check := func(ok bool, format string, a ...any) {
-			mark := "ok"
-			if !ok {
-				mark, pass = "FAILED", false
+		for i, p := range passes {
+			prefix := ""
+			if i > 0 {
+				prefix = p.engine.name + " "
 			}
-			notes = append(notes, fmt.Sprintf(format, a...)+" "+mark)
-		}
-		g := groups[r.Continent]
-		check(failed[r.Name] == 0, "visits stored %d/%d", c.runs-failed[r.Name], c.runs)
-		switch {
-		case g == nil:
-			check(false, "no samples in the report")
-		case r.BlockUDP:
-			// Every H3-batch request fell back to TCP.
-			avail := -1.0
-			if g.Availability != nil {
-				avail = g.Availability.Share
-			}
-			check(g.H3 == nil && avail == 0, "UDP blocked: HTTP/3 availability %.0f %% (want 0)", 100*avail)
-		case r == calib:
-			notes = append(notes, "calibration")
-		default:
-			for k, s := range []struct {
-				name string
-				st   *queries.Stats
-			}{{"h2", g.H2}, {"h3", g.H3}} {
-				if s.st == nil {
-					check(false, "%s: none", s.name)
-					continue
+			check := func(ok bool, format string, a ...any) {
+				mark := "ok"
+				if !ok {
+					mark, pass = "FAILED", false
 				}
-				if calib == nil {
-					check(false, "%s: no lossless region to calibrate with", s.name)
-					continue
-				}
-				want := rtt(r) + over[k]
-				check(math.Abs(p50(s.st)-want) <= c.tolerance*want, "%s p50 %.1f ms (want %.1f)", s.name, p50(s.st), want)
+				notes = append(notes, prefix+fmt.Sprintf(format, a...)+" "+mark)
 			}
-			// At 3 % loss (Dropbox's case) HTTP/2's tail stands clearly above
-			// HTTP/3's; at 1 % a few dozen requests cannot tell them apart.
-			if max(r.Up.LossPct, r.Down.LossPct) >= 3 && g.H2 != nil && g.H3 != nil {
-				h2, h3 := g.H2.Percentiles[2].MS, g.H3.Percentiles[2].MS
-				check(h3 < h2, "under loss, h3 p90 %.1f < h2 p90 %.1f", h3, h2)
-			}
-		}
-		if g != nil && !r.BlockUDP && g.Availability != nil {
-			check(g.Availability.Share == 1, "HTTP/3 availability %.0f %%", 100*g.Availability.Share)
+			c.browserVerdict(groupsOf(p.rep)[r.Continent], r, p.runs-p.failed[r.Name], p.runs, calibs[i].region, calibs[i].over, i == 0, check,
+				func(s string) { notes = append(notes, prefix+s) })
 		}
 		if agentRep != nil {
-			c.agentVerdict(agentGroups[r.Continent], r, rtt(r)+own, check, func(format string, a ...any) {
+			check := func(ok bool, format string, a ...any) {
+				mark := "ok"
+				if !ok {
+					mark, pass = "FAILED", false
+				}
+				notes = append(notes, fmt.Sprintf(format, a...)+" "+mark)
+			}
+			c.agentVerdict(agentGroups[r.Continent], r, labRTT(r)+own, check, func(format string, a ...any) {
 				notes = append(notes, fmt.Sprintf(format, a...))
 			})
 		}
@@ -507,10 +546,81 @@ func (c *labConfig) verdicts(rep, agentRep *queries.Report, l *lab.Lab, failed m
 		if !pass {
 			verdict, all = "FAIL", false
 		}
-		fmt.Fprintf(out, "  %-12s %s  round trip %.0f ms, emulator's own %.2f ms: %s\n", r.Name, verdict, rtt(r), own, strings.Join(notes, "; "))
+		fmt.Fprintf(out, "  %-12s %s  round trip %.0f ms, emulator's own %.2f ms: %s\n", r.Name, verdict, labRTT(r), own, strings.Join(notes, "; "))
 	}
 	return all
 }
+
+// browserVerdict checks one engine's visits of one region: all stored, the
+// warm medians against the round trip plus the calibrated overhead (or,
+// where UDP is blocked, no HTTP/3 at all), HTTP/3's p90 below HTTP/2's at
+// 3 % loss or more, and HTTP/3 availability 100 % where UDP passes. With
+// timed false the timings are shown, not checked: Firefox's overhead, from
+// a handful of visits, varies by tens of milliseconds from run to run here
+// (a second engine is checked for protocols, the first for timings).
+func (c *labConfig) browserVerdict(g *queries.Group, r *lab.RegionLink, stored, runs int, calib *lab.RegionLink, over [2]float64, timed bool,
+	check func(bool, string, ...any), note func(string)) {
+	check(stored == runs, "visits stored %d/%d", stored, runs)
+	switch {
+	case g == nil:
+		check(false, "no samples in the report")
+		return
+	case r.BlockUDP:
+		// Every H3-batch request fell back to TCP.
+		avail := -1.0
+		if g.Availability != nil {
+			avail = g.Availability.Share
+		}
+		check(g.H3 == nil && avail == 0, "UDP blocked: HTTP/3 availability %.0f %% (want 0)", 100*avail)
+	case r == calib:
+		note("calibration")
+	default:
+		for k, s := range []struct {
+			name string
+			st   *queries.Stats
+		}{{"h2", g.H2}, {"h3", g.H3}} {
+			if s.st == nil {
+				check(false, "%s: none", s.name)
+				continue
+			}
+			if calib == nil {
+				check(false, "%s: no lossless region to calibrate with", s.name)
+				continue
+			}
+			want := labRTT(r) + over[k]
+			if !timed {
+				note(fmt.Sprintf("%s p50 %.1f ms (%.1f expected; not checked)", s.name, labP50(s.st), want))
+				continue
+			}
+			check(math.Abs(labP50(s.st)-want) <= c.tolerance*want, "%s p50 %.1f ms (want %.1f)", s.name, labP50(s.st), want)
+		}
+		// At 3 % loss (Dropbox's case) HTTP/2's tail stands clearly above
+		// HTTP/3's; at 1 % a few dozen requests cannot tell them apart.
+		if timed && max(r.Up.LossPct, r.Down.LossPct) >= 3 && g.H2 != nil && g.H3 != nil {
+			h2, h3 := g.H2.Percentiles[2].MS, g.H3.Percentiles[2].MS
+			check(h3 < h2, "under loss, h3 p90 %.1f < h2 p90 %.1f", h3, h2)
+		}
+	}
+	if !r.BlockUDP && g.Availability != nil {
+		check(g.Availability.Share == 1, "HTTP/3 availability %.0f %%", 100*g.Availability.Share)
+	}
+}
+
+// groupsOf indexes a report's groups by name; nil for no report.
+func groupsOf(rep *queries.Report) map[string]*queries.Group {
+	m := map[string]*queries.Group{}
+	if rep != nil {
+		for i := range rep.Groups {
+			m[rep.Groups[i].Group] = &rep.Groups[i]
+		}
+	}
+	return m
+}
+
+// labRTT is a region's injected round trip, ms.
+func labRTT(r *lab.RegionLink) float64 { return r.Up.DelayMS + r.Down.DelayMS }
+
+func labP50(s *queries.Stats) float64 { return s.Percentiles[0].MS }
 
 func tailString(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/h3rum/h3rum/beacon/firefox"
 )
 
 // TestLab runs a small lab with the real binary: a zero-delay region that
@@ -19,7 +21,8 @@ import (
 // the injected round trip plus the calibrated overhead, HTTP/3 is used
 // wherever UDP passes and nowhere it is blocked; three agent runs per
 // region, whose handshakes on the 50 ms path take 2 (QUIC), 1 (0-RTT) and
-// 3 (TCP + TLS) round trips.
+// 3 (TCP + TLS) round trips; two Firefox visits per region, on HTTP/3
+// wherever UDP passes and nowhere it is blocked.
 func TestLab(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the lab needs root (network namespaces, TUN devices): not run")
@@ -42,7 +45,7 @@ func TestLab(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "lab", "--regions", regions, "--runs", "7", "--agent-runs", "3", "--data-dir", filepath.Join(dir, "lab"))
+	cmd := exec.CommandContext(ctx, bin, "lab", "--regions", regions, "--runs", "7", "--agent-runs", "3", "--firefox-runs", "2", "--data-dir", filepath.Join(dir, "lab"))
 	out, err := cmd.CombinedOutput()
 	t.Logf("h3rum lab:\n%s", out)
 	if err != nil {
@@ -53,8 +56,14 @@ func TestLab(t *testing.T) {
 			t.Errorf("region %s has no passing verdict", region)
 		}
 	}
-	for _, want := range []string{"calibration: region zero", "h2 p50", "h3 p50", "UDP blocked: HTTP/3 availability 0 %",
-		"agent h3 full", "agent h3 0rtt", "agent h2 full", "agent HTTP/3 availability 0 % (want 0) ok"} {
+	wants := []string{"calibration: region zero", "h2 p50", "h3 p50", "UDP blocked: HTTP/3 availability 0 %",
+		"agent h3 full", "agent h3 0rtt", "agent h2 full", "agent HTTP/3 availability 0 % (want 0) ok"}
+	if _, err := firefox.Find(""); err != nil {
+		t.Logf("FIREFOX PART NOT RUN: %v", err)
+	} else {
+		wants = append(wants, "firefox UDP blocked: HTTP/3 availability 0 % (want 0) ok", "firefox HTTP/3 availability 100 % ok", "the visits by browser")
+	}
+	for _, want := range wants {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("lab output lacks %q", want)
 		}
