@@ -82,7 +82,7 @@ bench: deps bench-deps build
 	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkDecode$$' -benchmem
 	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x
 	$(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m
-	$(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest$$' -benchtime 1x
+	$(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest(Split)?$$' -benchtime 1x
 	$(GO) run ./collector/cmd/benchreport
 
 ## bench-deps: Debian's caddy, the probe's peer in make bench (its package may start a caddy service on :80)

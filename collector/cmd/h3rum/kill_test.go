@@ -40,7 +40,14 @@ type serveProcess struct {
 	exited chan error
 }
 
-func startServeProcess(t *testing.T, dataDir string, args ...string) *serveProcess {
+func startServeProcess(t testing.TB, dataDir string, args ...string) *serveProcess {
+	t.Helper()
+	return startServeProcessOn(t, "", dataDir, args...)
+}
+
+// startServeProcessOn is startServeProcess on the given CPUs (taskset's
+// list, e.g. "0"; "" for any), its managed ClickHouse with it.
+func startServeProcessOn(t testing.TB, cpus, dataDir string, args ...string) *serveProcess {
 	t.Helper()
 	bin, err := binary()
 	if err != nil {
@@ -49,6 +56,9 @@ func startServeProcess(t *testing.T, dataDir string, args ...string) *serveProce
 	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--h2-addr", "127.0.0.1:0", "--data-dir", dataDir,
 		"--log-format", "json", "--rate-limit", "0", "--metrics-addr", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(bin, args...)
+	if cpus != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", cpus, bin}, args...)...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
