@@ -35,24 +35,7 @@ func BenchmarkProbeUnderIngest(b *testing.B) {
 
 func benchProbeUnderIngest(b *testing.B) {
 	ts := startServe(b)
-	probeClient := insecureClient()
-	probe := func(n int) []time.Duration {
-		lat := make([]time.Duration, 0, n)
-		for i := 0; i < n; i++ {
-			start := time.Now()
-			resp, err := probeClient.Get(ts.h3 + "/probe")
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-			lat = append(lat, time.Since(start))
-		}
-		slices.Sort(lat)
-		return lat
-	}
-	pct := func(l []time.Duration, p float64) float64 {
-		return float64(l[int(p*float64(len(l)-1))].Microseconds()) / 1000
-	}
+	probe := prober(b, ts.h3)
 	probe(200) // warm the connection
 	quiet := probe(3000)
 
@@ -86,6 +69,31 @@ func benchProbeUnderIngest(b *testing.B) {
 	b.ReportMetric(pct(loaded, 0.99)/pct(quiet, 0.99), "p99-ratio")
 	b.ReportMetric(float64(accepted.Load())/elapsed.Seconds(), "beacons/s")
 	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
+}
+
+// prober returns a func that times n sequential /probe requests to origin
+// over one HTTP/2 connection and returns the latencies, sorted.
+func prober(b *testing.B, origin string) func(n int) []time.Duration {
+	client := insecureClient()
+	return func(n int) []time.Duration {
+		lat := make([]time.Duration, 0, n)
+		for range n {
+			start := time.Now()
+			resp, err := client.Get(origin + "/probe")
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			lat = append(lat, time.Since(start))
+		}
+		slices.Sort(lat)
+		return lat
+	}
+}
+
+// pct is the p-quantile of sorted latencies, in ms.
+func pct(l []time.Duration, p float64) float64 {
+	return float64(l[int(p*float64(len(l)-1))].Microseconds()) / 1000
 }
 
 // peakRSS is the process's peak resident set size, in bytes (VmHWM).
@@ -129,24 +137,7 @@ func benchProbeUnderIngestSplit(b *testing.B) {
 	}
 	defer restore()
 
-	probeClient := insecureClient()
-	probe := func(n int) []time.Duration {
-		lat := make([]time.Duration, 0, n)
-		for range n {
-			start := time.Now()
-			resp, err := probeClient.Get(probeSrv.origin + "/probe")
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-			lat = append(lat, time.Since(start))
-		}
-		slices.Sort(lat)
-		return lat
-	}
-	pct := func(l []time.Duration, p float64) float64 {
-		return float64(l[int(p*float64(len(l)-1))].Microseconds()) / 1000
-	}
+	probe := prober(b, probeSrv.origin)
 	probe(200)
 	quiet := probe(3000)
 
