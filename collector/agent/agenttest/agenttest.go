@@ -80,7 +80,7 @@ func Start(t testing.TB) *Origins {
 		t.Fatalf("%s holds no certificate", d.CAFile)
 	}
 	h3, h2 := s.Addrs()
-	relay := delayUDP(t, h3, QUICRTT/2)
+	relay := DelayUDP(t, h3, QUICRTT/2)
 	o.H3 = fmt.Sprintf("https://localhost:%d", relay.Port())
 	o.H2 = fmt.Sprintf("https://localhost:%d", h2.Port())
 	o.Resolve = map[string]string{"localhost": relay.Addr().String()}
@@ -91,11 +91,14 @@ func Start(t testing.TB) *Origins {
 // without traffic from the target.
 const relayIdle = time.Second
 
-// delayUDP relays datagrams between its clients and target, holding each
-// one for delay in either direction, in order. Each client address gets a
-// socket of its own towards target (so the server sees one peer per
-// client), closed after relayIdle without an answer.
-func delayUDP(t testing.TB, target netip.AddrPort, delay time.Duration) netip.AddrPort {
+// DelayUDP relays datagrams between its clients and target, holding each
+// one for delay in either direction, in order, until the test ends; it
+// returns the relay's address. Each client address gets a socket of its
+// own towards target (so the server sees one peer per client), closed
+// after relayIdle without an answer. A test of HTTP/3 through it gets a
+// known round trip of twice delay (see QUICRTT for why loopback alone is
+// not enough).
+func DelayUDP(t testing.TB, target netip.AddrPort, delay time.Duration) netip.AddrPort {
 	t.Helper()
 	ln, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(target.Addr(), 0)))
 	if err != nil {
