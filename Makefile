@@ -11,7 +11,7 @@ FUZZTIME  ?= 20s
 export PATH := /usr/local/go/bin:$(PATH)
 
 
-.PHONY: build run test deps go-check generate vet fuzz bench bench-deps geoip geoip-data lab clean
+.PHONY: build run test deps go-check generate vet fuzz bench bench-compare bench-deps geoip geoip-data lab clean
 
 ## deps: install the Debian packages the collector and the tests use, when missing
 deps: go-check
@@ -77,13 +77,24 @@ lab: deps build
 	$(BIN) lab --regions deploy/lab/regions.json --runs 10
 
 ## bench: probe, beacon, ingest and report benchmarks, each against a baseline measured in the same run
+BENCH_OUT ?= var/bench/$(shell date -u +%Y%m%dT%H%M%SZ)
 bench: deps bench-deps build
-	$(GO) run ./collector/cmd/benchprobe
-	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkDecode$$' -benchmem
-	$(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x
-	$(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m
-	$(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest(Split)?$$' -benchtime 1x
-	$(GO) run ./collector/cmd/benchreport
+	@mkdir -p $(dir $(BENCH_OUT))
+	set -o pipefail; { \
+	  $(GO) run ./collector/cmd/benchprobe && \
+	  $(GO) test ./beacon -run '^$$' -bench '^BenchmarkDecode$$' -benchmem && \
+	  $(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x && \
+	  $(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m && \
+	  $(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest(Split)?$$' -benchtime 1x && \
+	  $(GO) run ./collector/cmd/benchreport; \
+	} 2>&1 | tee $(BENCH_OUT).txt
+	$(GO) run ./collector/cmd/benchtable -json $(BENCH_OUT).json $(BENCH_OUT).txt
+	@echo "results: $(BENCH_OUT).txt and .json; compare two runs with make bench-compare OLD=… NEW=…"
+
+## bench-compare: benchstat of two make bench outputs, e.g. make bench-compare OLD=var/bench/A.txt NEW=var/bench/B.txt
+bench-compare:
+	@[ -n "$(OLD)" ] && [ -n "$(NEW)" ] || { echo "usage: make bench-compare OLD=var/bench/<run>.txt NEW=var/bench/<run>.txt"; exit 2; }
+	$(GO) tool benchstat $(OLD) $(NEW)
 
 ## bench-deps: Debian's caddy, the probe's peer in make bench (its package may start a caddy service on :80)
 bench-deps:

@@ -68,7 +68,7 @@ func bench(ctx context.Context, c config, stdout io.Writer) error {
 		c.rounds, c.duration, c.concurrency, c.conns, c.newConnConc, runtimeProcs())
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tserver\trun\treq/s\tp50\tp99\tCPU/req\tapp p50\tapp p99\terrors\t")
-	var summary []string
+	var summary, results []string
 	for _, sc := range strings.Split(c.scenarios, ",") {
 		sc = strings.TrimSpace(sc)
 		load, err := scenario(sc, c, pool)
@@ -100,11 +100,20 @@ func bench(ctx context.Context, c config, stdout io.Writer) error {
 			}
 		}
 		th := total(byServer["h3rum"])
+		for _, s := range servers {
+			if t := total(byServer[s.name]); t.reqs > 0 {
+				results = append(results, benchLine(fmt.Sprintf("BenchmarkProbe/%s/%s", sc, s.name), t.reqs,
+					metric{t.rate(), "req/s"}, metric{float64(t.cpuPerReq()), "cpu-ns/req"},
+					metric{float64(pct(t.lat, 99)) / 1e3, "p99-µs"}))
+			}
+		}
 		for _, base := range []string{"bare", "headers", "caddy"} {
 			tb := total(byServer[base])
 			if tb.reqs == 0 || th.reqs == 0 {
 				continue
 			}
+			results = append(results, benchLine(fmt.Sprintf("BenchmarkProbe/%s/h3rum-vs-%s", sc, base), 1,
+				metric{th.rate() / tb.rate(), "req/s-ratio"}, metric{float64(th.cpuPerReq()) / float64(tb.cpuPerReq()), "cpu/req-ratio"}))
 			summary = append(summary, fmt.Sprintf("%-12s h3rum/%-7s req/s %.3f  CPU/req %.3f  (%s %.0f req/s %s/req, h3rum %.0f req/s %s/req; h3rum app p99 %s)",
 				sc, base+":", th.rate()/tb.rate(), float64(th.cpuPerReq())/float64(tb.cpuPerReq()),
 				base, tb.rate(), fmtDur(tb.cpuPerReq()), th.rate(), fmtDur(th.cpuPerReq()), fmtDur(pct(th.app, 99))))
@@ -116,7 +125,30 @@ func bench(ctx context.Context, c config, stdout io.Writer) error {
 		fmt.Fprintln(stdout, s)
 	}
 	fmt.Fprintln(stdout, "targets: req/s >= 0.95, CPU/req <= 1.05 (keep-alive), new-connection rate >= 0.95, h3rum app p99 < 100µs")
+	// The same figures in Go's benchmark format, which make bench collects
+	// (benchtable) and make bench-compare compares (benchstat).
+	fmt.Fprintln(stdout)
+	for _, r := range results {
+		fmt.Fprintln(stdout, r)
+	}
 	return nil
+}
+
+// metric is one value of a benchmark line, with its unit.
+type metric struct {
+	v    float64
+	unit string
+}
+
+// benchLine is a result in Go's benchmark format: name, iterations, then
+// value-unit pairs.
+func benchLine(name string, iters int, ms ...metric) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\t%d", name, max(iters, 1))
+	for _, m := range ms {
+		fmt.Fprintf(&b, "\t%.6g %s", m.v, m.unit)
+	}
+	return b.String()
 }
 
 // total merges the runs of one server.
