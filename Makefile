@@ -80,16 +80,20 @@ lab: deps build
 BENCH_OUT ?= var/bench/$(shell date -u +%Y%m%dT%H%M%SZ)
 bench: deps bench-deps build
 	@mkdir -p $(dir $(BENCH_OUT))
-	set -o pipefail; { \
-	  $(GO) run ./collector/cmd/benchprobe && \
-	  $(GO) test ./beacon -run '^$$' -bench '^BenchmarkDecode$$' -benchmem && \
-	  $(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x && \
-	  $(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m && \
-	  $(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest(Split)?$$' -benchtime 1x && \
-	  $(GO) run ./collector/cmd/benchreport; \
-	} 2>&1 | tee $(BENCH_OUT).txt
-	$(GO) run ./collector/cmd/benchtable -json $(BENCH_OUT).json $(BENCH_OUT).txt
-	@echo "results: $(BENCH_OUT).txt and .json; compare two runs with make bench-compare OLD=… NEW=…"
+# every benchmark runs even when one fails (the beacon's main-thread one fails above its target);
+# the table and JSON are written either way, and make bench fails if any did
+	set -o pipefail; { fail=0; \
+	  $(GO) run ./collector/cmd/benchprobe || fail=1; \
+	  $(GO) test ./beacon -run '^$$' -bench '^BenchmarkDecode$$' -benchmem || fail=1; \
+	  $(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x || fail=1; \
+	  $(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m || fail=1; \
+	  $(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest(Split)?$$' -benchtime 1x || fail=1; \
+	  $(GO) run ./collector/cmd/benchreport || fail=1; \
+	  exit $$fail; \
+	} 2>&1 | tee $(BENCH_OUT).txt; status=$$?; \
+	$(GO) run ./collector/cmd/benchtable -json $(BENCH_OUT).json $(BENCH_OUT).txt; \
+	echo "results: $(BENCH_OUT).txt and .json; compare two runs with make bench-compare OLD=… NEW=…"; \
+	exit $$status
 
 ## bench-compare: benchstat of two make bench outputs, e.g. make bench-compare OLD=var/bench/A.txt NEW=var/bench/B.txt
 bench-compare:

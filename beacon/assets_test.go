@@ -47,8 +47,8 @@ func TestScriptSize(t *testing.T) {
 			t.Errorf("script contains %q", bad)
 		}
 	}
-	if !strings.HasPrefix(scriptJS, `"use strict";(()=>{`) || !strings.HasSuffix(strings.TrimSpace(scriptJS), "})();") {
-		t.Errorf("script is not one strict IIFE: %.40s…%.20s", scriptJS, scriptJS[len(scriptJS)-20:])
+	if !strings.HasPrefix(scriptJS, jsbuild.CompileHint+`"use strict";(()=>{`) || !strings.HasSuffix(strings.TrimSpace(scriptJS), "})();") {
+		t.Errorf("script is not the compile hint and one strict IIFE: %.60q…%.20s", scriptJS, scriptJS[len(scriptJS)-20:])
 	}
 }
 

@@ -239,9 +239,15 @@ func (f *fixture) awaitReport(b *chromium.Browser, d time.Duration) *beacon.Repo
 
 func startBrowser(t testing.TB, f *fixture, devtools bool) *chromium.Browser {
 	t.Helper()
+	return startBrowserAt(t, f, f.page, devtools)
+}
+
+// startBrowserAt starts Chromium on url, closed when the test ends.
+func startBrowserAt(t testing.TB, f *fixture, url string, devtools bool) *chromium.Browser {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := chromium.Start(ctx, f.page, chromium.Options{SPKI: []string{f.spki}, DevTools: devtools})
+	b, err := chromium.Start(ctx, url, chromium.Options{SPKI: []string{f.spki}, DevTools: devtools})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,8 +497,16 @@ func (c *cdpSession) call(method string, params any) (json.RawMessage, error) {
 // Performance domain measuring thread CPU time (threadTicks, so time the
 // thread spends preempted on a busy machine is not counted), waits for
 // done, and returns the renderer main thread's script and task time, ms.
+// The browser starts on about:blank, so that nothing but url runs (and
+// warms connections) before or during the measurement, and it is closed
+// before the next one starts.
 func mainThreadCPU(b *testing.B, f *fixture, url string, done func(*chromium.Browser)) (script, task float64) {
-	br := startBrowser(b, f, true)
+	br := startBrowserAt(b, f, "about:blank", true)
+	defer func() {
+		if err := br.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pages, err := br.Pages(ctx)
@@ -538,21 +552,29 @@ func mainThreadCPU(b *testing.B, f *fixture, url string, done func(*chromium.Bro
 
 // BenchmarkE2EMainThreadCPU measures what the script costs the page's main
 // thread as Chromium itself accounts it: thread CPU time of script and of
-// all tasks for the page with the script (until its report arrives, plus
-// 500 ms) minus the same page without it (held as long). The budget is
-// 1 ms of script time per run. The floor is a page whose script only makes
-// the same fetches: what the protocol costs any implementation.
+// all tasks for the page with the script (from navigation until its report
+// arrives, plus 500 ms) minus the same page without it (held as long). The
+// floor is a page whose script only makes the same fetches: what the
+// protocol costs any implementation. The target: script time at most
+// 1.5× the floor's and less than 1 ms above it; the benchmark fails above.
+//
+// Chromium's script time covers script evaluation and the callbacks it
+// calls (events, timers, idle and observer callbacks), not promise
+// reactions run at the end of a task: most of the fetches' cost, for the
+// floor as for the script, shows only in the all-task figure.
 // Run: go test ./beacon -run '^$' -bench E2EMainThreadCPU -benchtime 5x
 func BenchmarkE2EMainThreadCPU(b *testing.B) {
+	const maxRatio, maxAdded = 1.5, 1.0 // the target, ms
 	f := newFixture(b, false)
 	var dScript, dTask, fScript, fTask []float64
 	for b.Loop() {
-		start := time.Now()
+		var held time.Duration
 		ws, wt := mainThreadCPU(b, f, f.page, func(br *chromium.Browser) {
+			start := time.Now()
 			f.awaitReport(br, 30*time.Second)
 			time.Sleep(500 * time.Millisecond)
+			held = time.Since(start)
 		})
-		held := time.Since(start)
 		cs, ct := mainThreadCPU(b, f, f.page+"?control", func(*chromium.Browser) { time.Sleep(held) })
 		fs, ft := mainThreadCPU(b, f, f.page+"?floor", func(*chromium.Browser) { time.Sleep(held) })
 		dScript = append(dScript, ws-cs)
@@ -563,10 +585,20 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 	for _, l := range [][]float64{dScript, dTask, fScript, fTask} {
 		slices.Sort(l)
 	}
-	b.ReportMetric(dScript[len(dScript)/2], "script-cpu-ms/run")
-	b.ReportMetric(dTask[len(dTask)/2], "task-cpu-ms/run")
-	b.ReportMetric(fScript[len(fScript)/2], "floor-script-cpu-ms/run")
-	b.ReportMetric(fTask[len(fTask)/2], "floor-task-cpu-ms/run")
+	med := func(l []float64) float64 { return l[len(l)/2] }
+	script, floor := med(dScript), med(fScript)
+	b.ReportMetric(script, "script-cpu-ms/run")
+	b.ReportMetric(med(dTask), "task-cpu-ms/run")
+	b.ReportMetric(floor, "floor-script-cpu-ms/run")
+	b.ReportMetric(med(fTask), "floor-task-cpu-ms/run")
+	b.ReportMetric(script/floor, "script/floor")
+	b.ReportMetric(med(dTask)/med(fTask), "task/floor")
 	b.Logf("extra main-thread CPU per run, ms, sorted: script %.2f, all tasks %.2f", dScript, dTask)
 	b.Logf("the same fetches alone (floor), ms, sorted: script %.2f, all tasks %.2f", fScript, fTask)
+	b.Logf("script CPU %.2f ms vs floor %.2f ms: %.1f×, %+.2f ms (target ≤ %.1f× and < %.0f ms added); all tasks %.1f×",
+		script, floor, script/floor, script-floor, maxRatio, maxAdded, med(dTask)/med(fTask))
+	if script > maxRatio*floor || script-floor >= maxAdded {
+		b.Fatalf("script main-thread CPU %.2f ms is %.1f× the floor's %.2f ms (%+.2f ms): target ≤ %.1f× and < %.0f ms added",
+			script, script/floor, floor, script-floor, maxRatio, maxAdded)
+	}
 }

@@ -2,7 +2,7 @@
 // sample and report building. No DOM access here, so Node can test it.
 // The wire format is specified in ../PROTOCOL.md.
 
-export const VERSION = '1.1.0';
+export const VERSION = '1.2.0';
 
 // r rounds to 1 µs: it removes float noise, keeps Server-Timing's 3 decimals.
 const r = (x) => +x.toFixed(3);
@@ -11,17 +11,31 @@ const r = (x) => +x.toFixed(3);
 // The limits are the Go decoder's (beacon/report.go).
 const num = (v, d, hi) => ((v = v ? Math.floor(v) : d) >= 0 && v <= hi ? v : d);
 
+// origin reads "scheme://host[:port]" off an http(s) URL, as written:
+// fetch canonicalises it, and entries are matched by the response's URL.
+// No regular expressions anywhere: a page's first one costs about half a
+// millisecond of main thread.
 const origin = (u) => {
-  try {
-    return new URL(u).origin;
-  } catch {}
+  const s = ('' + u).split('/', 3);
+  return (s[0] == 'https:' || s[0] == 'http:') && !s[1] && s[2] && s.join('/');
+};
+
+// rate is data-sample: the fraction of visits that run the test.
+export const rate = (s) => (s >= 0 && s <= 1 ? +s : 1);
+
+// runID is 32 hex digits from Math.random: unique per run, not secret.
+export const runID = () => {
+  let s = '';
+  while (s.length < 32) s += ((Math.random() * 16) | 0).toString(16);
+  return s;
 };
 
 // config turns the data-* attributes of the script element into the run's
-// parameters, or a falsy value when the embedding is unusable (an origin
-// missing or invalid).
+// parameters, with its id and the origin of its first batch (random unless
+// data-order says h2first), or a falsy value when the embedding is
+// unusable (an origin missing or invalid).
 export function config(ds, src, host) {
-  const h3 = origin(ds.h3), h2 = origin(ds.h2), ep = origin(ds.endpoint || src), s = ds.sample;
+  const h3 = origin(ds.h3), h2 = origin(ds.h2), ep = origin(ds.endpoint || src);
   return (
     h3 &&
     h2 &&
@@ -29,20 +43,27 @@ export function config(ds, src, host) {
       h3,
       h2,
       site: ds.site || host,
-      sample: s >= 0 && s <= 1 ? +s : 1,
       n: num(ds.parallel, 5, 20) || 5,
       w: num(ds.warmup, 2, 10),
       b: num(ds.bytes, 0, 1 << 24),
       trg: ds.trigger == 'manual' ? 'manual' : 'load',
       ep, // reports go to <ep>/beacon
-      h2first: ds.order == 'h2first',
+      id: runID(),
+      first: ds.order == 'h2first' || Math.random() < 0.5 ? 'h2' : 'h3',
     }
   );
 }
 
-// proto normalises nextHopProtocol (and Server-Timing's proto description).
-export const proto = (p) =>
-  /^h3|^hq|quic/i.test(p) ? 'h3' : /^h2|^http\/2/i.test(p) ? 'h2' : /^http\/1/i.test(p) ? 'h1' : 'unknown';
+// proto normalises nextHopProtocol (and Server-Timing's proto description):
+// h3-29, h3-Q050, hq and http/2+quic/43 are h3.
+export const proto = (p) => {
+  p = ('' + p).toLowerCase();
+  const b = (x) => p.startsWith(x);
+  return b('h3') || b('hq') || p.includes('quic') ? 'h3' : b('h2') || b('http/2') ? 'h2' : b('http/1') ? 'h1' : 'unknown';
+};
+
+// Server-Timing metrics the script reports: 1 a duration, 2 a count.
+const metric = { app: 1, rtt: 1, minrtt: 1, rttvar: 1, age: 1, lost: 2, creq: 2, resumed: 2, early: 2 };
 
 // serverTiming maps the collector's Server-Timing metrics (see PROTOCOL.md)
 // to the report's "sv" object; undefined when the header was not visible.
@@ -52,8 +73,8 @@ export function serverTiming(list) {
     const v =
       n == 'proto' ? proto(s)
       : n == 'cid' ? s
-      : /^(app|rtt|minrtt|rttvar|age)$/.test(n) ? r(d)
-      : /^(lost|creq|resumed|early)$/.test(n) && /^\d{1,9}$/.test(s) ? +s
+      : metric[n] == 1 ? r(d)
+      : metric[n] == 2 && s.length < 10 && s == '' + (s >>> 0) ? +s // 1 to 9 digits
       : '';
     if (v !== '') (sv = sv || {})[n] = v;
   }
@@ -103,18 +124,16 @@ export function client(nav) {
   };
 }
 
-export const hex = (a) => Array.from(a, (b) => (b | 256).toString(16).slice(1)).join('');
-
 // report assembles the payload.
-export const report = (id, cfg, o, h2first, partial, mt, c, samples) => ({
+export const report = (cfg, o, partial, mt, c, samples) => ({
   v: 1,
-  id,
+  id: cfg.id,
   site: cfg.site,
   o,
   bv: VERSION,
   p: partial,
   mt: r(mt),
-  par: { n: cfg.n, w: cfg.w, b: cfg.b, ord: h2first ? 'h2first' : 'h3first', trg: cfg.trg },
+  par: { n: cfg.n, w: cfg.w, b: cfg.b, ord: cfg.first + 'first', trg: cfg.trg },
   c,
   s: samples,
 });

@@ -1,9 +1,14 @@
 // h3rum: measures HTTP/3 against HTTP/2 from this browser and reports home.
 // Embedding and protocol: ../PROTOCOL.md. Only global: window.h3rum.
+//
+// A site owner must never notice the script on the main thread, so its
+// evaluation only reads the script element and draws the sample: a visit
+// that is not sampled ends there. Everything else waits for an idle
+// callback after load, and nothing throws on the normal path.
 'use strict';
-import { VERSION, config, sample, client, hex, report } from './core.js';
+import { VERSION, rate, config, sample, client, report } from './core.js';
 
-const W = window, D = document, N = navigator, P = W.performance, L = location;
+const W = window, D = document, P = W.performance;
 const api = { version: VERSION, run() {} };
 let mt = 0; // main-thread ms used by this script's own callbacks
 
@@ -20,81 +25,93 @@ const m = (f) => (a) => {
   }
 };
 
+let S, started; // the script element, kept for the run
+
+// start runs the test, once, in an idle callback after load.
+const start = m(() => {
+  const N = navigator, L = location, cfg = config(S.dataset, S.src, L.hostname);
+  // Browsers with AbortSignal.timeout (2022) have fetch and Resource Timing.
+  if (!cfg || D.hidden || N.connection?.saveData || !AbortSignal.timeout) return;
+  const t0 = P.now(), samples = [], seen = {}, waiting = {};
+  let sent, q = 0;
+
+  // send reports once per run: on completion, or partial when the page is
+  // hidden or unloads first. mt is read before send's own time is added.
+  const send = m((partial) => {
+    if (sent) return;
+    sent = 1; // a hidden page ends the run, with or without a report
+    po.disconnect();
+    if (partial && !samples.length) return;
+    const r = report(cfg, L.origin, partial, mt, client(N), samples);
+    // A string goes out as text/plain: CORS-safelisted, no preflight. The
+    // endpoint is an http(s) origin, so sendBeacon does not throw; when it
+    // refuses (the keepalive quota), a keepalive fetch would be refused too.
+    N.sendBeacon(cfg.ep + '/beacon', JSON.stringify(r));
+    D.dispatchEvent(new CustomEvent('h3rum:report', { detail: r }));
+  });
+  D.addEventListener('visibilitychange', () => D.hidden && send(true));
+  W.addEventListener('pagehide', () => send(true));
+
+  // Resource Timing entries, matched by the response's URL, come through
+  // an observer: it sees them even when the page's buffer is full. Chromium
+  // has queued an entry by the time its body has arrived; taking it then
+  // (takeRecords) leaves the observer's callback nothing to do.
+  const found = (e) => ((seen[e.name] = e), waiting[e.name]?.(e));
+  const po = new PerformanceObserver(m((l) => l.getEntries().forEach(found)));
+  po.observe({ type: 'resource' });
+  const entry = (url) => {
+    po.takeRecords().forEach(found);
+    return (
+      seen[url] ||
+      new Promise((res) => {
+        waiting[url] = res;
+        setTimeout(res, 2e3);
+      })
+    );
+  };
+
+  // probe makes one request and adds its sample.
+  const probe = (ph, w) =>
+    m(() => {
+      if (sent) return;
+      const s = q++, at = P.now();
+      let err = '', url;
+      // A cross-origin fetch is a CORS request: mode 'cors' is the default.
+      return fetch(cfg[w] + '/probe?bytes=' + cfg.b + '&r=' + cfg.id + '.' + s, {
+        cache: 'no-store',
+        credentials: 'omit',
+        signal: AbortSignal.timeout(1e4),
+      })
+        .then(m((r) => ((url = r.url), r.ok || (err = 'http_' + r.status), r.arrayBuffer())))
+        .catch(m((e) => ((url = 0), (err = e.name == 'TimeoutError' ? 'timeout' : 'network'))))
+        // Failed fetches leave no entry: wait for one only after a response.
+        .then(m(() => url && entry(url)))
+        .then(m((e) => sent || samples.push(sample(s, ph, w, e, t0, at, err))));
+    })();
+
+  const batch = (w) => Promise.all(Array.from({ length: cfg.n }, () => probe('p', w)));
+  (async () => {
+    await 0; // go on once start has returned: every wrapped callback is timed once
+    for (let i = 0; i < cfg.w; i++) await probe('w', 'h3');
+    await probe('w', 'h2');
+    await batch(cfg.first);
+    await batch(cfg.first == 'h2' ? 'h3' : 'h2');
+    send(false);
+  })();
+});
+
+const run = () =>
+  started || (started = W.requestIdleCallback ? requestIdleCallback(start, { timeout: 3e3 }) : setTimeout(start, 50));
+
 // A second copy of the script on the page stays idle.
 if (!W.h3rum) {
   W.h3rum = api;
   m(() => {
-    const S = D.currentScript, cfg = config(S.dataset, S.src, L.hostname), PO = PerformanceObserver;
-    // Throws (caught) where PerformanceObserver or AbortSignal is missing;
-    // browsers with AbortSignal.timeout (2022) have fetch and Resource Timing.
-    if (!cfg || !AbortSignal.timeout) return;
-
-    let started;
-    const start = m(() => {
-      if (D.hidden || N.connection?.saveData || Math.random() >= cfg.sample) return;
-      const id = hex(crypto.getRandomValues(new Uint8Array(16)));
-      const h2first = cfg.h2first || Math.random() < 0.5;
-      const t0 = P.now(), samples = [], waiting = {};
-      let sent, q = 0;
-
-      // send reports once per run: on completion, or partial when the
-      // page is hidden or unloads first. Called only from wrapped code.
-      const send = (partial) => {
-        if (sent) return;
-        sent = 1; // a hidden page ends the run, with or without a report
-        po.disconnect();
-        if (partial && !samples.length) return;
-        const r = report(id, cfg, L.origin, h2first, partial, mt, client(N), samples);
-        const body = JSON.stringify(r), url = cfg.ep + '/beacon';
-        let queued;
-        try {
-          queued = N.sendBeacon(url, new Blob([body], { type: 'text/plain' }));
-        } catch {}
-        queued || fetch(url, { method: 'POST', body, keepalive: true, mode: 'no-cors', credentials: 'omit' }).catch(() => {});
-        D.dispatchEvent(new CustomEvent('h3rum:report', { detail: r }));
-      };
-      D.addEventListener('visibilitychange', m(() => D.hidden && send(true)));
-      W.addEventListener('pagehide', m(() => send(true)));
-
-      // Resource Timing entries, matched by exact URL; the wait is bounded.
-      const found = (e) => waiting[e.name]?.(e);
-      const po = new PO(m((l) => l.getEntries().forEach(found)));
-      po.observe({ type: 'resource' });
-
-      const probe = (ph, w) => {
-        if (sent) return;
-        const s = q++, at = P.now();
-        // Origins are canonical (URL.origin): this is the entry's name as is.
-        const url = cfg[w] + '/probe?bytes=' + cfg.b + '&r=' + id + '.' + s;
-        let err = '';
-        return fetch(url, { cache: 'no-store', credentials: 'omit', mode: 'cors', signal: AbortSignal.timeout(1e4) })
-          .then(m((r) => (r.ok || (err = 'http_' + r.status), r.arrayBuffer())))
-          .catch(m((e) => (err = e.name == 'TimeoutError' ? 'timeout' : 'network')))
-          .then(
-            m(() => {
-              // Failed fetches leave no entry: don't wait for one.
-              return !err || err[0] == 'h'
-                ? new Promise((res) => {
-                    waiting[url] = res;
-                    setTimeout(res, 2e3);
-                    P.getEntriesByName(url).forEach(found);
-                  })
-                : 0;
-            }),
-          )
-          .then(m((e) => sent || samples.push(sample(s, ph, w, e, t0, at, err))));
-      };
-
-      const steps = [];
-      for (let i = 0; i < cfg.w; i++) steps.push(() => probe('w', 'h3'));
-      const batch = (w) => () => Promise.all(Array.from({ length: cfg.n }, () => probe('p', w)));
-      steps.push(() => probe('w', 'h2'), batch(h2first ? 'h2' : 'h3'), batch(h2first ? 'h3' : 'h2'), () => send(false));
-      steps.reduce((p, f) => p.then(m(f)), Promise.resolve());
-    });
-
-    const run = () =>
-      started || (started = W.requestIdleCallback ? requestIdleCallback(start, { timeout: 3e3 }) : setTimeout(start, 50));
-    api.run = m(run);
-    cfg.trg == 'load' && (D.readyState == 'complete' ? run() : W.addEventListener('load', api.run));
+    // currentScript is there only while the script is evaluated.
+    const ds = (S = D.currentScript).dataset;
+    if (Math.random() < rate(ds.sample)) {
+      api.run = m(run);
+      ds.trigger == 'manual' || (D.readyState == 'complete' ? run() : W.addEventListener('load', api.run));
+    }
   })();
 }

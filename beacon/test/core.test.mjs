@@ -1,7 +1,7 @@
 // Unit tests of the beacon's pure parts: node --test beacon/test/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { config, proto, serverTiming, sample, client, hex, report, VERSION } from '../src/core.js';
+import { config, rate, proto, serverTiming, sample, client, runID, report, VERSION } from '../src/core.js';
 
 test('proto normalises nextHopProtocol', () => {
   const cases = {
@@ -21,19 +21,31 @@ test('config defaults and limits', () => {
   assert.ok(!config({ h2: 'https://h2.example.com', h3: 'not a url' }, src, 'x'), 'bad h3 origin');
   assert.ok(!config({ h2: 'https://h2.example.com', h3: 'https://h3.example.com' }, '', 'x'), 'no endpoint');
   const c = config({ h3: 'https://H3.example.com/x/', h2: 'https://h2.example.com:8443' }, src, 'shop.example');
-  assert.deepEqual(c, {
-    h3: 'https://h3.example.com', h2: 'https://h2.example.com:8443', site: 'shop.example', sample: 1,
-    n: 5, w: 2, b: 0, trg: 'load', ep: 'https://rum.example.com', h2first: false,
+  const { id, first, ...rest } = c;
+  assert.deepEqual(rest, {
+    h3: 'https://H3.example.com', h2: 'https://h2.example.com:8443', site: 'shop.example',
+    n: 5, w: 2, b: 0, trg: 'load', ep: 'https://rum.example.com',
   });
+  assert.match(id, /^[0-9a-f]{32}$/);
+  const firsts = new Set(Array.from({ length: 100 }, () => config({ h3: 'https://a', h2: 'https://b' }, src, 'h').first));
+  assert.deepEqual([...firsts].sort(), ['h2', 'h3'], 'random order');
   const d = config(
     { h3: 'https://a', h2: 'https://b', site: 'shop', sample: '0.05', parallel: '7', warmup: '0', bytes: '1000',
       trigger: 'manual', endpoint: 'https://collect.example.com/', order: 'h2first' }, src, 'h');
-  assert.deepEqual([d.site, d.sample, d.n, d.w, d.b, d.trg, d.ep, d.h2first],
-    ['shop', 0.05, 7, 0, 1000, 'manual', 'https://collect.example.com', true]);
-  const bad = config({ h3: 'https://a', h2: 'https://b', sample: '2', parallel: '99', warmup: '-1', bytes: 'x' }, src, 'h');
-  assert.deepEqual([bad.sample, bad.n, bad.w, bad.b], [1, 5, 2, 0]);
-  const zero = config({ h3: 'https://a', h2: 'https://b', sample: '0', parallel: '0' }, src, 'h');
-  assert.deepEqual([zero.sample, zero.n], [0, 5]);
+  assert.deepEqual([d.site, d.n, d.w, d.b, d.trg, d.ep, d.first],
+    ['shop', 7, 0, 1000, 'manual', 'https://collect.example.com', 'h2']);
+  const bad = config({ h3: 'https://a', h2: 'https://b', parallel: '99', warmup: '-1', bytes: 'x' }, src, 'h');
+  assert.deepEqual([bad.n, bad.w, bad.b], [5, 2, 0]);
+  assert.equal(config({ h3: 'https://a', h2: 'https://b', parallel: '0' }, src, 'h').n, 5);
+  for (const bad of [undefined, '', 'h3.example.com', '//h3.example.com', 'ftp://h3.example.com', 'javascript:x',
+    'HTTPS://h3.example.com', 'https:/h3.example.com', 'https://', 'https:///x'])
+    assert.ok(!config({ h3: bad, h2: 'https://b' }, src, 'x'), `h3 origin ${JSON.stringify(bad)}`);
+  assert.equal(config({ h3: 'http://[::1]:8443/probe', h2: 'https://b' }, src, 'x').h3, 'http://[::1]:8443');
+});
+
+test('rate reads data-sample', () => {
+  for (const [s, want] of [[undefined, 1], ['1', 1], ['0', 0], ['0.05', 0.05], ['', 0], ['2', 1], ['-1', 1], ['x', 1]])
+    assert.equal(rate(s), want, `rate(${JSON.stringify(s)})`);
 });
 
 test('serverTiming maps the collector metrics', () => {
@@ -58,6 +70,11 @@ test('serverTiming maps the collector metrics', () => {
   assert.equal(serverTiming([]), undefined);
   assert.equal(serverTiming(undefined), undefined);
   assert.equal(serverTiming([{ name: 'other', duration: 1, description: '' }]), undefined);
+  for (const bad of ['', '-1', '1e3', ' 1', '1.5', '0x1', '1234567890'])
+    assert.equal(serverTiming([{ name: 'lost', duration: 0, description: bad }]), undefined, `lost;desc=${bad}`);
+  assert.deepEqual(serverTiming([{ name: 'lost', duration: 0, description: '999999999' }]), { lost: 999999999 });
+  for (const name of ['ap', 'app rtt', 'rtt ', 'constructor', '__proto__'])
+    assert.equal(serverTiming([{ name, duration: 1, description: '1' }]), undefined, `metric ${name}`);
 });
 
 const entry = (o) => ({
@@ -97,9 +114,10 @@ test('client reads UA-CH and network information where present', () => {
   }), { br: [['Chromium', '156']], pf: 'Linux', mb: false, et: '4g', rtt: 50, dl: 10, wd: true });
 });
 
-test('hex', () => {
-  assert.equal(hex(new Uint8Array([0, 1, 0xab, 0xff])), '0001abff');
-  assert.match(hex(crypto.getRandomValues(new Uint8Array(16))), /^[0-9a-f]{32}$/);
+test('runID', () => {
+  const ids = new Set(Array.from({ length: 1000 }, runID));
+  assert.equal(ids.size, 1000);
+  for (const id of ids) assert.match(id, /^[0-9a-f]{32}$/);
 });
 
 test('a full run of 2+1 warm-up and 5+5 parallel samples stays under 4 KiB', () => {
@@ -117,7 +135,7 @@ test('a full run of 2+1 warm-up and 5+5 parallel samples stays under 4 KiB', () 
     for (let i = 0; i < n; i++)
       samples.push(sample(q++, ph, w, entry({ nextHopProtocol: w, startTime: 1234.5678 + q * 37.1234,
         duration: 123.4567, serverTiming: sv(w, i + 1) }), 1000.0001, 0, q == 4 ? 'http_503' : ''));
-  const r = report(hex(new Uint8Array(16)), cfg, 'https://www.shop.example', true, false, 0.4567,
+  const r = report({ ...cfg, first: 'h2' }, 'https://www.shop.example', false, 0.4567,
     client({ userAgentData: { brands: [{ brand: 'Not)A;Brand', version: '8' }, { brand: 'Chromium', version: '156' },
       { brand: 'Google Chrome', version: '156' }], platform: 'Windows', mobile: false },
     connection: { effectiveType: '4g', rtt: 50, downlink: 10 } }), samples);
