@@ -77,7 +77,8 @@ lab: deps build
 	$(BIN) lab --regions deploy/lab/regions.json --runs 10
 
 ## bench: probe, beacon, ingest and report benchmarks, each against a baseline measured in the same run
-BENCH_OUT ?= var/bench/$(shell date -u +%Y%m%dT%H%M%SZ)
+BENCH_STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
+BENCH_OUT ?= var/bench/$(BENCH_STAMP)
 bench: deps bench-deps build
 	@mkdir -p $(dir $(BENCH_OUT))
 # every benchmark runs even when one fails (the beacon's main-thread one fails above its target);
