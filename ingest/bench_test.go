@@ -3,15 +3,20 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
 // BenchmarkIngest measures, in one run against the local ClickHouse,
@@ -20,9 +25,13 @@ import (
 // row is in ClickHouse, and reports both rates and their ratio. Each
 // iteration runs both workloads once, one after the other, and the medians
 // over iterations are reported, because a single raw measurement on a
-// shared machine swings by 2×: use -benchtime=3x or more.
+// shared machine swings by 2×: use -benchtime=3x or more. It also reports
+// the CPU time per sample spent in this process (collector and load
+// generator alike) and in ClickHouse during each workload: on a machine
+// shared with other work these move far less than the rates do.
 func BenchmarkIngest(b *testing.B) {
 	conn := testDB(b)
+	chPID := storetest.Server(b).PID()
 	const (
 		rawBatches   = 10
 		rawBatchRows = 20004 // whole runs of 12
@@ -38,8 +47,10 @@ func BenchmarkIngest(b *testing.B) {
 	idAt := bytes.Index(body, []byte(`"id":"`)) + len(`"id":"`)
 
 	var raws, rates, ackedRates, fsyncs []float64
+	var rawGo, rawCH, beaconGo, beaconCH []float64
 	for b.Loop() {
 		conn.Exec(context.Background(), "TRUNCATE TABLE samples")
+		cpu0 := cpuNow(b, chPID)
 		start := time.Now()
 		for range rawBatches {
 			if err := raw.Insert(context.Background(), conn); err != nil {
@@ -47,6 +58,9 @@ func BenchmarkIngest(b *testing.B) {
 			}
 		}
 		rawRate := float64(rawBatches*rawBatchRows) / time.Since(start).Seconds()
+		goCPU, chCPU := cpuNow(b, chPID).since(cpu0)
+		rawGo = append(rawGo, perSample(goCPU, rawBatches*rawBatchRows))
+		rawCH = append(rawCH, perSample(chCPU, rawBatches*rawBatchRows))
 
 		conn.Exec(context.Background(), "TRUNCATE TABLE samples")
 		p := &Pipeline{Conn: conn, Dir: b.TempDir(), FlushInterval: 200 * time.Millisecond}
@@ -58,6 +72,7 @@ func BenchmarkIngest(b *testing.B) {
 		client := &http.Client{Transport: tr}
 		var next, failed atomic.Int64
 		var wg sync.WaitGroup
+		cpu0 = cpuNow(b, chPID)
 		start = time.Now()
 		for range clients {
 			wg.Go(func() {
@@ -81,6 +96,9 @@ func BenchmarkIngest(b *testing.B) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		stored := time.Since(start)
+		goCPU, chCPU = cpuNow(b, chPID).since(cpu0)
+		beaconGo = append(beaconGo, perSample(goCPU, beacons*12))
+		beaconCH = append(beaconCH, perSample(chCPU, beacons*12))
 		srv.Close()
 		tr.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -101,7 +119,40 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(rate*12/rawMedian, "ratio")
 	b.ReportMetric(median(ackedRates), "acked_beacons/s")
 	b.ReportMetric(median(fsyncs), "fsyncs")
+	b.ReportMetric(median(rawGo), "raw_go_µs/sample")
+	b.ReportMetric(median(rawCH), "raw_ch_µs/sample")
+	b.ReportMetric(median(beaconGo), "beacon_go_µs/sample")
+	b.ReportMetric(median(beaconCH), "beacon_ch_µs/sample")
 	b.Logf("raw samples/s %.0f, beacons/s %.0f (per iteration)", raws, rates)
+}
+
+// cpuTime is the CPU time used so far by this process and by ClickHouse.
+type cpuTime struct{ self, ch time.Duration }
+
+func cpuNow(b *testing.B, chPID int) cpuTime {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	self := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", chPID))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses: utime and
+	// stime are the 12th and 13th, in clock ticks (100 per second).
+	var utime, stime int64
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	fmt.Sscan(fields[11], &utime)
+	fmt.Sscan(fields[12], &stime)
+	return cpuTime{self: self, ch: time.Duration(utime+stime) * 10 * time.Millisecond}
+}
+
+func (c cpuTime) since(c0 cpuTime) (self, ch time.Duration) { return c.self - c0.self, c.ch - c0.ch }
+
+func perSample(d time.Duration, samples int) float64 {
+	return float64(d.Microseconds()) / float64(samples)
 }
 
 // median of xs (sorted in place).
