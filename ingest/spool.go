@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/h3rum/h3rum/ingest/store"
 )
@@ -38,7 +39,24 @@ type writeReq struct {
 	frame []byte // record payload
 	run   *store.Run
 	nel   *store.NELBatch // instead of run, for a NEL record
-	done  chan error
+	done  chan error      // the writer's answer, once the record is durable or failed
+}
+
+// writeReqs holds requests between Accepts: a request, its record buffer
+// and its answer channel serve one Accept after another, so that accepting
+// a report allocates little beyond the run it queues.
+var writeReqs = sync.Pool{New: func() any { return &writeReq{done: make(chan error, 1)} }}
+
+func newWriteReq() *writeReq { return writeReqs.Get().(*writeReq) }
+
+// free returns r for reuse. The writer must be done with it: it never was
+// given r, or it has answered on r.done and that answer was received.
+func (r *writeReq) free() {
+	if cap(r.frame) > 64<<10 {
+		r.frame = nil // an odd large record: do not keep its buffer around
+	}
+	r.frame, r.run, r.nel = r.frame[:0], nil, nil
+	writeReqs.Put(r)
 }
 
 // recover scans the spool directory at start-up.
