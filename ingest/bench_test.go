@@ -46,7 +46,7 @@ func BenchmarkIngest(b *testing.B) {
 	body := wireReport("bench")
 	idAt := bytes.Index(body, []byte(`"id":"`)) + len(`"id":"`)
 
-	var raws, rates, ackedRates, fsyncs []float64
+	var raws, rates, ackedRates, fsyncs, spills []float64
 	var rawGo, rawCH, beaconGo, beaconCH []float64
 	for b.Loop() {
 		conn.Exec(context.Background(), "TRUNCATE TABLE samples")
@@ -111,6 +111,7 @@ func BenchmarkIngest(b *testing.B) {
 		rates = append(rates, float64(beacons)/stored.Seconds())
 		ackedRates = append(ackedRates, float64(beacons)/acked.Seconds())
 		fsyncs = append(fsyncs, counterValue(b, p.m.fsyncs))
+		spills = append(spills, counterValue(b, p.m.spills))
 	}
 	rawMedian, rate := median(raws), median(rates)
 	b.ReportMetric(rawMedian, "raw_samples/s")
@@ -119,6 +120,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(rate*12/rawMedian, "ratio")
 	b.ReportMetric(median(ackedRates), "acked_beacons/s")
 	b.ReportMetric(median(fsyncs), "fsyncs")
+	b.ReportMetric(median(spills), "spills")
 	b.ReportMetric(median(rawGo), "raw_go_µs/sample")
 	b.ReportMetric(median(rawCH), "raw_ch_µs/sample")
 	b.ReportMetric(median(beaconGo), "beacon_go_µs/sample")
@@ -159,4 +161,23 @@ func perSample(d time.Duration, samples int) float64 {
 func median(xs []float64) float64 {
 	slices.Sort(xs)
 	return xs[len(xs)/2]
+}
+
+// BenchmarkAccept measures Pipeline.Accept alone — a run made durable in
+// the spool with group commit — from many goroutines, inserts held back.
+func BenchmarkAccept(b *testing.B) {
+	p := &Pipeline{Conn: deadConn(b), Dir: b.TempDir(), Ready: make(chan struct{})}
+	startPipeline(b, p)
+	run := testRun(b, "accept")
+	b.SetParallelism(32)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := p.Accept(context.Background(), run); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(counterValue(b, p.m.fsyncs)/float64(b.N), "fsyncs/op")
 }
