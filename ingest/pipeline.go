@@ -93,6 +93,7 @@ type Pipeline struct {
 	log                     *slog.Logger
 	m                       *pipelineMetrics
 	reqs                    chan *writeReq
+	reqPool                 sync.Pool // *writeReq, see newWriteReq
 	queue                   chan queued
 	live                    chan store.Run
 	wake                    chan struct{}
@@ -223,8 +224,8 @@ func (p *Pipeline) Start(ctx context.Context) error {
 // run's wire bytes once Accept returns: the spool has them, and the run
 // queued for insert keeps only the decoded report.
 func (p *Pipeline) Accept(ctx context.Context, run store.Run) error {
-	req := newWriteReq()
-	defer req.free()
+	req := p.newWriteReq()
+	defer p.freeWriteReq(req)
 	var err error
 	if req.frame, err = appendRecord(req.frame[:0], &run); err != nil {
 		return err
@@ -250,8 +251,8 @@ func (p *Pipeline) Accept(ctx context.Context, run store.Run) error {
 // the same spool as runs and under the same rules as Accept: nil only once
 // it is on disk.
 func (p *Pipeline) AcceptNEL(ctx context.Context, b store.NELBatch) error {
-	req := newWriteReq()
-	defer req.free()
+	req := p.newWriteReq()
+	defer p.freeWriteReq(req)
 	var err error
 	if req.frame, err = appendNELRecord(req.frame[:0], &b); err != nil {
 		return err
