@@ -93,6 +93,7 @@ type Pipeline struct {
 	log                     *slog.Logger
 	m                       *pipelineMetrics
 	reqs                    chan *writeReq
+	reqPool                 sync.Pool // *writeReq, see newWriteReq
 	queue                   chan queued
 	live                    chan store.Run
 	wake                    chan struct{}
@@ -219,48 +220,54 @@ func (p *Pipeline) Start(ctx context.Context) error {
 
 // Accept makes run durable and returns nil, or returns ErrBusy when
 // the spool budget is used up, ErrClosed after Shutdown, ctx's error, or a
-// spool write error. It never touches ClickHouse.
+// spool write error. It never touches ClickHouse. The caller may reuse
+// run's wire bytes once Accept returns: the spool has them, and the run
+// queued for insert keeps only the decoded report.
 func (p *Pipeline) Accept(ctx context.Context, run store.Run) error {
-	return p.accept(ctx, func() (*writeReq, error) {
-		frame, err := appendRecord(nil, &run)
-		if err != nil {
-			return nil, err
+	req := p.newWriteReq()
+	defer p.freeWriteReq(req)
+	var err error
+	if req.frame, err = appendRecord(req.frame[:0], &run); err != nil {
+		return err
+	}
+	run.Wire, run.HandshakeWire = nil, nil
+	req.run = &run
+	if err := p.accept(ctx, req); err != nil {
+		return err
+	}
+	p.m.acceptedRuns.Inc()
+	p.m.acceptedSamples.Add(float64(sampleCount(&run)))
+	if p.Feed != nil {
+		select {
+		case p.live <- run:
+		default:
+			p.m.liveDropped.Inc()
 		}
-		// From here on the run's wire bytes are the frame's: the caller may
-		// reuse its buffer once Accept returns.
-		run.Wire = frame[len(frame)-len(run.Wire):]
-		return &writeReq{frame: frame, run: &run}, nil
-	}, func() {
-		p.m.acceptedRuns.Inc()
-		p.m.acceptedSamples.Add(float64(sampleCount(&run)))
-		if p.Feed != nil {
-			select {
-			case p.live <- run:
-			default:
-				p.m.liveDropped.Inc()
-			}
-		}
-	})
+	}
+	return nil
 }
 
 // AcceptNEL makes an upload of Network Error Logging reports durable, in
 // the same spool as runs and under the same rules as Accept: nil only once
 // it is on disk.
 func (p *Pipeline) AcceptNEL(ctx context.Context, b store.NELBatch) error {
-	return p.accept(ctx, func() (*writeReq, error) {
-		frame, err := appendNELRecord(nil, &b)
-		if err != nil {
-			return nil, err
-		}
-		return &writeReq{frame: frame, nel: &b}, nil
-	}, func() {
-		p.m.acceptedNEL.Add(float64(len(b.Reports)))
-	})
+	req := p.newWriteReq()
+	defer p.freeWriteReq(req)
+	var err error
+	if req.frame, err = appendNELRecord(req.frame[:0], &b); err != nil {
+		return err
+	}
+	req.nel = &b
+	if err := p.accept(ctx, req); err != nil {
+		return err
+	}
+	p.m.acceptedNEL.Add(float64(len(b.Reports)))
+	return nil
 }
 
-// accept spools the record made by build and, once it is durable, calls
-// done.
-func (p *Pipeline) accept(ctx context.Context, build func() (*writeReq, error), done func()) error {
+// accept hands req's record to the spool writer and returns once it is
+// durable.
+func (p *Pipeline) accept(ctx context.Context, req *writeReq) error {
 	p.acceptMu.RLock()
 	if !p.started || p.closed {
 		p.acceptMu.RUnlock()
@@ -270,11 +277,6 @@ func (p *Pipeline) accept(ctx context.Context, build func() (*writeReq, error), 
 	p.acceptMu.RUnlock()
 	defer p.inflight.Done()
 
-	req, err := build()
-	if err != nil {
-		return err
-	}
-	req.done = make(chan error, 1)
 	n := int64(len(req.frame) + frameHeaderLen)
 	p.mu.Lock()
 	if p.spoolBytes+p.reserved+n > p.spoolMax() {
@@ -295,11 +297,7 @@ func (p *Pipeline) accept(ctx context.Context, build func() (*writeReq, error), 
 	}
 	// Wait for the group commit even if ctx ends: the write is under way,
 	// and the caller must not be told "failed" for a run that is stored.
-	if err := <-req.done; err != nil {
-		return err
-	}
-	done()
-	return nil
+	return <-req.done
 }
 
 func (p *Pipeline) liveLoop() {

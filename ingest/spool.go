@@ -38,7 +38,28 @@ type writeReq struct {
 	frame []byte // record payload
 	run   *store.Run
 	nel   *store.NELBatch // instead of run, for a NEL record
-	done  chan error
+	done  chan error      // the writer's answer, once the record is durable or failed
+}
+
+// newWriteReq returns a request from the pipeline's pool: a request, its record
+// buffer and its answer channel serve one Accept after another, so that
+// accepting a report allocates little beyond the run it queues.
+func (p *Pipeline) newWriteReq() *writeReq {
+	if r, ok := p.reqPool.Get().(*writeReq); ok {
+		return r
+	}
+	return &writeReq{done: make(chan error, 1)}
+}
+
+// freeWriteReq returns r for reuse. The writer must be done with it: it
+// never was given r, or it has answered on r.done and that answer was
+// received.
+func (p *Pipeline) freeWriteReq(r *writeReq) {
+	if cap(r.frame) > 64<<10 {
+		r.frame = nil // an odd large record: do not keep its buffer around
+	}
+	r.frame, r.run, r.nel = r.frame[:0], nil, nil
+	p.reqPool.Put(r)
 }
 
 // recover scans the spool directory at start-up.

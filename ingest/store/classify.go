@@ -1,6 +1,11 @@
 package store
 
-import "github.com/h3rum/h3rum/beacon"
+import (
+	"maps"
+	"slices"
+
+	"github.com/h3rum/h3rum/beacon"
+)
 
 // Outcome is how a sample's request went, protocol-wise: the classification
 // every report and the live feed use. It is computed here, at ingest, and
@@ -93,20 +98,21 @@ func ExclusionsOf(run *Run) Exclusions {
 // ExcludeCold), for the samples column cold.
 func ColdSeqs(run *Run) map[int]bool {
 	_, cold := classifyRun(run)
-	return cold
+	return cold.all()
 }
 
 // classifyRun applies the like-for-like rules to run: its exclusions, and
-// which batch requests were cold.
-func classifyRun(run *Run) (Exclusions, map[int]bool) {
+// which batch requests were cold. It runs for every run inserted, so it
+// keeps to the stack: a report has at most a few warm-up connections.
+func classifyRun(run *Run) (Exclusions, seqSet) {
 	var x Exclusions
-	var cold map[int]bool
+	var cold seqSet
 	if run.Bot {
 		x |= ExcludeBot
 	}
 	rep := run.Report
 	if rep == nil {
-		return x | ExcludePartial, nil
+		return x | ExcludePartial, cold
 	}
 	if rep.Partial {
 		x |= ExcludePartial
@@ -114,9 +120,18 @@ func classifyRun(run *Run) (Exclusions, map[int]bool) {
 	if rep.Params.Warmup < 2 {
 		x |= ExcludeShortWarmup
 	}
-	warm := map[beacon.Proto]map[string]bool{beacon.ProtoH2: {}, beacon.ProtoH3: {}}
+	// The connection ids each origin's warm-up used.
+	warmH2, warmH3 := make([]string, 0, 4), make([]string, 0, beacon.MaxWarmup)
+	warm := func(want beacon.Proto, id string) bool {
+		switch want {
+		case beacon.ProtoH2:
+			return slices.Contains(warmH2, id)
+		case beacon.ProtoH3:
+			return slices.Contains(warmH3, id)
+		}
+		return false
+	}
 	h2Warmup := false
-	batch := map[beacon.Proto]int{}
 	for i := range rep.Samples {
 		s := &rep.Samples[i]
 		if s.Phase != beacon.PhaseWarmup {
@@ -128,19 +143,30 @@ func classifyRun(run *Run) (Exclusions, map[int]bool) {
 		if s.Want == beacon.ProtoH2 {
 			h2Warmup = true
 		}
-		if ids := warm[s.Want]; ids != nil && s.Server.Present && s.Server.ConnID != "" {
-			ids[s.Server.ConnID] = true
+		if s.Server.Present && s.Server.ConnID != "" && !warm(s.Want, s.Server.ConnID) {
+			switch s.Want {
+			case beacon.ProtoH2:
+				warmH2 = append(warmH2, s.Server.ConnID)
+			case beacon.ProtoH3:
+				warmH3 = append(warmH3, s.Server.ConnID)
+			}
 		}
 	}
 	if !h2Warmup {
 		x |= ExcludeWarmupFailed
 	}
+	var batchH2, batchH3 int
 	for i := range rep.Samples {
 		s := &rep.Samples[i]
 		if s.Phase != beacon.PhaseParallel {
 			continue
 		}
-		batch[s.Want]++
+		switch s.Want {
+		case beacon.ProtoH2:
+			batchH2++
+		case beacon.ProtoH3:
+			batchH3++
+		}
 		switch {
 		case s.Error != "":
 			x |= ExcludeFailed
@@ -148,17 +174,56 @@ func classifyRun(run *Run) (Exclusions, map[int]bool) {
 		case s.Want == beacon.ProtoH3 && s.Got != beacon.ProtoH3:
 			x |= ExcludeFallback
 		}
-		if (s.Server.Present && s.Server.ConnID != "" && !warm[s.Want][s.Server.ConnID]) ||
+		if (s.Server.Present && s.Server.ConnID != "" && !warm(s.Want, s.Server.ConnID)) ||
 			((!s.Server.Present || s.Server.ConnID == "") && (!s.Reused || s.Connect > 0)) {
 			x |= ExcludeCold
-			if cold == nil {
-				cold = map[int]bool{}
-			}
-			cold[s.Seq] = true
+			cold.add(s.Seq)
 		}
 	}
-	if n := rep.Params.Parallel; batch[beacon.ProtoH2] < n || batch[beacon.ProtoH3] < n {
+	if n := rep.Params.Parallel; batchH2 < n || batchH3 < n {
 		x |= ExcludePartial
 	}
 	return x, cold
+}
+
+// seqSet is a set of sample seq numbers: a bit each for those below 64
+// (every seq a report can carry, beacon.MaxSamples), a map for others.
+type seqSet struct {
+	bits  uint64
+	other map[int]bool
+}
+
+func (s *seqSet) add(seq int) {
+	if seq >= 0 && seq < 64 {
+		s.bits |= 1 << seq
+		return
+	}
+	if s.other == nil {
+		s.other = map[int]bool{}
+	}
+	s.other[seq] = true
+}
+
+func (s *seqSet) has(seq int) bool {
+	if seq >= 0 && seq < 64 {
+		return s.bits&(1<<seq) != 0
+	}
+	return s.other[seq]
+}
+
+// all returns the set as a map, nil when it is empty.
+func (s *seqSet) all() map[int]bool {
+	if s.bits == 0 && len(s.other) == 0 {
+		return nil
+	}
+	m := maps.Clone(s.other)
+	if m == nil {
+		m = map[int]bool{}
+	}
+	for seq := range 64 {
+		if s.bits&(1<<seq) != 0 {
+			m[seq] = true
+		}
+	}
+	return m
 }

@@ -22,17 +22,17 @@ func sampleColumns() []column {
 		s = *beacon.Sample
 	)
 	return []column{
-		col("time", "DateTime('UTC')", func(r r, _ s) time.Time { return r.Received.UTC().Truncate(time.Second) }),
-		col("site", "String", func(r r, _ s) string { return r.Report.Site }),
-		col("source", sourceEnum, func(r r, _ s) int8 { return sourceValue(r.Source) }),
-		col("run_id", "UUID", func(r r, _ s) uuid.UUID { return uuid.UUID(r.Report.RunID) }),
+		runCol("time", "DateTime('UTC')", func(r r) time.Time { return r.Received.UTC().Truncate(time.Second) }),
+		runCol("site", "String", func(r r) string { return r.Report.Site }),
+		runCol("source", sourceEnum, func(r r) int8 { return sourceValue(r.Source) }),
+		runCol("run_id", "UUID", func(r r) uuid.UUID { return uuid.UUID(r.Report.RunID) }),
 		col("seq", "UInt8", func(_ r, s s) uint8 { return storedSeq(s) }),
 		col("phase", phaseEnum, func(_ r, s s) int8 { return phaseValue(s.Phase) }),
 		col("want", protoEnum, func(_ r, s s) int8 { return protoValue(s.Want) }),
 		col("got", protoEnum, func(_ r, s s) int8 { return protoValue(s.Got) }),
 		col("outcome", outcomeEnum, func(_ r, s s) int8 { return int8(OutcomeOf(s.Want, s.Got)) }),
-		col("exclusions", "UInt8", func(r r, _ s) uint8 { return uint8(r.exclusions) }),
-		col("cold", "UInt8", func(r r, s s) uint8 { return b2u(s.Phase == beacon.PhaseParallel && r.cold[s.Seq]) }),
+		runCol("exclusions", "UInt8", func(r r) uint8 { return uint8(r.exclusions) }),
+		col("cold", "UInt8", func(r r, s s) uint8 { return b2u(s.Phase == beacon.PhaseParallel && r.cold.has(s.Seq)) }),
 		col("start_ms", "Float32", func(_ r, s s) float32 { return float32(s.Start) }),
 		col("duration_ms", "Float32", func(_ r, s s) float32 { return float32(s.Duration) }),
 		col("dns_ms", "Float32", func(_ r, s s) float32 { return float32(s.DNS) }),
@@ -56,29 +56,29 @@ func sampleColumns() []column {
 		col("srv_conn_age_ms", "Float32", func(_ r, s s) float32 { return float32(s.Server.ConnAge) }),
 		col("srv_resumed", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.Resumed) }),
 		col("srv_early", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.EarlyData) }),
-		col("partial", "UInt8", func(r r, _ s) uint8 { return b2u(r.Report.Partial) }),
-		col("page_origin", "String", func(r r, _ s) string { return r.Report.PageOrigin }),
-		col("beacon_version", "String", func(r r, _ s) string { return r.Report.BeaconVersion }),
-		col("beacon_major", "UInt16", func(r r, _ s) uint16 { return BeaconMajor(r.Report.BeaconVersion) }),
-		col("param_parallel", "UInt8", func(r r, _ s) uint8 { return clampU8(r.Report.Params.Parallel) }),
-		col("param_warmup", "UInt8", func(r r, _ s) uint8 { return clampU8(r.Report.Params.Warmup) }),
-		col("param_bytes", "UInt32", func(r r, _ s) uint32 { return clampU32(r.Report.Params.Bytes) }),
-		col("param_order", "Enum8('h2first' = 1, 'h3first' = 2)", func(r r, _ s) int8 { return orderValue(r.Report.Params.Order) }),
-		col("param_trigger", "Enum8('load' = 1, 'manual' = 2)", func(r r, _ s) int8 { return triggerValue(r.Report.Params.Trigger) }),
-		col("continent", "String", func(r r, _ s) string { return r.Geo.Continent }),
-		col("country", "String", func(r r, _ s) string { return r.Geo.Country }),
-		col("subdivision", "String", func(r r, _ s) string { return r.Geo.Subdivision }),
-		col("city_id", "UInt32", func(r r, _ s) uint32 { return r.Geo.CityID }),
-		col("asn", "UInt32", func(r r, _ s) uint32 { return r.Geo.ASN }),
-		col("as_org", "String", func(r r, _ s) string { return r.Geo.ASOrg }),
-		col("browser", "String", func(r r, _ s) string { return r.Browser }),
-		col("browser_major", "UInt16", func(r r, _ s) uint16 { return uint16(min(max(r.BrowserMajor, 0), math.MaxUint16)) }),
-		col("platform", "String", func(r r, _ s) string { return r.Report.Client.Platform }),
-		col("mobile", "UInt8", func(r r, _ s) uint8 { return b2u(r.Report.Client.Mobile) }),
-		col("ect", "String", func(r r, _ s) string { return r.Report.Client.EffectiveType }),
-		col("net_rtt_ms", "Float32", func(r r, _ s) float32 { return float32(r.Report.Client.RTT) }),
-		col("net_downlink", "Float32", func(r r, _ s) float32 { return float32(r.Report.Client.Downlink) }),
-		col("bot", "UInt8", func(r r, _ s) uint8 { return b2u(r.Bot) }),
+		runCol("partial", "UInt8", func(r r) uint8 { return b2u(r.Report.Partial) }),
+		runCol("page_origin", "String", func(r r) string { return r.Report.PageOrigin }),
+		runCol("beacon_version", "String", func(r r) string { return r.Report.BeaconVersion }),
+		runCol("beacon_major", "UInt16", func(r r) uint16 { return BeaconMajor(r.Report.BeaconVersion) }),
+		runCol("param_parallel", "UInt8", func(r r) uint8 { return clampU8(r.Report.Params.Parallel) }),
+		runCol("param_warmup", "UInt8", func(r r) uint8 { return clampU8(r.Report.Params.Warmup) }),
+		runCol("param_bytes", "UInt32", func(r r) uint32 { return clampU32(r.Report.Params.Bytes) }),
+		runCol("param_order", "Enum8('h2first' = 1, 'h3first' = 2)", func(r r) int8 { return orderValue(r.Report.Params.Order) }),
+		runCol("param_trigger", "Enum8('load' = 1, 'manual' = 2)", func(r r) int8 { return triggerValue(r.Report.Params.Trigger) }),
+		runCol("continent", "String", func(r r) string { return r.Geo.Continent }),
+		runCol("country", "String", func(r r) string { return r.Geo.Country }),
+		runCol("subdivision", "String", func(r r) string { return r.Geo.Subdivision }),
+		runCol("city_id", "UInt32", func(r r) uint32 { return r.Geo.CityID }),
+		runCol("asn", "UInt32", func(r r) uint32 { return r.Geo.ASN }),
+		runCol("as_org", "String", func(r r) string { return r.Geo.ASOrg }),
+		runCol("browser", "String", func(r r) string { return r.Browser }),
+		runCol("browser_major", "UInt16", func(r r) uint16 { return uint16(min(max(r.BrowserMajor, 0), math.MaxUint16)) }),
+		runCol("platform", "String", func(r r) string { return r.Report.Client.Platform }),
+		runCol("mobile", "UInt8", func(r r) uint8 { return b2u(r.Report.Client.Mobile) }),
+		runCol("ect", "String", func(r r) string { return r.Report.Client.EffectiveType }),
+		runCol("net_rtt_ms", "Float32", func(r r) float32 { return float32(r.Report.Client.RTT) }),
+		runCol("net_downlink", "Float32", func(r r) float32 { return float32(r.Report.Client.Downlink) }),
+		runCol("bot", "UInt8", func(r r) uint8 { return b2u(r.Bot) }),
 	}
 }
 
@@ -95,34 +95,68 @@ const (
 type runRow struct {
 	*Run
 	exclusions Exclusions
-	cold       map[int]bool // seq numbers of cold batch requests
+	cold       seqSet // seq numbers of cold batch requests
 }
 
 // column buffers one column of an insert batch: clickhouse-go appends a
-// whole slice per column far faster than row by row.
+// whole slice per column far faster than row by row. add appends one value
+// per sample.
 type column interface {
 	name() string
 	chType() string
-	add(r *runRow, s *beacon.Sample)
+	add(r *runRow, samples []beacon.Sample)
 	values() any
 	reset()
 }
 
-type typedColumn[T any] struct {
+// sampleColumn is a column whose value may differ from sample to sample.
+type sampleColumn[T any] struct {
 	colName, typ string
 	fill         func(*runRow, *beacon.Sample) T
 	data         []T
 }
 
 func col[T any](name, typ string, fill func(*runRow, *beacon.Sample) T) column {
-	return &typedColumn[T]{colName: name, typ: typ, fill: fill}
+	return &sampleColumn[T]{colName: name, typ: typ, fill: fill}
 }
 
-func (c *typedColumn[T]) name() string                    { return c.colName }
-func (c *typedColumn[T]) chType() string                  { return c.typ }
-func (c *typedColumn[T]) add(r *runRow, s *beacon.Sample) { c.data = append(c.data, c.fill(r, s)) }
-func (c *typedColumn[T]) values() any                     { return c.data }
-func (c *typedColumn[T]) reset()                          { c.data = c.data[:0] }
+func (c *sampleColumn[T]) name() string   { return c.colName }
+func (c *sampleColumn[T]) chType() string { return c.typ }
+func (c *sampleColumn[T]) values() any    { return c.data }
+func (c *sampleColumn[T]) reset()         { c.data = c.data[:0] }
+
+func (c *sampleColumn[T]) add(r *runRow, samples []beacon.Sample) {
+	for i := range samples {
+		c.data = append(c.data, c.fill(r, &samples[i]))
+	}
+}
+
+// runColumn is a column whose value is the run's, the same in each of its
+// rows: it is computed once per run.
+type runColumn[T any] struct {
+	colName, typ string
+	fill         func(*runRow) T
+	data         []T
+}
+
+func runCol[T any](name, typ string, fill func(*runRow) T) column {
+	return &runColumn[T]{colName: name, typ: typ, fill: fill}
+}
+
+func (c *runColumn[T]) name() string   { return c.colName }
+func (c *runColumn[T]) chType() string { return c.typ }
+func (c *runColumn[T]) values() any    { return c.data }
+func (c *runColumn[T]) reset()         { c.data = c.data[:0] }
+
+func (c *runColumn[T]) add(r *runRow, samples []beacon.Sample) {
+	if len(samples) == 0 {
+		return
+	}
+	v := c.fill(r)
+	for range samples {
+		c.data = append(c.data, v)
+	}
+}
 
 // insertSamplesSQL is the INSERT for every column of sampleColumns, in
 // order (PrepareBatch needs the explicit list on 18.16).

@@ -13,6 +13,7 @@ import (
 type Batch struct {
 	cols []column
 	rows int
+	row  runRow // the run being added
 }
 
 // Add appends one row per sample of run.
@@ -24,15 +25,12 @@ func (b *Batch) Add(run *Run) {
 		b.cols = sampleColumns()
 	}
 	x, cold := classifyRun(run)
-	row := &runRow{Run: run, exclusions: x, cold: cold}
+	b.row = runRow{Run: run, exclusions: x, cold: cold}
 	for _, c := range b.cols {
-		for i := range run.Report.Samples {
-			c.add(row, &run.Report.Samples[i])
-		}
-		for i := range run.Handshakes {
-			c.add(row, &run.Handshakes[i])
-		}
+		c.add(&b.row, run.Report.Samples)
+		c.add(&b.row, run.Handshakes)
 	}
+	b.row = runRow{}
 	b.rows += len(run.Report.Samples) + len(run.Handshakes)
 }
 

@@ -109,3 +109,42 @@ func TestAgentRunsStayApart(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStored measures the exactly-once check of a replayed batch of
+// 1667 runs (20 004 rows), half of them stored and the other half spread
+// over an hour that holds 40 such batches of the site's runs.
+func BenchmarkStored(b *testing.B) {
+	conn := storetest.DB(b)
+	ctx := context.Background()
+	const perBatch, batches = 1667, 40
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	run := func(i int) *store.Run {
+		r := storetest.Run(b, "stored")
+		r.Received = at.Add(time.Duration(i) * time.Hour / (batches * perBatch))
+		return &r
+	}
+	var replay []*store.Run
+	for k := range batches {
+		var batch store.Batch
+		for i := range perBatch {
+			r := run(k*perBatch + i)
+			batch.Add(r)
+			if k == batches/2 && i%2 == 0 {
+				replay = append(replay, r)
+			}
+		}
+		if err := batch.Insert(ctx, conn); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stored := len(replay)
+	for i := range perBatch - stored {
+		replay = append(replay, run(i*batches))
+	}
+	for b.Loop() {
+		found, err := store.Stored(ctx, conn, replay)
+		if err != nil || len(found) != stored {
+			b.Fatalf("Stored found %d of %d, err %v", len(found), stored, err)
+		}
+	}
+}
