@@ -57,7 +57,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 // (the runs table holds browser runs only).
 func excludedSQL(o *Options) (string, error) {
 	runs := "excluded_runs_table.sql"
-	if o.By == "collector" || o.Agent {
+	if !o.runsTableHolds() {
 		runs = "excluded_runs_samples.sql"
 	}
 	return excludedWith(o, runs)

@@ -329,7 +329,8 @@ func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRo
 	return out, nil
 }
 
-// hashScale is the modulus of the run-sampling hash in runs.sql.
+// hashScale is the modulus of the run-sampling hash in runs.sql and
+// runs_table.sql.
 const hashScale = 1000000
 
 // perRun fetches each group's runs (sampled down to MaxRunsPerGroup) and
@@ -352,33 +353,13 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	if len(names) == 0 {
 		return nil
 	}
-	q, err := query("runs.sql", o)
+	name, q, args, err := perRunQuery(o, w, names, thresholds)
 	if err != nil {
 		return err
 	}
-	args := append([]any{names, thresholds}, rawArgs(o, w)...)
-	rows, err := conn.Query(ctx, q, args...)
+	byGroup, err := fetchRuns(ctx, conn, name, q, args)
 	if err != nil {
-		return fmt.Errorf("querying per-run samples: %w", err)
-	}
-	defer rows.Close()
-	byGroup := map[string][]runSamples{}
-	for rows.Next() {
-		var (
-			grp     string
-			d       []float32
-			oc, par []uint8
-			h3First uint8
-		)
-		if err := rows.Scan(&grp, &d, &oc, &par, &h3First); err != nil {
-			return fmt.Errorf("reading per-run samples: %w", err)
-		}
-		run := splitRun(d, oc, par)
-		run.h3First = h3First == 1
-		byGroup[grp] = append(byGroup[grp], run)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading per-run samples: %w", err)
+		return err
 	}
 	// Groups are independent: bootstrap them on all cores.
 	var wg sync.WaitGroup
@@ -404,6 +385,52 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 		return fmt.Errorf("computing confidence intervals: %w", err)
 	}
 	return nil
+}
+
+// perRunQuery returns the SQL that fetches the runs of groups names, each
+// sampled below its threshold, with its name and parameters: from the runs
+// table, one row per run, when it holds the selection (parallel batches
+// of browser runs, a grouping it has); else from the samples.
+func perRunQuery(o *Options, w window, names []string, thresholds []uint32) (name, q string, args []any, err error) {
+	name = "runs_table.sql"
+	if o.IncludeWarmup || !o.runsTableHolds() {
+		name = "runs.sql"
+	}
+	q, args, err = perRunSQL(name, o, w, names, thresholds)
+	return name, q, args, err
+}
+
+// perRunSQL returns the per-run query name (runs.sql or runs_table.sql)
+// and its parameters.
+func perRunSQL(name string, o *Options, w window, names []string, thresholds []uint32) (string, []any, error) {
+	q, err := query(name, o)
+	if name == "runs.sql" {
+		return q, append([]any{names, thresholds}, rawArgs(o, w)...), err
+	}
+	return q, []any{b01(o.IncludeFailed), names, thresholds, w.since, w.until, o.Site, o.Site,
+		b01(o.IncludeBots), b01(o.IncludeExcluded), uint8(o.exclusionMask())}, err
+}
+
+// fetchRuns runs q, a per-run query (runs.sql or runs_table.sql), and
+// returns each group's runs in the order ClickHouse sent them.
+func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any) (map[string][]runSamples, error) {
+	byGroup := map[string][]runSamples{}
+	err := eachRowOf(ctx, conn, q, args, "per-run samples ("+name+")", func(rows driver.Rows) error {
+		var (
+			grp     string
+			d       []float32
+			oc, par []uint8
+			h3First uint8
+		)
+		if err := rows.Scan(&grp, &d, &oc, &par, &h3First); err != nil {
+			return err
+		}
+		run := splitRun(d, oc, par)
+		run.h3First = h3First == 1
+		byGroup[grp] = append(byGroup[grp], run)
+		return nil
+	})
+	return byGroup, err
 }
 
 // finishGroup sets the comparison fields that need both protocols.
