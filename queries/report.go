@@ -258,15 +258,30 @@ func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRoll
 	return nil
 }
 
-// failures reads failed requests per group, origin and error code.
+// failures reads failed requests per group, origin and error code: from
+// the runs table when it holds the selection, else from the samples.
 func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
-	q, err := query("failures.sql", o)
+	name := "failures_table.sql"
+	if o.IncludeWarmup || !o.runsTableHolds() {
+		name = "failures.sql"
+	}
+	return failuresFrom(ctx, conn, name, o, w, get)
+}
+
+// failuresFrom reads the failures with name, failures.sql or
+// failures_table.sql.
+func failuresFrom(ctx context.Context, conn driver.Conn, name string, o *Options, w window, get func(string) *Group) error {
+	args := []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}
+	if name == "failures.sql" {
+		args = []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeBots)}
+	}
+	q, err := query(name, o)
 	if err != nil {
 		return err
 	}
-	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeBots))
+	rows, err := conn.Query(ctx, q, args...)
 	if err != nil {
-		return fmt.Errorf("querying failures: %w", err)
+		return fmt.Errorf("querying failures (%s): %w", name, err)
 	}
 	defer rows.Close()
 	for rows.Next() {

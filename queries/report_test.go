@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -758,14 +759,15 @@ func runsMatch(src Source, got, want int) bool {
 	return math.Abs(float64(got-want)) <= math.Max(1, 0.05*float64(want))
 }
 
-// TestRunsTableFetchesTheSamplesRuns: for every selection both answer, the
-// runs table (runs_table.sql) returns the very runs the samples do
-// (runs.sql) — the same sample of each thinned group, each run with the
+// TestRunsTableAnswersAsTheSamples: for every selection both answer, the
+// runs table returns the very runs the samples do (runs_table.sql and
+// runs.sql) — the same sample of each thinned group, each run with the
 // same samples and batch order — so intervals and the paired view do not
-// depend on where the runs came from. Some runs' batch requests all
-// failed: with failures left out they have no sample, and neither query
-// returns them.
-func TestRunsTableFetchesTheSamplesRuns(t *testing.T) {
+// depend on where the runs came from; and the same failures by origin and
+// code (failures_table.sql and failures.sql). Some runs' batch requests
+// all failed: with failures left out they have no sample, and neither
+// query returns them.
+func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 	conn := newDB(t)
 	rows := synth.All(synth.Config{Seed: 12, Runs: 800})
 	allFailed := map[uuid.UUID]bool{}
@@ -823,6 +825,20 @@ func TestRunsTableFetchesTheSamplesRuns(t *testing.T) {
 			}
 			if len(got[0]) == 0 {
 				t.Fatalf("by %s %+v: no runs fetched", by, f)
+			}
+			var fails [2]map[string][]Failure
+			for k, name := range []string{"failures.sql", "failures_table.sql"} {
+				groups := map[string]*Group{}
+				if err := failuresFrom(ctx, conn, name, &o, w, func(g string) *Group { return groupOf(groups, g) }); err != nil {
+					t.Fatalf("by %s %+v: %v", by, f, err)
+				}
+				fails[k] = map[string][]Failure{}
+				for g, grp := range groups {
+					fails[k][g] = grp.Failures
+				}
+			}
+			if len(fails[0]) == 0 || !reflect.DeepEqual(fails[0], fails[1]) {
+				t.Errorf("by %s %+v: failures from the samples %v, from the runs table %v", by, f, fails[0], fails[1])
 			}
 			if !maps.EqualFunc(got[0], got[1], func(a, b []runSamples) bool {
 				return slices.EqualFunc(a, b, func(x, y runSamples) bool { return compareRuns(x, y) == 0 && x.h3First == y.h3First })
