@@ -101,15 +101,11 @@ type obs struct {
 
 // weightedQuantiles computes type-7 quantiles of the data set in which
 // each observation of xs (sorted by v) appears w[run] times: one bootstrap
-// replicate without materialising it. cnt[run] is how many observations
-// of xs belong to each run, so the replicate's size is a sum over runs,
-// not over observations (this halved the bootstrap's time). qs must be
-// ascending. It returns false when the replicate has no observation.
-func weightedQuantiles(xs []obs, cnt, w []int32, qs []float64, out []float64) bool {
-	var n int64
-	for r, c := range cnt {
-		n += int64(c) * int64(w[r])
-	}
+// replicate without materialising it. n is the replicate's size
+// (replicateSize: a sum over runs, not over observations, which halved
+// the bootstrap's time). qs must be ascending. It returns false when the
+// replicate has no observation.
+func weightedQuantiles(xs []obs, n int64, w []int32, qs []float64, out []float64) bool {
 	if n == 0 {
 		return false
 	}
@@ -162,13 +158,31 @@ func interpolate(xs []obs, w []int32, i int, frac float64, next bool) float64 {
 	return a
 }
 
-// runCounts counts the observations of xs per run, for m runs.
-func runCounts(xs []obs, m int) []int32 {
-	cnt := make([]int32, m)
+// runCounts returns the runs that have observations in xs, in run order,
+// and how many each has; m is the number of runs.
+func runCounts(xs []obs, m int) (runs, cnt []int32) {
+	dense := make([]int32, m)
 	for _, x := range xs {
-		cnt[x.run]++
+		dense[x.run]++
 	}
-	return cnt
+	for r, c := range dense {
+		if c > 0 {
+			runs, cnt = append(runs, int32(r)), append(cnt, c)
+		}
+	}
+	return runs, cnt
+}
+
+// replicateSize is how many observations a replicate with run weights w
+// holds, of a series whose runs have cnt observations each (runCounts):
+// a sum over those runs only, as each batch order's series holds about
+// half of them.
+func replicateSize(runs, cnt, w []int32) int64 {
+	var n int64
+	for i, r := range runs {
+		n += int64(cnt[i]) * int64(w[r])
+	}
+	return n
 }
 
 // interval returns the 2.5 % and 97.5 % points of bootstrap replicates,
@@ -196,7 +210,11 @@ func interval(reps []float64, want int) (lo, hi float64, ok bool) {
 func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	settle(g, runs)
 	m := len(runs)
+	won := func(d float64) bool { return d <= -PairTieMS }
+	tie := func(d float64) bool { return math.Abs(d) < PairTieMS }
+	lost := func(d float64) bool { return d >= PairTieMS }
 	var x2, x3, pd orderedObs
+	var pdWon, pdTie, pdLost orderedObs // the paired differences won, tied and lost
 	var diffs []float64      // paired differences, for the histogram
 	var byOrder [2][]float64 // paired differences of h2first and h3first runs
 	gotH3 := make([]int32, m)
@@ -212,6 +230,14 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		if run.pairedEligible() {
 			d := quantile7(run.h3Par, 0.5) - quantile7(run.h2Par, 0.5)
 			pd.add(d, int32(r), run.h3First)
+			for _, c := range []struct {
+				sub  *orderedObs
+				pred func(float64) bool
+			}{{&pdWon, won}, {&pdTie, tie}, {&pdLost, lost}} {
+				if c.pred(d) {
+					c.sub.add(d, int32(r), run.h3First)
+				}
+			}
 			diffs = append(diffs, d)
 			k := orderH2First
 			if run.h3First {
@@ -224,7 +250,9 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	byValue := func(a, b obs) int { return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(a.run, b.run)) }
 	x2.done(m, byValue)
 	x3.done(m, byValue)
-	pd.done(m, byValue)
+	for _, o := range []*orderedObs{&pd, &pdWon, &pdTie, &pdLost} {
+		o.done(m, byValue)
+	}
 
 	qs := make([]float64, len(percentiles))
 	for i, p := range percentiles {
@@ -235,20 +263,17 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	for i := range unit {
 		unit[i] = 1
 	}
-	won := func(d float64) bool { return d <= -PairTieMS }
-	tie := func(d float64) bool { return math.Abs(d) < PairTieMS }
-	lost := func(d float64) bool { return d >= PairTieMS }
 	base2, base3 := make([]float64, len(qs)), make([]float64, len(qs))
 	has2 := x2.quantiles(unit, qs, base2)
 	has3 := x3.quantiles(unit, qs, base3)
 	basePaired := make([]float64, 2)
 	hasPaired := pd.quantiles(unit, pairedQs, basePaired)
-	baseWon, _ := pd.share(unit, won)
+	baseWon, _ := pdWon.shareOf(&pd, unit)
 	baseAvail, hasAvail := availShare(gotH3, fb, unit)
 
 	if hasPaired {
-		tieShare, _ := pd.share(unit, tie)
-		lostShare, _ := pd.share(unit, lost)
+		tieShare, _ := pdTie.shareOf(&pd, unit)
+		lostShare, _ := pdLost.shareOf(&pd, unit)
 		g.Paired = &Paired{
 			Runs:        len(diffs),
 			MedianMS:    round3(basePaired[0]),
@@ -314,7 +339,7 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		if hasPaired && pd.quantiles(w, pairedQs, qp) {
 			repMed = append(repMed, qp[0])
 			repP90 = append(repP90, qp[1])
-			s, _ := pd.share(w, won)
+			s, _ := pdWon.shareOf(&pd, w)
 			repWon = append(repWon, s)
 		}
 		if hasAvail {

@@ -1,9 +1,13 @@
 package queries
 
 import (
+	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // weightedQuantiles must equal type-7 quantiles of the replicate written
@@ -38,7 +42,8 @@ func TestWeightedQuantilesMatchesExpansion(t *testing.T) {
 			}
 		}
 		out := make([]float64, len(qs))
-		ok := weightedQuantiles(xs, runCounts(xs, m), w, qs, out)
+		runs, cnt := runCounts(xs, m)
+		ok := weightedQuantiles(xs, replicateSize(runs, cnt, w), w, qs, out)
 		if ok != (len(expanded) > 0) {
 			t.Fatalf("trial %d: ok %v with %d expanded values", trial, ok, len(expanded))
 		}
@@ -50,5 +55,56 @@ func TestWeightedQuantilesMatchesExpansion(t *testing.T) {
 				t.Fatalf("trial %d: q%g = %v, want %v (xs %v, w %v)", trial, q, out[k], want, xs, w)
 			}
 		}
+	}
+}
+
+// benchRuns makes m runs as the report fetches them: 5 parallel requests
+// to each origin, a tenth of the H3 batches fallen back to h2.
+func benchRuns(m int) []runSamples {
+	rng := rand.New(rand.NewPCG(3, 4))
+	runs := make([]runSamples, m)
+	for i := range runs {
+		base := 50 * math.Exp(0.35*rng.NormFloat64())
+		var d []float32
+		var oc, par []uint8
+		fallback := rng.IntN(10) == 0
+		for k := 0; k < 10; k++ {
+			o := store.OutcomeH2
+			switch {
+			case k >= 5 && fallback:
+				o = store.OutcomeWantedH3GotH2
+			case k >= 5:
+				o = store.OutcomeH3
+			}
+			d = append(d, float32(base*math.Exp(0.3*rng.NormFloat64())))
+			oc, par = append(oc, uint8(o)), append(par, 1)
+		}
+		runs[i] = splitRun(d, oc, par)
+		runs[i].h3First = rng.IntN(2) == 1
+	}
+	slices.SortFunc(runs, compareRuns)
+	return runs
+}
+
+// benchGroup is a group thinned to runs, with the outcomes the bootstrap
+// fills in.
+func benchGroup(runs int) *Group {
+	stats := func() *Stats {
+		s := &Stats{Runs: runs, Samples: 5 * runs, Percentiles: make([]Percentile, len(percentiles))}
+		for i, p := range percentiles {
+			s.Percentiles[i] = Percentile{P: p, MS: 40 + p/2}
+		}
+		return s
+	}
+	return &Group{Group: "EU", Runs: 10 * runs, Sampled: true, H2: stats(), H3: stats(), WantedH3GotH2: stats()}
+}
+
+// BenchmarkAnalyse is the bootstrap of one thinned group at the default
+// cap: 3000 runs, 1000 replicates.
+func BenchmarkAnalyse(b *testing.B) {
+	runs := benchRuns(DefaultMaxRunsPerGroup)
+	o := &Options{Replicates: 1000, Seed: 1}
+	for b.Loop() {
+		analyse(context.Background(), benchGroup(len(runs)), runs, o)
 	}
 }

@@ -54,9 +54,10 @@ func balance(v *[2][]float64, ok [2]bool, out []float64) bool {
 // orderedObs are one statistic's observations split by batch order, for
 // estimates that weigh both orders equally.
 type orderedObs struct {
-	xs  [2][]obs   // sorted by value, then run
-	cnt [2][]int32 // observations per run
-	tmp [2][]float64
+	xs   [2][]obs   // sorted by value, then run
+	runs [2][]int32 // the runs with observations in xs (runCounts)
+	cnt  [2][]int32 // and how many each has
+	tmp  [2][]float64
 }
 
 func (o *orderedObs) add(v float64, run int32, h3First bool) {
@@ -71,7 +72,7 @@ func (o *orderedObs) add(v float64, run int32, h3First bool) {
 func (o *orderedObs) done(m int, byValue func(a, b obs) int) {
 	for k := range o.xs {
 		slices.SortFunc(o.xs[k], byValue)
-		o.cnt[k] = runCounts(o.xs[k], m)
+		o.runs[k], o.cnt[k] = runCounts(o.xs[k], m)
 	}
 }
 
@@ -83,26 +84,20 @@ func (o *orderedObs) quantiles(w []int32, qs []float64, out []float64) bool {
 		if len(o.tmp[k]) != len(qs) {
 			o.tmp[k] = make([]float64, len(qs))
 		}
-		ok[k] = weightedQuantiles(o.xs[k], o.cnt[k], w, qs, o.tmp[k])
+		ok[k] = weightedQuantiles(o.xs[k], replicateSize(o.runs[k], o.cnt[k], w), w, qs, o.tmp[k])
 	}
 	return balance(&o.tmp, ok, out)
 }
 
-// share is the order-balanced weighted share of observations for which
-// pred holds; false when no run weighs.
-func (o *orderedObs) share(w []int32, pred func(float64) bool) (float64, bool) {
+// shareOf is the order-balanced weighted share of all's observations that
+// are o's, a subset of them, in the replicate with run weights w; false
+// when no run weighs.
+func (o *orderedObs) shareOf(all *orderedObs, w []int32) (float64, bool) {
 	var s [2]float64
 	var ok [2]bool
-	for k, xs := range o.xs {
-		var hit, n int64
-		for _, x := range xs {
-			n += int64(w[x.run])
-			if pred(x.v) {
-				hit += int64(w[x.run])
-			}
-		}
-		if n > 0 {
-			s[k], ok[k] = float64(hit)/float64(n), true
+	for k := range all.xs {
+		if n := replicateSize(all.runs[k], all.cnt[k], w); n > 0 {
+			s[k], ok[k] = float64(replicateSize(o.runs[k], o.cnt[k], w))/float64(n), true
 		}
 	}
 	switch {
