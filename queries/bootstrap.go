@@ -215,12 +215,23 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	lost := func(d float64) bool { return d >= PairTieMS }
 	var x2, x3, pd orderedObs
 	var pdWon, pdTie, pdLost orderedObs // the paired differences won, tied and lost
-	var diffs []float64      // paired differences, for the histogram
-	var byOrder [2][]float64 // paired differences of h2first and h3first runs
-	gotH3 := make([]int32, m)
-	fb := make([]int32, m)
+	var diffs []float64                 // paired differences, for the histogram
+	var byOrder [2][]float64            // paired differences of h2first and h3first runs
+	// What each run adds to a replicate's sizes (how many observations of
+	// each series it holds) every time it is drawn.
+	type runSizes struct {
+		order               uint8
+		h2, h3, paired, won int32 // observations in x2, x3, pd and pdWon
+		gotH3, wantH3       int32 // availability's requests
+	}
+	per := make([]runSizes, m)
 	for r := range runs {
 		run := &runs[r]
+		p := &per[r]
+		p.h2, p.h3, p.gotH3, p.wantH3 = int32(len(run.h2)), int32(len(run.h3)), int32(run.gotH3), int32(run.gotH3+run.fb)
+		if run.h3First {
+			p.order = orderH3First
+		}
 		for _, v := range run.h2 {
 			x2.add(v, int32(r), run.h3First)
 		}
@@ -230,6 +241,10 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		if run.pairedEligible() {
 			d := quantile7(run.h3Par, 0.5) - quantile7(run.h2Par, 0.5)
 			pd.add(d, int32(r), run.h3First)
+			p.paired = 1
+			if won(d) {
+				p.won = 1
+			}
 			for _, c := range []struct {
 				sub  *orderedObs
 				pred func(float64) bool
@@ -245,7 +260,6 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 			}
 			byOrder[k] = append(byOrder[k], d)
 		}
-		gotH3[r], fb[r] = int32(run.gotH3), int32(run.fb)
 	}
 	byValue := func(a, b obs) int { return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(a.run, b.run)) }
 	x2.done(m, byValue)
@@ -264,16 +278,22 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		unit[i] = 1
 	}
 	base2, base3 := make([]float64, len(qs)), make([]float64, len(qs))
-	has2 := x2.quantiles(unit, qs, base2)
-	has3 := x3.quantiles(unit, qs, base3)
+	has2 := x2.quantiles(unit, x2.sizes(unit), qs, base2)
+	has3 := x3.quantiles(unit, x3.sizes(unit), qs, base3)
 	basePaired := make([]float64, 2)
-	hasPaired := pd.quantiles(unit, pairedQs, basePaired)
-	baseWon, _ := pdWon.shareOf(&pd, unit)
-	baseAvail, hasAvail := availShare(gotH3, fb, unit)
+	pdAll := pd.sizes(unit)
+	hasPaired := pd.quantiles(unit, pdAll, pairedQs, basePaired)
+	baseWon, _ := balancedShare(pdWon.sizes(unit), pdAll)
+	var gotAll, wantAll int64
+	for _, p := range per {
+		gotAll, wantAll = gotAll+int64(p.gotH3), wantAll+int64(p.wantH3)
+	}
+	hasAvail := wantAll > 0
+	baseAvail := float64(gotAll) / float64(max(wantAll, 1))
 
 	if hasPaired {
-		tieShare, _ := pdTie.shareOf(&pd, unit)
-		lostShare, _ := pdLost.shareOf(&pd, unit)
+		tieShare, _ := balancedShare(pdTie.sizes(unit), pdAll)
+		lostShare, _ := balancedShare(pdLost.sizes(unit), pdAll)
 		g.Paired = &Paired{
 			Runs:        len(diffs),
 			MedianMS:    round3(basePaired[0]),
@@ -300,7 +320,8 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		return
 	}
 
-	// Replicates.
+	// Replicates. A replicate's sizes, per batch order, are summed as its
+	// runs are drawn.
 	B := o.Replicates
 	h := fnv.New64a()
 	h.Write([]byte(g.Group))
@@ -317,11 +338,21 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 			return // the caller reports ctx's error
 		}
 		clear(w)
+		var n2, n3, np, nw orderSizes
+		var got, want int64
 		for i := 0; i < m; i++ {
-			w[rng.IntN(m)]++
+			r := rng.IntN(m)
+			w[r]++
+			p := &per[r]
+			n2[p.order] += int64(p.h2)
+			n3[p.order] += int64(p.h3)
+			np[p.order] += int64(p.paired)
+			nw[p.order] += int64(p.won)
+			got += int64(p.gotH3)
+			want += int64(p.wantH3)
 		}
-		ok2 := has2 && x2.quantiles(w, qs, q2)
-		ok3 := has3 && x3.quantiles(w, qs, q3)
+		ok2 := has2 && x2.quantiles(w, n2, qs, q2)
+		ok3 := has3 && x3.quantiles(w, n3, qs, q3)
 		for i := range qs {
 			if ok2 {
 				rep2[i] = append(rep2[i], q2[i])
@@ -336,16 +367,14 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 				}
 			}
 		}
-		if hasPaired && pd.quantiles(w, pairedQs, qp) {
+		if hasPaired && pd.quantiles(w, np, pairedQs, qp) {
 			repMed = append(repMed, qp[0])
 			repP90 = append(repP90, qp[1])
-			s, _ := pdWon.shareOf(&pd, w)
+			s, _ := balancedShare(nw, np)
 			repWon = append(repWon, s)
 		}
-		if hasAvail {
-			if s, ok := availShare(gotH3, fb, w); ok {
-				repAvail = append(repAvail, s)
-			}
+		if hasAvail && want > 0 {
+			repAvail = append(repAvail, float64(got)/float64(want))
 		}
 	}
 
@@ -415,19 +444,6 @@ func clamp01(p *float64) *float64 {
 // run is a tie: a browser's timings are rounded, and half a millisecond is
 // below what a user or a network could tell apart.
 const PairTieMS = 0.5
-
-// availShare is the weighted share of H3-origin requests that used h3.
-func availShare(gotH3, fb, w []int32) (float64, bool) {
-	var got, all int64
-	for r := range w {
-		got += int64(w[r]) * int64(gotH3[r])
-		all += int64(w[r]) * int64(gotH3[r]+fb[r])
-	}
-	if all == 0 {
-		return 0, false
-	}
-	return float64(got) / float64(all), true
-}
 
 // histogram bins paired differences into about 20 bins of a "nice" width
 // covering the 1st–99th percentile; the outer bins also hold the tails.

@@ -76,28 +76,38 @@ func (o *orderedObs) done(m int, byValue func(a, b obs) int) {
 	}
 }
 
+// orderSizes are how many observations of a series a replicate holds,
+// per batch order.
+type orderSizes [2]int64
+
+// sizes counts o's observations in the replicate with run weights w.
+func (o *orderedObs) sizes(w []int32) orderSizes {
+	return orderSizes{replicateSize(o.runs[0], o.cnt[0], w), replicateSize(o.runs[1], o.cnt[1], w)}
+}
+
 // quantiles computes the order-balanced type-7 quantiles qs of the
-// replicate with run weights w into out; false when no run weighs.
-func (o *orderedObs) quantiles(w []int32, qs []float64, out []float64) bool {
+// replicate with run weights w, which holds n of o's observations, into
+// out; false when no run weighs.
+func (o *orderedObs) quantiles(w []int32, n orderSizes, qs []float64, out []float64) bool {
 	var ok [2]bool
 	for k := range o.xs {
 		if len(o.tmp[k]) != len(qs) {
 			o.tmp[k] = make([]float64, len(qs))
 		}
-		ok[k] = weightedQuantiles(o.xs[k], replicateSize(o.runs[k], o.cnt[k], w), w, qs, o.tmp[k])
+		ok[k] = weightedQuantiles(o.xs[k], n[k], w, qs, o.tmp[k])
 	}
 	return balance(&o.tmp, ok, out)
 }
 
-// shareOf is the order-balanced weighted share of all's observations that
-// are o's, a subset of them, in the replicate with run weights w; false
-// when no run weighs.
-func (o *orderedObs) shareOf(all *orderedObs, w []int32) (float64, bool) {
+// balancedShare is the order-balanced share hit / n (in each order, the
+// observations for which something holds among those of a series); false
+// when neither order has any.
+func balancedShare(hit, n orderSizes) (float64, bool) {
 	var s [2]float64
 	var ok [2]bool
-	for k := range all.xs {
-		if n := replicateSize(all.runs[k], all.cnt[k], w); n > 0 {
-			s[k], ok[k] = float64(replicateSize(o.runs[k], o.cnt[k], w))/float64(n), true
+	for k := range n {
+		if n[k] > 0 {
+			s[k], ok[k] = float64(hit[k])/float64(n[k]), true
 		}
 	}
 	switch {
