@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	only := fs.String("only", "", "time only the figures whose name contains this")
 	reuse := fs.Bool("reuse", false, "with -dir or -dsn: keep the samples a previous run loaded there instead of loading more")
 	dsn := fs.String("dsn", "", "a running ClickHouse to use instead of starting one in -dir")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed reports to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -122,6 +124,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		{"default report, point estimates from the rollup", with(opts, queries.SourceAuto), targetRollup, "points"},
 		{"default report, complete (raw)", with(opts, queries.SourceRaw), 0, ""},
 		{"default report, complete (rollup)", with(opts, queries.SourceAuto), 0, ""},
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(out, "\n%-52s %10s %10s  %s\n", "figure (median of "+fmt.Sprint(*repeat)+")", "time", "target", "stages of the median run")
 	for _, f := range figures {
