@@ -15,7 +15,7 @@ import (
 // HTTP/3 availability per run (sql/excluded.sql, excludedSQL).
 // It reads every run of the window, so it is part of the complete report,
 // not the estimate.
-func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
+func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
 	q, err := excludedSQL(o)
 	if err != nil {
 		return err
@@ -35,7 +35,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 		if err := rows.Scan(&grp, &runs, &byReason, &coldH2, &coldH3, &withH3, &available); err != nil {
 			return fmt.Errorf("reading excluded runs: %w", err)
 		}
-		g := groupOf(groups, grp)
+		g := get(grp)
 		g.DesignRuns = int(runs)
 		g.Excluded = map[string]int{}
 		for i, n := range byReason {

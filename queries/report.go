@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -98,16 +99,29 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 	}
 	rep.Design = o.Design
 	stage("designs")
-	if err := points(ctx, conn, &o, w, useRollup, get); err != nil {
-		return nil, err
-	}
+	// The timeline is read while the points are: it touches no group.
+	var (
+		tl     []Hour
+		tlErr  error
+		tlTime time.Duration
+		wg     sync.WaitGroup
+	)
+	wg.Go(func() {
+		start := time.Now()
+		tl, tlErr = timeline(ctx, conn, &o, w, o.rollupAnswers() && o.Source != SourceRaw)
+		tlTime = time.Since(start)
+	})
+	err = points(ctx, conn, &o, w, useRollup, get)
 	stage("points")
-	tl, err := timeline(ctx, conn, &o, w, o.rollupAnswers() && o.Source != SourceRaw)
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
+	if tlErr != nil {
+		return nil, tlErr
+	}
 	rep.Timeline = tl
-	stage("timeline")
+	rep.Stages = append(rep.Stages, Stage{"timeline", tlTime})
 	rep.opts, rep.win, rep.groups = o, w, groups
 	rep.finish()
 	return rep, nil
@@ -116,6 +130,11 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 // AddRuns completes a report made by Estimate: failures, the bootstrap
 // confidence intervals and the paired view, the excluded runs and
 // availability per run, the intention-to-treat view, handshakes and NEL.
+// The sections run in two lanes at once, so that ClickHouse answers one
+// while Go computes the bootstrap of another: each section writes fields
+// of its own (adding a group is serialised), but availability per run
+// (excluded) replaces the per-request one the bootstrap sets, so the two
+// share a lane, in that order.
 func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if rep.groups == nil {
 		return errors.New("AddRuns needs a report made by Estimate")
@@ -124,24 +143,55 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 		return nil
 	}
 	o, w, groups := &rep.opts, rep.win, rep.groups
-	for _, sec := range []struct {
+	var mu sync.Mutex
+	get := func(name string) *Group {
+		mu.Lock()
+		defer mu.Unlock()
+		return groupOf(groups, name)
+	}
+	// The groups the bootstrap covers: those of the estimate, before any
+	// section adds one.
+	estimated := slices.Collect(maps.Values(groups))
+	type section struct {
 		name string
-		run  func() error
-	}{
-		{"failures", func() error {
-			return failures(ctx, conn, o, w, func(name string) *Group { return groupOf(groups, name) })
-		}},
-		{"runs", func() error { return perRun(ctx, conn, o, w, groups) }},
-		{"excluded", func() error { return excluded(ctx, conn, o, w, groups) }},
-		{"itt", func() error { return itt(ctx, conn, o, w, groups) }},
-		{"handshakes", func() error { return handshakes(ctx, conn, o, w, groups) }},
-		{"nel", func() error { return nelSection(ctx, conn, o, w, rep) }},
-	} {
-		start := time.Now()
-		if err := sec.run(); err != nil {
-			return err
-		}
-		rep.Stages = append(rep.Stages, Stage{sec.name, time.Since(start)})
+		run  func(ctx context.Context) error
+	}
+	lanes := [][]section{
+		{
+			{"runs", func(ctx context.Context) error { return perRun(ctx, conn, o, w, estimated) }},
+			{"excluded", func(ctx context.Context) error { return excluded(ctx, conn, o, w, get) }},
+		},
+		{
+			{"itt", func(ctx context.Context) error { return itt(ctx, conn, o, w, get) }},
+			{"failures", func(ctx context.Context) error { return failures(ctx, conn, o, w, get) }},
+			{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
+			{"nel", func(ctx context.Context) error { return nelSection(ctx, conn, o, w, rep) }},
+		},
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	elapsed := map[string]time.Duration{}
+	var wg sync.WaitGroup
+	for _, lane := range lanes {
+		wg.Go(func() {
+			for _, sec := range lane {
+				start := time.Now()
+				if err := sec.run(ctx); err != nil {
+					cancel(err) // the first error stops the other lane
+					return
+				}
+				mu.Lock()
+				elapsed[sec.name] = time.Since(start)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	for _, name := range []string{"failures", "runs", "excluded", "itt", "handshakes", "nel"} {
+		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
 	}
 	rep.done = true
 	rep.finish()
@@ -348,16 +398,19 @@ func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRo
 // runs_table.sql.
 const hashScale = 1000000
 
-// perRun fetches each group's runs (sampled down to MaxRunsPerGroup) and
-// computes confidence intervals, the paired view and availability.
-func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
+// perRun fetches the runs of groups (each sampled down to
+// MaxRunsPerGroup) and computes confidence intervals, the paired view and
+// availability.
+func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups []*Group) error {
 	var names []string
 	var thresholds []uint32
-	for name, g := range groups {
+	byName := map[string]*Group{}
+	for _, g := range groups {
 		if g.H2 == nil && g.H3 == nil && g.WantedH3GotH2 == nil {
 			continue
 		}
-		names = append(names, name)
+		names = append(names, g.Group)
+		byName[g.Group] = g
 		th := uint32(hashScale)
 		if g.Runs > o.MaxRunsPerGroup {
 			th = uint32(math.Ceil(float64(hashScale) * float64(o.MaxRunsPerGroup) / float64(g.Runs)))
@@ -380,7 +433,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for name, runs := range byGroup {
-		g := groups[name]
+		g := byName[name]
 		if g == nil || ctx.Err() != nil {
 			continue
 		}
