@@ -103,9 +103,11 @@ type obs struct {
 // each observation of xs (sorted by v) appears w[run] times: one bootstrap
 // replicate without materialising it. n is the replicate's size
 // (replicateSize: a sum over runs, not over observations, which halved
-// the bootstrap's time). qs must be ascending. It returns false when the
-// replicate has no observation.
-func weightedQuantiles(xs []obs, n int64, w []int32, qs []float64, out []float64) bool {
+// the bootstrap's time). qs must be ascending. The walk up to the first
+// quantile may start at start, a point of xs whose weight below is known
+// (a checkpoint), when that quantile lies at or above it. It returns false
+// when the replicate has no observation.
+func weightedQuantiles(xs []obs, n int64, w []int32, qs []float64, out []float64, start walkStart) bool {
 	if n == 0 {
 		return false
 	}
@@ -113,6 +115,11 @@ func weightedQuantiles(xs []obs, n int64, w []int32, qs []float64, out []float64
 	// observation, the others walking down from the largest, so the tail
 	// percentiles cost a short walk instead of a whole pass.
 	i, cum := 0, int64(0) // xs[i] covers expanded positions [cum, cum+w)
+	if len(qs) > 0 && qs[0] <= 0.5 {
+		if lo, _ := position(n, qs[0]); start.cum <= lo {
+			i, cum = start.at, start.cum
+		}
+	}
 	k := 0
 	for ; k < len(qs) && qs[k] <= 0.5; k++ {
 		lo, frac := position(n, qs[k])
@@ -273,6 +280,9 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		qs[i] = p / 100
 	}
 	pairedQs := []float64{0.5, 0.9}
+	// The walks up to the lowest percentile start at a checkpoint below it.
+	x2.checkBelow(qs[0], m)
+	x3.checkBelow(qs[0], m)
 	unit := make([]int32, m)
 	for i := range unit {
 		unit[i] = 1

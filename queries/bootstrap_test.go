@@ -11,7 +11,8 @@ import (
 )
 
 // weightedQuantiles must equal type-7 quantiles of the replicate written
-// out in full, for random data, weights (zeros included) and quantiles.
+// out in full, for random data, weights (zeros included), quantiles and
+// starting points.
 func TestWeightedQuantilesMatchesExpansion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	qs := []float64{0, 0.01, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1}
@@ -43,7 +44,15 @@ func TestWeightedQuantilesMatchesExpansion(t *testing.T) {
 		}
 		out := make([]float64, len(qs))
 		runs, cnt := runCounts(xs, m)
-		ok := weightedQuantiles(xs, replicateSize(runs, cnt, w), w, qs, out)
+		// A walk may start at any point whose weight below is known.
+		var start walkStart
+		if len(xs) > 0 {
+			start.at = rng.IntN(len(xs))
+			for _, x := range xs[:start.at] {
+				start.cum += int64(w[x.run])
+			}
+		}
+		ok := weightedQuantiles(xs, replicateSize(runs, cnt, w), w, qs, out, start)
 		if ok != (len(expanded) > 0) {
 			t.Fatalf("trial %d: ok %v with %d expanded values", trial, ok, len(expanded))
 		}

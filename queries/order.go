@@ -1,6 +1,9 @@
 package queries
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // The script starts one of its two parallel batches first, at random per
 // run (param_order): h2first or h3first. That makes the experiment an AB/BA
@@ -54,10 +57,27 @@ func balance(v *[2][]float64, ok [2]bool, out []float64) bool {
 // orderedObs are one statistic's observations split by batch order, for
 // estimates that weigh both orders equally.
 type orderedObs struct {
-	xs   [2][]obs   // sorted by value, then run
-	runs [2][]int32 // the runs with observations in xs (runCounts)
-	cnt  [2][]int32 // and how many each has
-	tmp  [2][]float64
+	xs    [2][]obs   // sorted by value, then run
+	runs  [2][]int32 // the runs with observations in xs (runCounts)
+	cnt   [2][]int32 // and how many each has
+	check [2]checkpoint
+	tmp   [2][]float64
+}
+
+// checkpoint is a point of a series from which walks up to a quantile may
+// start: the weight below it is a sum over the runs with observations
+// there, fewer than the observations a walk from the bottom would visit
+// (a run has several).
+type checkpoint struct {
+	at        int     // index in xs
+	runs, cnt []int32 // runs with observations below at, and how many
+}
+
+// walkStart is where a walk may start: at index at of xs, the weight of
+// the observations below being cum.
+type walkStart struct {
+	at  int
+	cum int64
 }
 
 func (o *orderedObs) add(v float64, run int32, h3First bool) {
@@ -73,6 +93,25 @@ func (o *orderedObs) done(m int, byValue func(a, b obs) int) {
 	for k := range o.xs {
 		slices.SortFunc(o.xs[k], byValue)
 		o.runs[k], o.cnt[k] = runCounts(o.xs[k], m)
+	}
+}
+
+// checkBelow places each order's checkpoint for walks up to quantile q
+// (at most the median: walks to the others start at the top), for m runs:
+// five standard errors of a replicate's share below it under q, so that a
+// replicate's q nearly always lies above (where it does not, the walk
+// starts at the bottom).
+func (o *orderedObs) checkBelow(q float64, m int) {
+	for k, xs := range o.xs {
+		if q > 0.5 || len(o.runs[k]) == 0 {
+			continue
+		}
+		at := int((q - 5*math.Sqrt(q*(1-q)/float64(len(o.runs[k])))) * float64(len(xs)))
+		if at <= 0 {
+			continue
+		}
+		o.check[k].at = at
+		o.check[k].runs, o.check[k].cnt = runCounts(xs[:at], m)
 	}
 }
 
@@ -94,7 +133,9 @@ func (o *orderedObs) quantiles(w []int32, n orderSizes, qs []float64, out []floa
 		if len(o.tmp[k]) != len(qs) {
 			o.tmp[k] = make([]float64, len(qs))
 		}
-		ok[k] = weightedQuantiles(o.xs[k], n[k], w, qs, o.tmp[k])
+		c := &o.check[k]
+		start := walkStart{at: c.at, cum: replicateSize(c.runs, c.cnt, w)}
+		ok[k] = weightedQuantiles(o.xs[k], n[k], w, qs, o.tmp[k], start)
 	}
 	return balance(&o.tmp, ok, out)
 }
