@@ -480,24 +480,46 @@ func perRunSQL(name string, o *Options, w window, names []string, thresholds []u
 }
 
 // fetchRuns runs q, a per-run query (runs.sql or runs_table.sql), and
-// returns each group's runs in the order ClickHouse sent them.
+// returns each group's runs in the order ClickHouse sent them. The query
+// sends one row per sample, a run's samples in a row, each with its
+// position in its run.
 func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any) (map[string][]runSamples, error) {
 	byGroup := map[string][]runSamples{}
+	var (
+		grp     string
+		d       []float32
+		oc, par []uint8
+		h3First bool
+	)
+	flush := func() {
+		if len(d) > 0 {
+			run := splitRun(d, oc, par)
+			run.h3First = h3First
+			byGroup[grp] = append(byGroup[grp], run)
+		}
+		d, oc, par = d[:0], oc[:0], par[:0]
+	}
 	err := eachRowOf(ctx, conn, q, args, "per-run samples ("+name+")", func(rows driver.Rows) error {
 		var (
-			grp     string
-			d       []float32
-			oc, par []uint8
-			h3First uint8
+			g        string
+			v        float32
+			o, p, h3 uint8
+			i        uint32
 		)
-		if err := rows.Scan(&grp, &d, &oc, &par, &h3First); err != nil {
+		if err := rows.Scan(&g, &v, &o, &p, &h3, &i); err != nil {
 			return err
 		}
-		run := splitRun(d, oc, par)
-		run.h3First = h3First == 1
-		byGroup[grp] = append(byGroup[grp], run)
+		switch {
+		case i == 1:
+			flush()
+			grp, h3First = g, h3 == 1
+		case int(i) != len(d)+1 || g != grp:
+			return fmt.Errorf("sample %d of a run of group %q follows %d of group %q", i, g, len(d), grp)
+		}
+		d, oc, par = append(d, v), append(oc, o), append(par, p)
 		return nil
 	})
+	flush()
 	return byGroup, err
 }
 

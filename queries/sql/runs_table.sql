@@ -6,19 +6,18 @@
 -- batches of browser runs (not warm-ups, not by collector, a per-sample
 -- column, not the agent's). A run's failed requests are left out of its
 -- arrays unless failures are included, and a run left with none is not
--- returned, as runs.sql returns no such run. bot is the run's, as on each
--- of its samples. Parameters: include_failed, groups (Array(String)),
+-- returned (ARRAY JOIN drops it), as runs.sql returns no such run. bot is the run's, as on each
+-- of its samples. As runs.sql, one row per sample. Parameters: include_failed, groups (Array(String)),
 -- thresholds (Array(UInt64)), since, until, site twice, include_bots,
 -- include_excluded, the exclusion bits that count.
-SELECT grp, d, o, p, h3_first
+SELECT grp, d, o, toUInt8(1) AS p, h3_first, i
 FROM
 (
     SELECT
         /*GROUP*/ AS grp,
         arrayMap(e -> e = '' OR ? = 1, errors) AS keep,
-        arrayFilter((x, k) -> k, durations, keep) AS d,
-        arrayMap(x -> toUInt8(x), arrayFilter((x, k) -> k, outcomes, keep)) AS o,
-        arrayMap(x -> toUInt8(1), d) AS p,
+        arrayFilter((x, k) -> k, durations, keep) AS ds,
+        arrayMap(x -> toUInt8(x), arrayFilter((x, k) -> k, outcomes, keep)) AS os,
         toUInt8(param_order = 'h3first') AS h3_first
     FROM runs
     PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
@@ -29,4 +28,4 @@ FROM
       AND (? = 1 OR bitAnd(exclusions, ?) = 0)
       AND /*DESIGN*/
 )
-WHERE notEmpty(d)
+ARRAY JOIN ds AS d, os AS o, arrayEnumerate(ds) AS i
