@@ -24,39 +24,65 @@ type runSamples struct {
 }
 
 func splitRun(d []float32, oc, par []uint8) runSamples {
-	var r runSamples
-	for i, v := range d {
-		if i >= len(oc) || i >= len(par) {
-			break
-		}
-		x := float64(v)
-		p := par[i] == 1
-		switch store.Outcome(oc[i]) {
-		case store.OutcomeH2:
-			r.h2 = append(r.h2, x)
-			if p {
-				r.h2Par = append(r.h2Par, x)
-			}
-		case store.OutcomeH3:
-			r.h3 = append(r.h3, x)
-			r.gotH3++
-			if p {
-				r.h3Par = append(r.h3Par, x)
-			}
-		case store.OutcomeWantedH3GotH2:
-			r.fbDur = append(r.fbDur, x)
-			r.fb++
-			if p {
-				r.fbPar++
-			}
-		default:
-			r.other = append(r.other, x)
+	n := min(len(d), len(oc), len(par))
+	// The run's slices share one allocation: count, then fill.
+	var cnt [6]int // h2, h3, fbDur, other, h2Par, h3Par
+	for i := range n {
+		k := kindOf(oc[i])
+		cnt[k]++
+		if par[i] == 1 && k < 2 {
+			cnt[4+k]++
 		}
 	}
-	for _, s := range [][]float64{r.h2, r.h3, r.fbDur, r.other, r.h2Par, r.h3Par} {
-		slices.Sort(s)
+	buf := make([]float64, cnt[0]+cnt[1]+cnt[2]+cnt[3]+cnt[4]+cnt[5])
+	var r runSamples
+	all := [6]*[]float64{&r.h2, &r.h3, &r.fbDur, &r.other, &r.h2Par, &r.h3Par}
+	for k, s := range all {
+		if cnt[k] > 0 {
+			*s, buf = buf[:0:cnt[k]], buf[cnt[k]:]
+		}
+	}
+	for i := range n {
+		x, k, p := float64(d[i]), kindOf(oc[i]), par[i] == 1
+		*all[k] = append(*all[k], x)
+		switch {
+		case k < 2 && p:
+			*all[4+k] = append(*all[4+k], x)
+		case k == 2 && p:
+			r.fbPar++
+		}
+		switch k {
+		case 1:
+			r.gotH3++
+		case 2:
+			r.fb++
+		}
+	}
+	for _, s := range all {
+		slices.Sort(*s)
 	}
 	return r
+}
+
+func b01int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// kindOf indexes an outcome code for splitRun: h2, h3, the fallback,
+// other.
+func kindOf(oc uint8) int {
+	switch store.Outcome(oc) {
+	case store.OutcomeH2:
+		return 0
+	case store.OutcomeH3:
+		return 1
+	case store.OutcomeWantedH3GotH2:
+		return 2
+	}
+	return 3
 }
 
 func compareRuns(a, b runSamples) int {
@@ -232,6 +258,20 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		gotH3, wantH3       int32 // availability's requests
 	}
 	per := make([]runSizes, m)
+	// Each series' observations, counted first so that each is allocated
+	// once.
+	var n2, n3, np [2]int
+	for r := range runs {
+		k := b01int(runs[r].h3First)
+		n2[k] += len(runs[r].h2)
+		n3[k] += len(runs[r].h3)
+		np[k] += b01int(runs[r].pairedEligible())
+	}
+	for k := range 2 {
+		x2.xs[k] = make([]obs, 0, n2[k])
+		x3.xs[k] = make([]obs, 0, n3[k])
+		pd.xs[k] = make([]obs, 0, np[k])
+	}
 	for r := range runs {
 		run := &runs[r]
 		p := &per[r]
@@ -338,11 +378,15 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	rng := rand.New(rand.NewPCG(o.Seed, h.Sum64()))
 	w := make([]int32, m)
 	q2, q3, qp := make([]float64, len(qs)), make([]float64, len(qs)), make([]float64, 2)
+	reps := func() []float64 { return make([]float64, 0, B) }
 	rep2 := make([][]float64, len(qs))
 	rep3 := make([][]float64, len(qs))
 	repDiff := make([][]float64, len(qs))
 	repPct := make([][]float64, len(qs))
-	var repMed, repP90, repWon, repAvail []float64
+	for i := range qs {
+		rep2[i], rep3[i], repDiff[i], repPct[i] = reps(), reps(), reps(), reps()
+	}
+	repMed, repP90, repWon, repAvail := reps(), reps(), reps(), reps()
 	for b := 0; b < B; b++ {
 		if b%64 == 0 && ctx.Err() != nil {
 			return // the caller reports ctx's error
