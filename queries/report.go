@@ -130,11 +130,11 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 // AddRuns completes a report made by Estimate: failures, the bootstrap
 // confidence intervals and the paired view, the excluded runs and
 // availability per run, the intention-to-treat view, handshakes and NEL.
-// The sections run in two lanes at once, so that ClickHouse answers one
-// while Go computes the bootstrap of another: each section writes fields
-// of its own (adding a group is serialised), but availability per run
-// (excluded) replaces the per-request one the bootstrap sets, so the two
-// share a lane, in that order.
+// The bootstrap runs beside the other sections, so that ClickHouse
+// answers them while Go computes it: each section writes fields of its
+// own (adding a group is serialised), and availability per run, which
+// replaces the per-request share the bootstrap sets, is set once both are
+// done.
 func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if rep.groups == nil {
 		return errors.New("AddRuns needs a report made by Estimate")
@@ -152,6 +152,7 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	// The groups the bootstrap covers: those of the estimate, before any
 	// section adds one.
 	estimated := slices.Collect(maps.Values(groups))
+	var perRunAvailability map[*Group]*Availability
 	type section struct {
 		name string
 		run  func(ctx context.Context) error
@@ -159,11 +160,14 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	lanes := [][]section{
 		{
 			{"runs", func(ctx context.Context) error { return perRun(ctx, conn, o, w, estimated) }},
-			{"excluded", func(ctx context.Context) error { return excluded(ctx, conn, o, w, get) }},
 		},
 		{
 			{"itt", func(ctx context.Context) error { return itt(ctx, conn, o, w, get) }},
 			{"failures", func(ctx context.Context) error { return failures(ctx, conn, o, w, get) }},
+			{"excluded", func(ctx context.Context) (err error) {
+				perRunAvailability, err = excluded(ctx, conn, o, w, get)
+				return err
+			}},
 			{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
 			{"nel", func(ctx context.Context) error { return nelSection(ctx, conn, o, w, rep) }},
 		},
@@ -189,6 +193,9 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
 		return err
+	}
+	for g, a := range perRunAvailability {
+		g.Availability = a
 	}
 	for _, name := range []string{"failures", "runs", "excluded", "itt", "handshakes", "nel"} {
 		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
