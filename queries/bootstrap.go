@@ -5,6 +5,7 @@ import (
 	"context"
 	"hash/fnv"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 
@@ -69,6 +70,25 @@ func b01int(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// intN is rand.New(src).IntN(n) for n > 0 (math/rand/v2's unbiased
+// multiply-and-shift; its 32-bit path yields the same values): the draws
+// of every replicate, a quarter of the bootstrap's time, without the call
+// through the Source interface.
+func intN(src *rand.PCG, n int) int {
+	u := uint64(n)
+	if u&(u-1) == 0 {
+		return int(src.Uint64() & (u - 1))
+	}
+	hi, lo := bits.Mul64(src.Uint64(), u)
+	if lo < u {
+		thresh := -u % u
+		for lo < thresh {
+			hi, lo = bits.Mul64(src.Uint64(), u)
+		}
+	}
+	return int(hi)
 }
 
 // kindOf indexes an outcome code for splitRun: h2, h3, the fallback,
@@ -375,7 +395,7 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	B := o.Replicates
 	h := fnv.New64a()
 	h.Write([]byte(g.Group))
-	rng := rand.New(rand.NewPCG(o.Seed, h.Sum64()))
+	rng := rand.NewPCG(o.Seed, h.Sum64())
 	w := make([]int32, m)
 	q2, q3, qp := make([]float64, len(qs)), make([]float64, len(qs)), make([]float64, 2)
 	reps := func() []float64 { return make([]float64, 0, B) }
@@ -395,7 +415,7 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		var n2, n3, np, nw orderSizes
 		var got, want int64
 		for i := 0; i < m; i++ {
-			r := rng.IntN(m)
+			r := intN(rng, m)
 			w[r]++
 			p := &per[r]
 			n2[p.order] += int64(p.h2)

@@ -117,3 +117,24 @@ func BenchmarkAnalyse(b *testing.B) {
 		analyse(context.Background(), benchGroup(len(runs)), runs, o)
 	}
 }
+
+// intN must draw what math/rand/v2's IntN draws from the same source, so
+// that reports keep their values for a given seed.
+func TestIntNMatchesRand(t *testing.T) {
+	for seed := range uint64(20) {
+		a, b := rand.NewPCG(seed, 7), rand.NewPCG(seed, 7)
+		r := rand.New(b)
+		for i := range 5000 {
+			n := 1 + i%3001
+			switch i % 7 {
+			case 0:
+				n = 1 << (i % 62) // powers of two take the mask path
+			case 1:
+				n = math.MaxInt64 - i // the rejection loop runs now and then
+			}
+			if got, want := intN(a, n), r.IntN(n); got != want {
+				t.Fatalf("seed %d, draw %d: intN(%d) = %d, rand.IntN = %d", seed, i, n, got, want)
+			}
+		}
+	}
+}
