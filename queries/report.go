@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -16,13 +15,17 @@ import (
 )
 
 // Run computes the report for opts (validated and defaulted in place of a
-// copy) from the ClickHouse behind conn: Estimate, then AddRuns.
+// copy) from the ClickHouse behind conn: what Estimate and AddRuns do, but
+// the sections that need only the design start beside the point
+// estimates.
 func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
-	rep, err := Estimate(ctx, conn, opts)
+	rep, useRollup, err := begin(ctx, conn, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := rep.AddRuns(ctx, conn); err != nil {
+	boot, others := rep.sections(conn)
+	lanes := [][]section{{{"points", func(ctx context.Context) error { return rep.estimate(ctx, conn, useRollup) }}, boot}, others}
+	if err := rep.complete(ctx, lanes); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -35,15 +38,29 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 // samples (confidence intervals and the paired view), the excluded runs,
 // the intention-to-treat view, handshakes and NEL.
 func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
+	rep, useRollup, err := begin(ctx, conn, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.estimate(ctx, conn, useRollup); err != nil {
+		return nil, err
+	}
+	rep.finish()
+	return rep, nil
+}
+
+// begin validates opts and chooses the report's design (the designs
+// stage); it reports whether the point estimates come from the rollup.
+func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, bool, error) {
 	o := opts
 	if err := o.Validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	useRollup := false
 	switch o.Source {
 	case SourceRollup:
 		if !o.rollupAnswers() {
-			return nil, invalid("the rollup holds only the default selection grouped by continent, country or none")
+			return nil, false, invalid("the rollup holds only the default selection grouped by continent, country or none")
 		}
 		useRollup = true
 	case SourceAuto:
@@ -68,6 +85,7 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 		CI:                CIMethod{Method: "none", Level: 0.95, MinTailRuns: MinTailRuns},
 		Groups:            []Group{},
 		Timeline:          []Hour{},
+		groups:            &groupSet{m: map[string]*Group{}},
 	}
 	if o.Replicates > 0 {
 		rep.CI = CIMethod{Method: "cluster_bootstrap_runs", Level: 0.95, Replicates: o.Replicates,
@@ -76,18 +94,10 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 	if useRollup {
 		rep.Source = "rollup"
 	}
-
-	groups := map[string]*Group{}
-	get := func(name string) *Group { return groupOf(groups, name) }
-	t0 := time.Now()
-	stage := func(name string) {
-		now := time.Now()
-		rep.Stages = append(rep.Stages, Stage{name, now.Sub(t0)})
-		t0 = now
-	}
+	start := time.Now()
 	ds, err := designs(ctx, conn, &o, w)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	rep.Designs = ds
 	switch {
@@ -98,8 +108,15 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 		o.Design.All = true // no run in the window: nothing to choose from
 	}
 	rep.Design = o.Design
-	stage("designs")
-	// The timeline is read while the points are: it touches no group.
+	rep.Stages = append(rep.Stages, Stage{"designs", time.Since(start)})
+	rep.opts, rep.win = o, w
+	return rep, useRollup, nil
+}
+
+// estimate reads the point estimates and, beside them (it touches no
+// group), the timeline.
+func (rep *Report) estimate(ctx context.Context, conn driver.Conn, useRollup bool) error {
+	o, w := &rep.opts, rep.win
 	var (
 		tl     []Hour
 		tlErr  error
@@ -108,33 +125,29 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 	)
 	wg.Go(func() {
 		start := time.Now()
-		tl, tlErr = timeline(ctx, conn, &o, w, o.rollupAnswers() && o.Source != SourceRaw)
+		tl, tlErr = timeline(ctx, conn, o, w, o.rollupAnswers() && o.Source != SourceRaw)
 		tlTime = time.Since(start)
 	})
-	err = points(ctx, conn, &o, w, useRollup, get)
-	stage("points")
+	start := time.Now()
+	err := points(ctx, conn, o, w, useRollup, rep.groups.get)
+	pointsTime := time.Since(start)
 	wg.Wait()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if tlErr != nil {
-		return nil, tlErr
+		return tlErr
 	}
 	rep.Timeline = tl
-	rep.Stages = append(rep.Stages, Stage{"timeline", tlTime})
-	rep.opts, rep.win, rep.groups = o, w, groups
-	rep.finish()
-	return rep, nil
+	rep.Stages = append(rep.Stages, Stage{"points", pointsTime}, Stage{"timeline", tlTime})
+	return nil
 }
 
 // AddRuns completes a report made by Estimate: failures, the bootstrap
 // confidence intervals and the paired view, the excluded runs and
 // availability per run, the intention-to-treat view, handshakes and NEL.
 // The bootstrap runs beside the other sections, so that ClickHouse
-// answers them while Go computes it: each section writes fields of its
-// own (adding a group is serialised), and availability per run, which
-// replaces the per-request share the bootstrap sets, is set once both are
-// done.
+// answers them while Go computes it.
 func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if rep.groups == nil {
 		return errors.New("AddRuns needs a report made by Estimate")
@@ -142,38 +155,46 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if rep.done {
 		return nil
 	}
-	o, w, groups := &rep.opts, rep.win, rep.groups
-	var mu sync.Mutex
-	get := func(name string) *Group {
-		mu.Lock()
-		defer mu.Unlock()
-		return groupOf(groups, name)
+	boot, others := rep.sections(conn)
+	return rep.complete(ctx, [][]section{{boot}, others})
+}
+
+// section is one step of the complete report, named as its stage.
+type section struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// sections returns the bootstrap and the complete report's other sections,
+// which need the design only. Each writes fields of its own; availability
+// per run (excluded), which replaces the per-request share the bootstrap
+// sets, is kept in rep.perRunAvailability until both are done.
+func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
+	o, w, get := &rep.opts, rep.win, rep.groups.get
+	boot = section{"runs", func(ctx context.Context) error {
+		// The groups of the point estimates, all read by now.
+		return perRun(ctx, conn, o, w, rep.groups.all())
+	}}
+	others = []section{
+		{"itt", func(ctx context.Context) error { return itt(ctx, conn, o, w, get) }},
+		{"failures", func(ctx context.Context) error { return failures(ctx, conn, o, w, get) }},
+		{"excluded", func(ctx context.Context) (err error) {
+			rep.perRunAvailability, err = excluded(ctx, conn, o, w, get)
+			return err
+		}},
+		{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
+		{"nel", func(ctx context.Context) error { return nelSection(ctx, conn, o, w, rep) }},
 	}
-	// The groups the bootstrap covers: those of the estimate, before any
-	// section adds one.
-	estimated := slices.Collect(maps.Values(groups))
-	var perRunAvailability map[*Group]*Availability
-	type section struct {
-		name string
-		run  func(ctx context.Context) error
-	}
-	lanes := [][]section{
-		{
-			{"runs", func(ctx context.Context) error { return perRun(ctx, conn, o, w, estimated) }},
-		},
-		{
-			{"itt", func(ctx context.Context) error { return itt(ctx, conn, o, w, get) }},
-			{"failures", func(ctx context.Context) error { return failures(ctx, conn, o, w, get) }},
-			{"excluded", func(ctx context.Context) (err error) {
-				perRunAvailability, err = excluded(ctx, conn, o, w, get)
-				return err
-			}},
-			{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
-			{"nel", func(ctx context.Context) error { return nelSection(ctx, conn, o, w, rep) }},
-		},
-	}
+	return boot, others
+}
+
+// complete runs lanes at once, the sections of each in order, then sets
+// availability per run and finishes the report. The first error stops
+// the other lanes.
+func (rep *Report) complete(ctx context.Context, lanes [][]section) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var mu sync.Mutex
 	elapsed := map[string]time.Duration{}
 	var wg sync.WaitGroup
 	for _, lane := range lanes {
@@ -181,7 +202,7 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 			for _, sec := range lane {
 				start := time.Now()
 				if err := sec.run(ctx); err != nil {
-					cancel(err) // the first error stops the other lane
+					cancel(err)
 					return
 				}
 				mu.Lock()
@@ -194,7 +215,7 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	for g, a := range perRunAvailability {
+	for g, a := range rep.perRunAvailability {
 		g.Availability = a
 	}
 	for _, name := range []string{"failures", "runs", "excluded", "itt", "handshakes", "nel"} {
@@ -208,7 +229,7 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 // finish turns the groups into the report's sorted Groups.
 func (rep *Report) finish() {
 	rep.Groups = rep.Groups[:0]
-	for _, g := range rep.groups {
+	for _, g := range rep.groups.all() {
 		finishGroup(g, &rep.opts)
 		rep.Groups = append(rep.Groups, *g)
 	}
