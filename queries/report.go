@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -457,11 +458,15 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	if err != nil {
 		return err
 	}
-	// Groups are independent: bootstrap them on all cores.
+	// Groups are independent: bootstrap them on all cores, the largest
+	// first so that the cores finish together.
+	order := slices.SortedFunc(maps.Keys(byGroup), func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(byGroup[b]), len(byGroup[a])), cmp.Compare(a, b))
+	})
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for name, runs := range byGroup {
-		g := byName[name]
+	for _, name := range order {
+		g, runs := byName[name], byGroup[name]
 		if g == nil || ctx.Err() != nil {
 			continue
 		}
