@@ -25,8 +25,8 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 		return nil, err
 	}
 	boot, others := rep.sections(conn)
-	lanes := [][]section{{{"points", func(ctx context.Context) error { return rep.estimate(ctx, conn, useRollup) }}, boot}, others}
-	if err := rep.complete(ctx, lanes); err != nil {
+	lanes := [][]section{{rep.pointsSection(conn, useRollup), boot}, append([]section{rep.timelineSection(conn)}, others...)}
+	if err := rep.complete(ctx, lanes, "points", "timeline"); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -114,34 +114,33 @@ func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, bool, 
 	return rep, useRollup, nil
 }
 
-// estimate reads the point estimates and, beside them (it touches no
-// group), the timeline.
+// estimate reads the point estimates, then the timeline.
 func (rep *Report) estimate(ctx context.Context, conn driver.Conn, useRollup bool) error {
-	o, w := &rep.opts, rep.win
-	var (
-		tl     []Hour
-		tlErr  error
-		tlTime time.Duration
-		wg     sync.WaitGroup
-	)
-	wg.Go(func() {
+	for _, sec := range []section{rep.pointsSection(conn, useRollup), rep.timelineSection(conn)} {
 		start := time.Now()
-		tl, tlErr = timeline(ctx, conn, o, w, o.rollupAnswers() && o.Source != SourceRaw)
-		tlTime = time.Since(start)
-	})
-	start := time.Now()
-	err := points(ctx, conn, o, w, useRollup, rep.groups.get)
-	pointsTime := time.Since(start)
-	wg.Wait()
-	if err != nil {
-		return err
+		if err := sec.run(ctx); err != nil {
+			return err
+		}
+		rep.Stages = append(rep.Stages, Stage{sec.name, time.Since(start)})
 	}
-	if tlErr != nil {
-		return tlErr
-	}
-	rep.Timeline = tl
-	rep.Stages = append(rep.Stages, Stage{"points", pointsTime}, Stage{"timeline", tlTime})
 	return nil
+}
+
+// pointsSection reads the counts and point estimates into the groups.
+func (rep *Report) pointsSection(conn driver.Conn, useRollup bool) section {
+	return section{"points", func(ctx context.Context) error {
+		return points(ctx, conn, &rep.opts, rep.win, useRollup, rep.groups.get)
+	}}
+}
+
+// timelineSection reads the timeline, which touches no group.
+func (rep *Report) timelineSection(conn driver.Conn) section {
+	return section{"timeline", func(ctx context.Context) error {
+		o := &rep.opts
+		tl, err := timeline(ctx, conn, o, rep.win, o.rollupAnswers() && o.Source != SourceRaw)
+		rep.Timeline = tl
+		return err
+	}}
 }
 
 // AddRuns completes a report made by Estimate: failures, the bootstrap
@@ -190,9 +189,10 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 }
 
 // complete runs lanes at once, the sections of each in order, then sets
-// availability per run and finishes the report. The first error stops
-// the other lanes.
-func (rep *Report) complete(ctx context.Context, lanes [][]section) error {
+// availability per run and finishes the report; stages names the
+// estimate's sections among them, if any. The first error stops the other
+// lanes.
+func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...string) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
@@ -219,7 +219,7 @@ func (rep *Report) complete(ctx context.Context, lanes [][]section) error {
 	for g, a := range rep.perRunAvailability {
 		g.Availability = a
 	}
-	for _, name := range []string{"failures", "runs", "excluded", "itt", "handshakes", "nel"} {
+	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel") {
 		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
 	}
 	rep.done = true
