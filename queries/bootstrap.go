@@ -5,6 +5,7 @@ import (
 	"context"
 	"hash/fnv"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 
@@ -24,39 +25,84 @@ type runSamples struct {
 }
 
 func splitRun(d []float32, oc, par []uint8) runSamples {
-	var r runSamples
-	for i, v := range d {
-		if i >= len(oc) || i >= len(par) {
-			break
-		}
-		x := float64(v)
-		p := par[i] == 1
-		switch store.Outcome(oc[i]) {
-		case store.OutcomeH2:
-			r.h2 = append(r.h2, x)
-			if p {
-				r.h2Par = append(r.h2Par, x)
-			}
-		case store.OutcomeH3:
-			r.h3 = append(r.h3, x)
-			r.gotH3++
-			if p {
-				r.h3Par = append(r.h3Par, x)
-			}
-		case store.OutcomeWantedH3GotH2:
-			r.fbDur = append(r.fbDur, x)
-			r.fb++
-			if p {
-				r.fbPar++
-			}
-		default:
-			r.other = append(r.other, x)
+	n := min(len(d), len(oc), len(par))
+	// The run's slices share one allocation: count, then fill.
+	var cnt [6]int // h2, h3, fbDur, other, h2Par, h3Par
+	for i := range n {
+		k := kindOf(oc[i])
+		cnt[k]++
+		if par[i] == 1 && k < 2 {
+			cnt[4+k]++
 		}
 	}
-	for _, s := range [][]float64{r.h2, r.h3, r.fbDur, r.other, r.h2Par, r.h3Par} {
-		slices.Sort(s)
+	buf := make([]float64, cnt[0]+cnt[1]+cnt[2]+cnt[3]+cnt[4]+cnt[5])
+	var r runSamples
+	all := [6]*[]float64{&r.h2, &r.h3, &r.fbDur, &r.other, &r.h2Par, &r.h3Par}
+	for k, s := range all {
+		if cnt[k] > 0 {
+			*s, buf = buf[:0:cnt[k]], buf[cnt[k]:]
+		}
+	}
+	for i := range n {
+		x, k, p := float64(d[i]), kindOf(oc[i]), par[i] == 1
+		*all[k] = append(*all[k], x)
+		switch {
+		case k < 2 && p:
+			*all[4+k] = append(*all[4+k], x)
+		case k == 2 && p:
+			r.fbPar++
+		}
+		switch k {
+		case 1:
+			r.gotH3++
+		case 2:
+			r.fb++
+		}
+	}
+	for _, s := range all {
+		slices.Sort(*s)
 	}
 	return r
+}
+
+func b01int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// intN is rand.New(src).IntN(n) for n > 0 (math/rand/v2's unbiased
+// multiply-and-shift; its 32-bit path yields the same values): the draws
+// of every replicate, a quarter of the bootstrap's time, without the call
+// through the Source interface.
+func intN(src *rand.PCG, n int) int {
+	u := uint64(n)
+	if u&(u-1) == 0 {
+		return int(src.Uint64() & (u - 1))
+	}
+	hi, lo := bits.Mul64(src.Uint64(), u)
+	if lo < u {
+		thresh := -u % u
+		for lo < thresh {
+			hi, lo = bits.Mul64(src.Uint64(), u)
+		}
+	}
+	return int(hi)
+}
+
+// kindOf indexes an outcome code for splitRun: h2, h3, the fallback,
+// other.
+func kindOf(oc uint8) int {
+	switch store.Outcome(oc) {
+	case store.OutcomeH2:
+		return 0
+	case store.OutcomeH3:
+		return 1
+	case store.OutcomeWantedH3GotH2:
+		return 2
+	}
+	return 3
 }
 
 func compareRuns(a, b runSamples) int {
@@ -101,15 +147,13 @@ type obs struct {
 
 // weightedQuantiles computes type-7 quantiles of the data set in which
 // each observation of xs (sorted by v) appears w[run] times: one bootstrap
-// replicate without materialising it. cnt[run] is how many observations
-// of xs belong to each run, so the replicate's size is a sum over runs,
-// not over observations (this halved the bootstrap's time). qs must be
-// ascending. It returns false when the replicate has no observation.
-func weightedQuantiles(xs []obs, cnt, w []int32, qs []float64, out []float64) bool {
-	var n int64
-	for r, c := range cnt {
-		n += int64(c) * int64(w[r])
-	}
+// replicate without materialising it. n is the replicate's size
+// (replicateSize: a sum over runs, not over observations, which halved
+// the bootstrap's time). qs must be ascending. The walk up to the first
+// quantile may start at start, a point of xs whose weight below is known
+// (a checkpoint), when that quantile lies at or above it. It returns false
+// when the replicate has no observation.
+func weightedQuantiles(xs []obs, n int64, w []int32, qs []float64, out []float64, start walkStart) bool {
 	if n == 0 {
 		return false
 	}
@@ -117,6 +161,11 @@ func weightedQuantiles(xs []obs, cnt, w []int32, qs []float64, out []float64) bo
 	// observation, the others walking down from the largest, so the tail
 	// percentiles cost a short walk instead of a whole pass.
 	i, cum := 0, int64(0) // xs[i] covers expanded positions [cum, cum+w)
+	if len(qs) > 0 && qs[0] <= 0.5 {
+		if lo, _ := position(n, qs[0]); start.cum <= lo {
+			i, cum = start.at, start.cum
+		}
+	}
 	k := 0
 	for ; k < len(qs) && qs[k] <= 0.5; k++ {
 		lo, frac := position(n, qs[k])
@@ -162,13 +211,31 @@ func interpolate(xs []obs, w []int32, i int, frac float64, next bool) float64 {
 	return a
 }
 
-// runCounts counts the observations of xs per run, for m runs.
-func runCounts(xs []obs, m int) []int32 {
-	cnt := make([]int32, m)
+// runCounts returns the runs that have observations in xs, in run order,
+// and how many each has; m is the number of runs.
+func runCounts(xs []obs, m int) (runs, cnt []int32) {
+	dense := make([]int32, m)
 	for _, x := range xs {
-		cnt[x.run]++
+		dense[x.run]++
 	}
-	return cnt
+	for r, c := range dense {
+		if c > 0 {
+			runs, cnt = append(runs, int32(r)), append(cnt, c)
+		}
+	}
+	return runs, cnt
+}
+
+// replicateSize is how many observations a replicate with run weights w
+// holds, of a series whose runs have cnt observations each (runCounts):
+// a sum over those runs only, as each batch order's series holds about
+// half of them.
+func replicateSize(runs, cnt, w []int32) int64 {
+	var n int64
+	for i, r := range runs {
+		n += int64(cnt[i]) * int64(w[r])
+	}
+	return n
 }
 
 // interval returns the 2.5 % and 97.5 % points of bootstrap replicates,
@@ -196,13 +263,42 @@ func interval(reps []float64, want int) (lo, hi float64, ok bool) {
 func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	settle(g, runs)
 	m := len(runs)
+	won := func(d float64) bool { return d <= -PairTieMS }
+	tie := func(d float64) bool { return math.Abs(d) < PairTieMS }
+	lost := func(d float64) bool { return d >= PairTieMS }
 	var x2, x3, pd orderedObs
-	var diffs []float64      // paired differences, for the histogram
-	var byOrder [2][]float64 // paired differences of h2first and h3first runs
-	gotH3 := make([]int32, m)
-	fb := make([]int32, m)
+	var pdWon, pdTie, pdLost orderedObs // the paired differences won, tied and lost
+	var diffs []float64                 // paired differences, for the histogram
+	var byOrder [2][]float64            // paired differences of h2first and h3first runs
+	// What each run adds to a replicate's sizes (how many observations of
+	// each series it holds) every time it is drawn.
+	type runSizes struct {
+		order               uint8
+		h2, h3, paired, won int32 // observations in x2, x3, pd and pdWon
+		gotH3, wantH3       int32 // availability's requests
+	}
+	per := make([]runSizes, m)
+	// Each series' observations, counted first so that each is allocated
+	// once.
+	var n2, n3, np [2]int
+	for r := range runs {
+		k := b01int(runs[r].h3First)
+		n2[k] += len(runs[r].h2)
+		n3[k] += len(runs[r].h3)
+		np[k] += b01int(runs[r].pairedEligible())
+	}
+	for k := range 2 {
+		x2.xs[k] = make([]obs, 0, n2[k])
+		x3.xs[k] = make([]obs, 0, n3[k])
+		pd.xs[k] = make([]obs, 0, np[k])
+	}
 	for r := range runs {
 		run := &runs[r]
+		p := &per[r]
+		p.h2, p.h3, p.gotH3, p.wantH3 = int32(len(run.h2)), int32(len(run.h3)), int32(run.gotH3), int32(run.gotH3+run.fb)
+		if run.h3First {
+			p.order = orderH3First
+		}
 		for _, v := range run.h2 {
 			x2.add(v, int32(r), run.h3First)
 		}
@@ -212,6 +308,18 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		if run.pairedEligible() {
 			d := quantile7(run.h3Par, 0.5) - quantile7(run.h2Par, 0.5)
 			pd.add(d, int32(r), run.h3First)
+			p.paired = 1
+			if won(d) {
+				p.won = 1
+			}
+			for _, c := range []struct {
+				sub  *orderedObs
+				pred func(float64) bool
+			}{{&pdWon, won}, {&pdTie, tie}, {&pdLost, lost}} {
+				if c.pred(d) {
+					c.sub.add(d, int32(r), run.h3First)
+				}
+			}
 			diffs = append(diffs, d)
 			k := orderH2First
 			if run.h3First {
@@ -219,36 +327,43 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 			}
 			byOrder[k] = append(byOrder[k], d)
 		}
-		gotH3[r], fb[r] = int32(run.gotH3), int32(run.fb)
 	}
 	byValue := func(a, b obs) int { return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(a.run, b.run)) }
 	x2.done(m, byValue)
 	x3.done(m, byValue)
-	pd.done(m, byValue)
+	for _, o := range []*orderedObs{&pd, &pdWon, &pdTie, &pdLost} {
+		o.done(m, byValue)
+	}
 
 	qs := make([]float64, len(percentiles))
 	for i, p := range percentiles {
 		qs[i] = p / 100
 	}
 	pairedQs := []float64{0.5, 0.9}
+	// The walks up to the lowest percentile start at a checkpoint below it.
+	x2.checkBelow(qs[0], m)
+	x3.checkBelow(qs[0], m)
 	unit := make([]int32, m)
 	for i := range unit {
 		unit[i] = 1
 	}
-	won := func(d float64) bool { return d <= -PairTieMS }
-	tie := func(d float64) bool { return math.Abs(d) < PairTieMS }
-	lost := func(d float64) bool { return d >= PairTieMS }
 	base2, base3 := make([]float64, len(qs)), make([]float64, len(qs))
-	has2 := x2.quantiles(unit, qs, base2)
-	has3 := x3.quantiles(unit, qs, base3)
+	has2 := x2.quantiles(unit, x2.sizes(unit), qs, base2)
+	has3 := x3.quantiles(unit, x3.sizes(unit), qs, base3)
 	basePaired := make([]float64, 2)
-	hasPaired := pd.quantiles(unit, pairedQs, basePaired)
-	baseWon, _ := pd.share(unit, won)
-	baseAvail, hasAvail := availShare(gotH3, fb, unit)
+	pdAll := pd.sizes(unit)
+	hasPaired := pd.quantiles(unit, pdAll, pairedQs, basePaired)
+	baseWon, _ := balancedShare(pdWon.sizes(unit), pdAll)
+	var gotAll, wantAll int64
+	for _, p := range per {
+		gotAll, wantAll = gotAll+int64(p.gotH3), wantAll+int64(p.wantH3)
+	}
+	hasAvail := wantAll > 0
+	baseAvail := float64(gotAll) / float64(max(wantAll, 1))
 
 	if hasPaired {
-		tieShare, _ := pd.share(unit, tie)
-		lostShare, _ := pd.share(unit, lost)
+		tieShare, _ := balancedShare(pdTie.sizes(unit), pdAll)
+		lostShare, _ := balancedShare(pdLost.sizes(unit), pdAll)
 		g.Paired = &Paired{
 			Runs:        len(diffs),
 			MedianMS:    round3(basePaired[0]),
@@ -275,28 +390,43 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		return
 	}
 
-	// Replicates.
+	// Replicates. A replicate's sizes, per batch order, are summed as its
+	// runs are drawn.
 	B := o.Replicates
 	h := fnv.New64a()
 	h.Write([]byte(g.Group))
-	rng := rand.New(rand.NewPCG(o.Seed, h.Sum64()))
+	rng := rand.NewPCG(o.Seed, h.Sum64())
 	w := make([]int32, m)
 	q2, q3, qp := make([]float64, len(qs)), make([]float64, len(qs)), make([]float64, 2)
+	reps := func() []float64 { return make([]float64, 0, B) }
 	rep2 := make([][]float64, len(qs))
 	rep3 := make([][]float64, len(qs))
 	repDiff := make([][]float64, len(qs))
 	repPct := make([][]float64, len(qs))
-	var repMed, repP90, repWon, repAvail []float64
+	for i := range qs {
+		rep2[i], rep3[i], repDiff[i], repPct[i] = reps(), reps(), reps(), reps()
+	}
+	repMed, repP90, repWon, repAvail := reps(), reps(), reps(), reps()
 	for b := 0; b < B; b++ {
 		if b%64 == 0 && ctx.Err() != nil {
 			return // the caller reports ctx's error
 		}
 		clear(w)
+		var n2, n3, np, nw orderSizes
+		var got, want int64
 		for i := 0; i < m; i++ {
-			w[rng.IntN(m)]++
+			r := intN(rng, m)
+			w[r]++
+			p := &per[r]
+			n2[p.order] += int64(p.h2)
+			n3[p.order] += int64(p.h3)
+			np[p.order] += int64(p.paired)
+			nw[p.order] += int64(p.won)
+			got += int64(p.gotH3)
+			want += int64(p.wantH3)
 		}
-		ok2 := has2 && x2.quantiles(w, qs, q2)
-		ok3 := has3 && x3.quantiles(w, qs, q3)
+		ok2 := has2 && x2.quantiles(w, n2, qs, q2)
+		ok3 := has3 && x3.quantiles(w, n3, qs, q3)
 		for i := range qs {
 			if ok2 {
 				rep2[i] = append(rep2[i], q2[i])
@@ -311,16 +441,14 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 				}
 			}
 		}
-		if hasPaired && pd.quantiles(w, pairedQs, qp) {
+		if hasPaired && pd.quantiles(w, np, pairedQs, qp) {
 			repMed = append(repMed, qp[0])
 			repP90 = append(repP90, qp[1])
-			s, _ := pd.share(w, won)
+			s, _ := balancedShare(nw, np)
 			repWon = append(repWon, s)
 		}
-		if hasAvail {
-			if s, ok := availShare(gotH3, fb, w); ok {
-				repAvail = append(repAvail, s)
-			}
+		if hasAvail && want > 0 {
+			repAvail = append(repAvail, float64(got)/float64(want))
 		}
 	}
 
@@ -390,19 +518,6 @@ func clamp01(p *float64) *float64 {
 // run is a tie: a browser's timings are rounded, and half a millisecond is
 // below what a user or a network could tell apart.
 const PairTieMS = 0.5
-
-// availShare is the weighted share of H3-origin requests that used h3.
-func availShare(gotH3, fb, w []int32) (float64, bool) {
-	var got, all int64
-	for r := range w {
-		got += int64(w[r]) * int64(gotH3[r])
-		all += int64(w[r]) * int64(gotH3[r]+fb[r])
-	}
-	if all == 0 {
-		return 0, false
-	}
-	return float64(got) / float64(all), true
-}
 
 // histogram bins paired differences into about 20 bins of a "nice" width
 // covering the 1st–99th percentile; the outer bins also hold the tails.

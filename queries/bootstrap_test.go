@@ -1,13 +1,18 @@
 package queries
 
 import (
+	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // weightedQuantiles must equal type-7 quantiles of the replicate written
-// out in full, for random data, weights (zeros included) and quantiles.
+// out in full, for random data, weights (zeros included), quantiles and
+// starting points.
 func TestWeightedQuantilesMatchesExpansion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	qs := []float64{0, 0.01, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1}
@@ -38,7 +43,16 @@ func TestWeightedQuantilesMatchesExpansion(t *testing.T) {
 			}
 		}
 		out := make([]float64, len(qs))
-		ok := weightedQuantiles(xs, runCounts(xs, m), w, qs, out)
+		runs, cnt := runCounts(xs, m)
+		// A walk may start at any point whose weight below is known.
+		var start walkStart
+		if len(xs) > 0 {
+			start.at = rng.IntN(len(xs))
+			for _, x := range xs[:start.at] {
+				start.cum += int64(w[x.run])
+			}
+		}
+		ok := weightedQuantiles(xs, replicateSize(runs, cnt, w), w, qs, out, start)
 		if ok != (len(expanded) > 0) {
 			t.Fatalf("trial %d: ok %v with %d expanded values", trial, ok, len(expanded))
 		}
@@ -48,6 +62,78 @@ func TestWeightedQuantilesMatchesExpansion(t *testing.T) {
 		for k, q := range qs {
 			if want := quantile7(expanded, q); out[k] != want {
 				t.Fatalf("trial %d: q%g = %v, want %v (xs %v, w %v)", trial, q, out[k], want, xs, w)
+			}
+		}
+	}
+}
+
+// benchRuns makes m runs as the report fetches them: 5 parallel requests
+// to each origin, a tenth of the H3 batches fallen back to h2.
+func benchRuns(m int) []runSamples {
+	rng := rand.New(rand.NewPCG(3, 4))
+	runs := make([]runSamples, m)
+	for i := range runs {
+		base := 50 * math.Exp(0.35*rng.NormFloat64())
+		var d []float32
+		var oc, par []uint8
+		fallback := rng.IntN(10) == 0
+		for k := 0; k < 10; k++ {
+			o := store.OutcomeH2
+			switch {
+			case k >= 5 && fallback:
+				o = store.OutcomeWantedH3GotH2
+			case k >= 5:
+				o = store.OutcomeH3
+			}
+			d = append(d, float32(base*math.Exp(0.3*rng.NormFloat64())))
+			oc, par = append(oc, uint8(o)), append(par, 1)
+		}
+		runs[i] = splitRun(d, oc, par)
+		runs[i].h3First = rng.IntN(2) == 1
+	}
+	slices.SortFunc(runs, compareRuns)
+	return runs
+}
+
+// benchGroup is a group thinned to runs, with the outcomes the bootstrap
+// fills in.
+func benchGroup(runs int) *Group {
+	stats := func() *Stats {
+		s := &Stats{Runs: runs, Samples: 5 * runs, Percentiles: make([]Percentile, len(percentiles))}
+		for i, p := range percentiles {
+			s.Percentiles[i] = Percentile{P: p, MS: 40 + p/2}
+		}
+		return s
+	}
+	return &Group{Group: "EU", Runs: 10 * runs, Sampled: true, H2: stats(), H3: stats(), WantedH3GotH2: stats()}
+}
+
+// BenchmarkAnalyse is the bootstrap of one thinned group at the default
+// cap: 3000 runs, 1000 replicates.
+func BenchmarkAnalyse(b *testing.B) {
+	runs := benchRuns(DefaultMaxRunsPerGroup)
+	o := &Options{Replicates: 1000, Seed: 1}
+	for b.Loop() {
+		analyse(context.Background(), benchGroup(len(runs)), runs, o)
+	}
+}
+
+// intN must draw what math/rand/v2's IntN draws from the same source, so
+// that reports keep their values for a given seed.
+func TestIntNMatchesRand(t *testing.T) {
+	for seed := range uint64(20) {
+		a, b := rand.NewPCG(seed, 7), rand.NewPCG(seed, 7)
+		r := rand.New(b)
+		for i := range 5000 {
+			n := 1 + i%3001
+			switch i % 7 {
+			case 0:
+				n = 1 << (i % 62) // powers of two take the mask path
+			case 1:
+				n = math.MaxInt64 - i // the rejection loop runs now and then
+			}
+			if got, want := intN(a, n), r.IntN(n); got != want {
+				t.Fatalf("seed %d, draw %d: intN(%d) = %d, rand.IntN = %d", seed, i, n, got, want)
 			}
 		}
 	}

@@ -14,16 +14,18 @@ import (
 // excluded reads, per group, the design's runs by exclusion reason and
 // HTTP/3 availability per run (sql/excluded.sql, excludedSQL).
 // It reads every run of the window, so it is part of the complete report,
-// not the estimate.
-func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
+// not the estimate. Availability per run is returned, for the caller to
+// set once the bootstrap has set (and this replaces) the per-request one.
+func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (map[*Group]*Availability, error) {
 	q, err := excludedSQL(o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rows, err := conn.Query(ctx, q, b01(o.IncludeBots), b01(o.IncludeBots), w.since, w.until, o.Site, o.Site)
 	if err != nil {
-		return fmt.Errorf("querying excluded runs: %w", err)
+		return nil, fmt.Errorf("querying excluded runs: %w", err)
 	}
+	avail := map[*Group]*Availability{}
 	defer rows.Close()
 	for rows.Next() {
 		var (
@@ -33,9 +35,9 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 			byReason                []uint64
 		)
 		if err := rows.Scan(&grp, &runs, &byReason, &coldH2, &coldH3, &withH3, &available); err != nil {
-			return fmt.Errorf("reading excluded runs: %w", err)
+			return nil, fmt.Errorf("reading excluded runs: %w", err)
 		}
-		g := groupOf(groups, grp)
+		g := get(grp)
 		g.DesignRuns = int(runs)
 		g.Excluded = map[string]int{}
 		for i, n := range byReason {
@@ -44,12 +46,12 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 			}
 		}
 		g.ColdRuns = map[string]int{"h2": int(coldH2), "h3": int(coldH3)}
-		g.Availability = runAvailability(int(withH3), int(available))
+		avail[g] = runAvailability(int(withH3), int(available))
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading excluded runs: %w", err)
+		return nil, fmt.Errorf("reading excluded runs: %w", err)
 	}
-	return nil
+	return avail, nil
 }
 
 // excludedSQL is excluded.sql with its runs: from the runs table, or from
@@ -57,7 +59,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, group
 // (the runs table holds browser runs only).
 func excludedSQL(o *Options) (string, error) {
 	runs := "excluded_runs_table.sql"
-	if o.By == "collector" || o.Agent {
+	if !o.runsTableHolds() {
 		runs = "excluded_runs_samples.sql"
 	}
 	return excludedWith(o, runs)

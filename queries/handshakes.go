@@ -21,7 +21,7 @@ type Handshake struct {
 }
 
 // handshakes reads every group's requests on new connections.
-func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
+func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
 	return eachRow(ctx, conn, o, w, "handshakes.sql", "handshakes", func(rows driver.Rows) error {
 		var (
 			grp, proto     string
@@ -33,7 +33,7 @@ func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, gro
 		if err := rows.Scan(&grp, &proto, &kind, &n, &qs, &qc, &resumed, &early); err != nil {
 			return err
 		}
-		g := groupOf(groups, grp)
+		g := get(grp)
 		g.Handshakes = append(g.Handshakes, Handshake{Proto: proto, Kind: kind, Samples: int(n), Percentiles: levels(qs), ConnectMS: levels(qc),
 			ResumedShare: math.Round(resumed*1e6) / 1e6, EarlyShare: math.Round(early*1e6) / 1e6})
 		return nil

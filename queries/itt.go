@@ -34,7 +34,7 @@ type ITTStats struct {
 // raw rows (sql/itt_rollup.sql, sql/itt_raw.sql). Its selection is fixed
 // (every parallel request of the design's non-bot runs), so the report's
 // widening options do not matter here.
-func itt(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
+func itt(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
 	useRollup := o.Source != SourceRaw && (o.By == "continent" || o.By == "country" || o.By == "none")
 	var (
 		name, q string
@@ -50,6 +50,7 @@ func itt(ctx context.Context, conn driver.Conn, o *Options, w window, groups map
 	if err != nil {
 		return err
 	}
+	var touched []*Group
 	err = eachRowOf(ctx, conn, q, args, "the intention-to-treat view ("+name+")", func(rows driver.Rows) error {
 		var (
 			grp, sentTo                     string
@@ -59,9 +60,10 @@ func itt(ctx context.Context, conn driver.Conn, o *Options, w window, groups map
 		if err := rows.Scan(&grp, &sentTo, &runs, &samples, &failed, &failRuns, &qs); err != nil {
 			return err
 		}
-		g := groupOf(groups, grp)
+		g := get(grp)
 		if g.ITT == nil {
 			g.ITT = &ITT{Diff: []Diff{}}
+			touched = append(touched, g)
 		}
 		s := &ITTStats{Runs: int(runs), Samples: int(samples), Failed: int(failed), FailedRuns: int(failRuns),
 			Percentiles: levels(qs)}
@@ -78,7 +80,7 @@ func itt(ctx context.Context, conn driver.Conn, o *Options, w window, groups map
 	if err != nil {
 		return err
 	}
-	for _, g := range groups {
+	for _, g := range touched {
 		if t := g.ITT; t != nil && t.H2 != nil && t.H3 != nil {
 			t.Diff = pointDiffs(&Stats{Percentiles: t.H2.Percentiles}, &Stats{Percentiles: t.H3.Percentiles})
 		}

@@ -53,10 +53,11 @@ type Report struct {
 	Stages []Stage `json:"-"`
 
 	// What AddRuns needs to complete a report made by Estimate.
-	opts   Options
-	win    window
-	groups map[string]*Group
-	done   bool // AddRuns ran
+	opts               Options
+	win                window
+	groups             *groupSet
+	perRunAvailability map[*Group]*Availability // from excluded, set once the bootstrap is done
+	done               bool                     // AddRuns ran
 }
 
 // Stage is the wall time of one step of Run.

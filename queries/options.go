@@ -181,6 +181,11 @@ func (o *Options) exclusionMask() store.Exclusions {
 	return ^store.Exclusions(0)
 }
 
+// runsTableHolds reports whether the runs table (one row per run) has
+// what o groups by and selects from: browser runs (not the agent's), by
+// any grouping but collector, a per-sample column.
+func (o *Options) runsTableHolds() bool { return o.By != "collector" && !o.Agent }
+
 // rollupAnswers reports whether the hourly rollup holds what o asks for.
 func (o *Options) rollupAnswers() bool {
 	return !o.IncludeWarmup && !o.IncludeFailed && !o.IncludeBots && !o.IncludeExcluded &&

@@ -1,6 +1,9 @@
 package queries
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // The script starts one of its two parallel batches first, at random per
 // run (param_order): h2first or h3first. That makes the experiment an AB/BA
@@ -54,9 +57,27 @@ func balance(v *[2][]float64, ok [2]bool, out []float64) bool {
 // orderedObs are one statistic's observations split by batch order, for
 // estimates that weigh both orders equally.
 type orderedObs struct {
-	xs  [2][]obs   // sorted by value, then run
-	cnt [2][]int32 // observations per run
-	tmp [2][]float64
+	xs    [2][]obs   // sorted by value, then run
+	runs  [2][]int32 // the runs with observations in xs (runCounts)
+	cnt   [2][]int32 // and how many each has
+	check [2]checkpoint
+	tmp   [2][]float64
+}
+
+// checkpoint is a point of a series from which walks up to a quantile may
+// start: the weight below it is a sum over the runs with observations
+// there, fewer than the observations a walk from the bottom would visit
+// (a run has several).
+type checkpoint struct {
+	at        int     // index in xs
+	runs, cnt []int32 // runs with observations below at, and how many
+}
+
+// walkStart is where a walk may start: at index at of xs, the weight of
+// the observations below being cum.
+type walkStart struct {
+	at  int
+	cum int64
 }
 
 func (o *orderedObs) add(v float64, run int32, h3First bool) {
@@ -71,38 +92,63 @@ func (o *orderedObs) add(v float64, run int32, h3First bool) {
 func (o *orderedObs) done(m int, byValue func(a, b obs) int) {
 	for k := range o.xs {
 		slices.SortFunc(o.xs[k], byValue)
-		o.cnt[k] = runCounts(o.xs[k], m)
+		o.runs[k], o.cnt[k] = runCounts(o.xs[k], m)
 	}
 }
 
+// checkBelow places each order's checkpoint for walks up to quantile q
+// (at most the median: walks to the others start at the top), for m runs:
+// five standard errors of a replicate's share below it under q, so that a
+// replicate's q nearly always lies above (where it does not, the walk
+// starts at the bottom).
+func (o *orderedObs) checkBelow(q float64, m int) {
+	for k, xs := range o.xs {
+		if q > 0.5 || len(o.runs[k]) == 0 {
+			continue
+		}
+		at := int((q - 5*math.Sqrt(q*(1-q)/float64(len(o.runs[k])))) * float64(len(xs)))
+		if at <= 0 {
+			continue
+		}
+		o.check[k].at = at
+		o.check[k].runs, o.check[k].cnt = runCounts(xs[:at], m)
+	}
+}
+
+// orderSizes are how many observations of a series a replicate holds,
+// per batch order.
+type orderSizes [2]int64
+
+// sizes counts o's observations in the replicate with run weights w.
+func (o *orderedObs) sizes(w []int32) orderSizes {
+	return orderSizes{replicateSize(o.runs[0], o.cnt[0], w), replicateSize(o.runs[1], o.cnt[1], w)}
+}
+
 // quantiles computes the order-balanced type-7 quantiles qs of the
-// replicate with run weights w into out; false when no run weighs.
-func (o *orderedObs) quantiles(w []int32, qs []float64, out []float64) bool {
+// replicate with run weights w, which holds n of o's observations, into
+// out; false when no run weighs.
+func (o *orderedObs) quantiles(w []int32, n orderSizes, qs []float64, out []float64) bool {
 	var ok [2]bool
 	for k := range o.xs {
 		if len(o.tmp[k]) != len(qs) {
 			o.tmp[k] = make([]float64, len(qs))
 		}
-		ok[k] = weightedQuantiles(o.xs[k], o.cnt[k], w, qs, o.tmp[k])
+		c := &o.check[k]
+		start := walkStart{at: c.at, cum: replicateSize(c.runs, c.cnt, w)}
+		ok[k] = weightedQuantiles(o.xs[k], n[k], w, qs, o.tmp[k], start)
 	}
 	return balance(&o.tmp, ok, out)
 }
 
-// share is the order-balanced weighted share of observations for which
-// pred holds; false when no run weighs.
-func (o *orderedObs) share(w []int32, pred func(float64) bool) (float64, bool) {
+// balancedShare is the order-balanced share hit / n (in each order, the
+// observations for which something holds among those of a series); false
+// when neither order has any.
+func balancedShare(hit, n orderSizes) (float64, bool) {
 	var s [2]float64
 	var ok [2]bool
-	for k, xs := range o.xs {
-		var hit, n int64
-		for _, x := range xs {
-			n += int64(w[x.run])
-			if pred(x.v) {
-				hit += int64(w[x.run])
-			}
-		}
-		if n > 0 {
-			s[k], ok[k] = float64(hit)/float64(n), true
+	for k := range n {
+		if n[k] > 0 {
+			s[k], ok[k] = float64(hit[k])/float64(n[k]), true
 		}
 	}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -15,13 +16,17 @@ import (
 )
 
 // Run computes the report for opts (validated and defaulted in place of a
-// copy) from the ClickHouse behind conn: Estimate, then AddRuns.
+// copy) from the ClickHouse behind conn: what Estimate and AddRuns do, but
+// the sections that need only the design start beside the point
+// estimates.
 func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
-	rep, err := Estimate(ctx, conn, opts)
+	rep, useRollup, err := begin(ctx, conn, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := rep.AddRuns(ctx, conn); err != nil {
+	boot, others := rep.sections(conn)
+	lanes := [][]section{{rep.pointsSection(conn, useRollup), boot}, append([]section{rep.timelineSection(conn)}, others...)}
+	if err := rep.complete(ctx, lanes, "points", "timeline"); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -34,15 +39,29 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 // samples (confidence intervals and the paired view), the excluded runs,
 // the intention-to-treat view, handshakes and NEL.
 func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
+	rep, useRollup, err := begin(ctx, conn, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.estimate(ctx, conn, useRollup); err != nil {
+		return nil, err
+	}
+	rep.finish()
+	return rep, nil
+}
+
+// begin validates opts and chooses the report's design (the designs
+// stage); it reports whether the point estimates come from the rollup.
+func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, bool, error) {
 	o := opts
 	if err := o.Validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	useRollup := false
 	switch o.Source {
 	case SourceRollup:
 		if !o.rollupAnswers() {
-			return nil, invalid("the rollup holds only the default selection grouped by continent, country or none")
+			return nil, false, invalid("the rollup holds only the default selection grouped by continent, country or none")
 		}
 		useRollup = true
 	case SourceAuto:
@@ -67,6 +86,7 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 		CI:                CIMethod{Method: "none", Level: 0.95, MinTailRuns: MinTailRuns},
 		Groups:            []Group{},
 		Timeline:          []Hour{},
+		groups:            &groupSet{m: map[string]*Group{}},
 	}
 	if o.Replicates > 0 {
 		rep.CI = CIMethod{Method: "cluster_bootstrap_runs", Level: 0.95, Replicates: o.Replicates,
@@ -75,18 +95,10 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 	if useRollup {
 		rep.Source = "rollup"
 	}
-
-	groups := map[string]*Group{}
-	get := func(name string) *Group { return groupOf(groups, name) }
-	t0 := time.Now()
-	stage := func(name string) {
-		now := time.Now()
-		rep.Stages = append(rep.Stages, Stage{name, now.Sub(t0)})
-		t0 = now
-	}
+	start := time.Now()
 	ds, err := designs(ctx, conn, &o, w)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	rep.Designs = ds
 	switch {
@@ -97,25 +109,45 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 		o.Design.All = true // no run in the window: nothing to choose from
 	}
 	rep.Design = o.Design
-	stage("designs")
-	if err := points(ctx, conn, &o, w, useRollup, get); err != nil {
-		return nil, err
+	rep.Stages = append(rep.Stages, Stage{"designs", time.Since(start)})
+	rep.opts, rep.win = o, w
+	return rep, useRollup, nil
+}
+
+// estimate reads the point estimates, then the timeline.
+func (rep *Report) estimate(ctx context.Context, conn driver.Conn, useRollup bool) error {
+	for _, sec := range []section{rep.pointsSection(conn, useRollup), rep.timelineSection(conn)} {
+		start := time.Now()
+		if err := sec.run(ctx); err != nil {
+			return err
+		}
+		rep.Stages = append(rep.Stages, Stage{sec.name, time.Since(start)})
 	}
-	stage("points")
-	tl, err := timeline(ctx, conn, &o, w, o.rollupAnswers() && o.Source != SourceRaw)
-	if err != nil {
-		return nil, err
-	}
-	rep.Timeline = tl
-	stage("timeline")
-	rep.opts, rep.win, rep.groups = o, w, groups
-	rep.finish()
-	return rep, nil
+	return nil
+}
+
+// pointsSection reads the counts and point estimates into the groups.
+func (rep *Report) pointsSection(conn driver.Conn, useRollup bool) section {
+	return section{"points", func(ctx context.Context) error {
+		return points(ctx, conn, &rep.opts, rep.win, useRollup, rep.groups.get)
+	}}
+}
+
+// timelineSection reads the timeline, which touches no group.
+func (rep *Report) timelineSection(conn driver.Conn) section {
+	return section{"timeline", func(ctx context.Context) error {
+		o := &rep.opts
+		tl, err := timeline(ctx, conn, o, rep.win, o.rollupAnswers() && o.Source != SourceRaw)
+		rep.Timeline = tl
+		return err
+	}}
 }
 
 // AddRuns completes a report made by Estimate: failures, the bootstrap
 // confidence intervals and the paired view, the excluded runs and
 // availability per run, the intention-to-treat view, handshakes and NEL.
+// The bootstrap runs beside the other sections, so that ClickHouse
+// answers them while Go computes it.
 func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if rep.groups == nil {
 		return errors.New("AddRuns needs a report made by Estimate")
@@ -123,25 +155,72 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 	if rep.done {
 		return nil
 	}
-	o, w, groups := &rep.opts, rep.win, rep.groups
-	for _, sec := range []struct {
-		name string
-		run  func() error
-	}{
-		{"failures", func() error {
-			return failures(ctx, conn, o, w, func(name string) *Group { return groupOf(groups, name) })
-		}},
-		{"runs", func() error { return perRun(ctx, conn, o, w, groups) }},
-		{"excluded", func() error { return excluded(ctx, conn, o, w, groups) }},
-		{"itt", func() error { return itt(ctx, conn, o, w, groups) }},
-		{"handshakes", func() error { return handshakes(ctx, conn, o, w, groups) }},
-		{"nel", func() error { return nelSection(ctx, conn, o, w, rep) }},
-	} {
-		start := time.Now()
-		if err := sec.run(); err != nil {
+	boot, others := rep.sections(conn)
+	return rep.complete(ctx, [][]section{{boot}, others})
+}
+
+// section is one step of the complete report, named as its stage.
+type section struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// sections returns the bootstrap and the complete report's other sections,
+// which need the design only. Each writes fields of its own; availability
+// per run (excluded), which replaces the per-request share the bootstrap
+// sets, is kept in rep.perRunAvailability until both are done.
+func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
+	o, w, get := &rep.opts, rep.win, rep.groups.get
+	boot = section{"runs", func(ctx context.Context) error {
+		// The groups of the point estimates, all read by now.
+		return perRun(ctx, conn, o, w, rep.groups.all())
+	}}
+	others = []section{
+		{"itt", func(ctx context.Context) error { return itt(ctx, conn, o, w, get) }},
+		{"failures", func(ctx context.Context) error { return failures(ctx, conn, o, w, get) }},
+		{"excluded", func(ctx context.Context) (err error) {
+			rep.perRunAvailability, err = excluded(ctx, conn, o, w, get)
 			return err
-		}
-		rep.Stages = append(rep.Stages, Stage{sec.name, time.Since(start)})
+		}},
+		{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
+		{"nel", func(ctx context.Context) error { return nelSection(ctx, conn, o, w, rep) }},
+	}
+	return boot, others
+}
+
+// complete runs lanes at once, the sections of each in order, then sets
+// availability per run and finishes the report; stages names the
+// estimate's sections among them, if any. The first error stops the other
+// lanes.
+func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...string) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var mu sync.Mutex
+	elapsed := map[string]time.Duration{}
+	var wg sync.WaitGroup
+	for _, lane := range lanes {
+		wg.Go(func() {
+			for _, sec := range lane {
+				start := time.Now()
+				if err := sec.run(ctx); err != nil {
+					cancel(err)
+					return
+				}
+				mu.Lock()
+				elapsed[sec.name] = time.Since(start)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	for g, a := range rep.perRunAvailability {
+		g.Availability = a
+	}
+	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel") {
+		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
 	}
 	rep.done = true
 	rep.finish()
@@ -151,7 +230,7 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 // finish turns the groups into the report's sorted Groups.
 func (rep *Report) finish() {
 	rep.Groups = rep.Groups[:0]
-	for _, g := range rep.groups {
+	for _, g := range rep.groups.all() {
 		finishGroup(g, &rep.opts)
 		rep.Groups = append(rep.Groups, *g)
 	}
@@ -258,15 +337,30 @@ func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRoll
 	return nil
 }
 
-// failures reads failed requests per group, origin and error code.
+// failures reads failed requests per group, origin and error code: from
+// the runs table when it holds the selection, else from the samples.
 func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
-	q, err := query("failures.sql", o)
+	name := "failures_table.sql"
+	if o.IncludeWarmup || !o.runsTableHolds() {
+		name = "failures.sql"
+	}
+	return failuresFrom(ctx, conn, name, o, w, get)
+}
+
+// failuresFrom reads the failures with name, failures.sql or
+// failures_table.sql.
+func failuresFrom(ctx context.Context, conn driver.Conn, name string, o *Options, w window, get func(string) *Group) error {
+	args := []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}
+	if name == "failures.sql" {
+		args = []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeBots)}
+	}
+	q, err := query(name, o)
 	if err != nil {
 		return err
 	}
-	rows, err := conn.Query(ctx, q, w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeBots))
+	rows, err := conn.Query(ctx, q, args...)
 	if err != nil {
-		return fmt.Errorf("querying failures: %w", err)
+		return fmt.Errorf("querying failures (%s): %w", name, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -329,19 +423,23 @@ func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRo
 	return out, nil
 }
 
-// hashScale is the modulus of the run-sampling hash in runs.sql.
+// hashScale is the modulus of the run-sampling hash in runs.sql and
+// runs_table.sql.
 const hashScale = 1000000
 
-// perRun fetches each group's runs (sampled down to MaxRunsPerGroup) and
-// computes confidence intervals, the paired view and availability.
-func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups map[string]*Group) error {
+// perRun fetches the runs of groups (each sampled down to
+// MaxRunsPerGroup) and computes confidence intervals, the paired view and
+// availability.
+func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups []*Group) error {
 	var names []string
 	var thresholds []uint32
-	for name, g := range groups {
+	byName := map[string]*Group{}
+	for _, g := range groups {
 		if g.H2 == nil && g.H3 == nil && g.WantedH3GotH2 == nil {
 			continue
 		}
-		names = append(names, name)
+		names = append(names, g.Group)
+		byName[g.Group] = g
 		th := uint32(hashScale)
 		if g.Runs > o.MaxRunsPerGroup {
 			th = uint32(math.Ceil(float64(hashScale) * float64(o.MaxRunsPerGroup) / float64(g.Runs)))
@@ -352,39 +450,23 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	if len(names) == 0 {
 		return nil
 	}
-	q, err := query("runs.sql", o)
+	name, q, args, err := perRunQuery(o, w, names, thresholds)
 	if err != nil {
 		return err
 	}
-	args := append([]any{names, thresholds}, rawArgs(o, w)...)
-	rows, err := conn.Query(ctx, q, args...)
+	byGroup, err := fetchRuns(ctx, conn, name, q, args)
 	if err != nil {
-		return fmt.Errorf("querying per-run samples: %w", err)
+		return err
 	}
-	defer rows.Close()
-	byGroup := map[string][]runSamples{}
-	for rows.Next() {
-		var (
-			grp     string
-			d       []float32
-			oc, par []uint8
-			h3First uint8
-		)
-		if err := rows.Scan(&grp, &d, &oc, &par, &h3First); err != nil {
-			return fmt.Errorf("reading per-run samples: %w", err)
-		}
-		run := splitRun(d, oc, par)
-		run.h3First = h3First == 1
-		byGroup[grp] = append(byGroup[grp], run)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading per-run samples: %w", err)
-	}
-	// Groups are independent: bootstrap them on all cores.
+	// Groups are independent: bootstrap them on all cores, the largest
+	// first so that the cores finish together.
+	order := slices.SortedFunc(maps.Keys(byGroup), func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(byGroup[b]), len(byGroup[a])), cmp.Compare(a, b))
+	})
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for name, runs := range byGroup {
-		g := groups[name]
+	for _, name := range order {
+		g, runs := byName[name], byGroup[name]
 		if g == nil || ctx.Err() != nil {
 			continue
 		}
@@ -404,6 +486,74 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 		return fmt.Errorf("computing confidence intervals: %w", err)
 	}
 	return nil
+}
+
+// perRunQuery returns the SQL that fetches the runs of groups names, each
+// sampled below its threshold, with its name and parameters: from the runs
+// table, one row per run, when it holds the selection (parallel batches
+// of browser runs, a grouping it has); else from the samples.
+func perRunQuery(o *Options, w window, names []string, thresholds []uint32) (name, q string, args []any, err error) {
+	name = "runs_table.sql"
+	if o.IncludeWarmup || !o.runsTableHolds() {
+		name = "runs.sql"
+	}
+	q, args, err = perRunSQL(name, o, w, names, thresholds)
+	return name, q, args, err
+}
+
+// perRunSQL returns the per-run query name (runs.sql or runs_table.sql)
+// and its parameters.
+func perRunSQL(name string, o *Options, w window, names []string, thresholds []uint32) (string, []any, error) {
+	q, err := query(name, o)
+	if name == "runs.sql" {
+		return q, append([]any{names, thresholds}, rawArgs(o, w)...), err
+	}
+	return q, []any{b01(o.IncludeFailed), names, thresholds, w.since, w.until, o.Site, o.Site,
+		b01(o.IncludeBots), b01(o.IncludeExcluded), uint8(o.exclusionMask())}, err
+}
+
+// fetchRuns runs q, a per-run query (runs.sql or runs_table.sql), and
+// returns each group's runs in the order ClickHouse sent them. The query
+// sends one row per sample, a run's samples in a row, each with its
+// position in its run.
+func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any) (map[string][]runSamples, error) {
+	byGroup := map[string][]runSamples{}
+	var (
+		grp     string
+		d       []float32
+		oc, par []uint8
+		h3First bool
+	)
+	flush := func() {
+		if len(d) > 0 {
+			run := splitRun(d, oc, par)
+			run.h3First = h3First
+			byGroup[grp] = append(byGroup[grp], run)
+		}
+		d, oc, par = d[:0], oc[:0], par[:0]
+	}
+	err := eachRowOf(ctx, conn, q, args, "per-run samples ("+name+")", func(rows driver.Rows) error {
+		var (
+			g        string
+			v        float32
+			o, p, h3 uint8
+			i        uint32
+		)
+		if err := rows.Scan(&g, &v, &o, &p, &h3, &i); err != nil {
+			return err
+		}
+		switch {
+		case i == 1:
+			flush()
+			grp, h3First = g, h3 == 1
+		case int(i) != len(d)+1 || g != grp:
+			return fmt.Errorf("sample %d of a run of group %q follows %d of group %q", i, g, len(d), grp)
+		}
+		d, oc, par = append(d, v), append(oc, o), append(par, p)
+		return nil
+	})
+	flush()
+	return byGroup, err
 }
 
 // finishGroup sets the comparison fields that need both protocols.

@@ -2,11 +2,15 @@ package queries
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -753,4 +757,96 @@ func runsMatch(src Source, got, want int) bool {
 		return got == want
 	}
 	return math.Abs(float64(got-want)) <= math.Max(1, 0.05*float64(want))
+}
+
+// TestRunsTableAnswersAsTheSamples: for every selection both answer, the
+// runs table returns the very runs the samples do (runs_table.sql and
+// runs.sql) — the same sample of each thinned group, each run with the
+// same samples and batch order — so intervals and the paired view do not
+// depend on where the runs came from; and the same failures by origin and
+// code (failures_table.sql and failures.sql). Some runs' batch requests
+// all failed: with failures left out they have no sample, and neither
+// query returns them.
+func TestRunsTableAnswersAsTheSamples(t *testing.T) {
+	conn := newDB(t)
+	rows := synth.All(synth.Config{Seed: 12, Runs: 800})
+	allFailed := map[uuid.UUID]bool{}
+	for _, r := range rows {
+		if r.Bot == 0 && len(allFailed) < 20 {
+			allFailed[r.RunID] = true
+		}
+	}
+	for i := range rows {
+		if allFailed[rows[i].RunID] && rows[i].Phase == "parallel" {
+			rows[i].Error, rows[i].Got, rows[i].Duration = "timeout", "unknown", 0
+		}
+	}
+	load(t, conn, rows)
+	ctx := context.Background()
+	sorted := func(byGroup map[string][]runSamples) map[string][]runSamples {
+		for _, runs := range byGroup {
+			slices.SortFunc(runs, func(a, b runSamples) int {
+				return cmp.Or(compareRuns(a, b), cmp.Compare(b01(a.h3First), b01(b.h3First)))
+			})
+		}
+		return byGroup
+	}
+	for _, by := range Groupings() {
+		for _, f := range []Options{{}, {IncludeFailed: true}, {IncludeBots: true}, {IncludeExcluded: true},
+			{IncludeFailed: true, IncludeBots: true, IncludeExcluded: true}} {
+			o := f
+			o.Since, o.Until, o.By = testSince, testUntil, by
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if !o.runsTableHolds() {
+				continue
+			}
+			o.Design.All = true
+			// Every group, half of them thinned to about a third of their runs.
+			var names []string
+			var thresholds []uint32
+			for i, g := range []string{"EU", "NA", "AS", "OC", "unknown", "all", "DE", "US", "Chrome", "4g", "AS3320"} {
+				names = append(names, g)
+				thresholds = append(thresholds, uint32(hashScale/(1+2*(i%2))))
+			}
+			w := newWindow(o.Since, o.Until)
+			var got [2]map[string][]runSamples
+			for k, name := range []string{"runs.sql", "runs_table.sql"} {
+				q, args, err := perRunSQL(name, &o, w, names, thresholds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				byGroup, err := fetchRuns(ctx, conn, name, q, args)
+				if err != nil {
+					t.Fatalf("by %s %+v: %v", by, f, err)
+				}
+				got[k] = sorted(byGroup)
+			}
+			if len(got[0]) == 0 {
+				t.Fatalf("by %s %+v: no runs fetched", by, f)
+			}
+			var fails [2]map[string][]Failure
+			for k, name := range []string{"failures.sql", "failures_table.sql"} {
+				groups := map[string]*Group{}
+				if err := failuresFrom(ctx, conn, name, &o, w, func(g string) *Group { return groupOf(groups, g) }); err != nil {
+					t.Fatalf("by %s %+v: %v", by, f, err)
+				}
+				fails[k] = map[string][]Failure{}
+				for g, grp := range groups {
+					fails[k][g] = grp.Failures
+				}
+			}
+			if len(fails[0]) == 0 || !reflect.DeepEqual(fails[0], fails[1]) {
+				t.Errorf("by %s %+v: failures from the samples %v, from the runs table %v", by, f, fails[0], fails[1])
+			}
+			if !maps.EqualFunc(got[0], got[1], func(a, b []runSamples) bool {
+				return slices.EqualFunc(a, b, func(x, y runSamples) bool { return compareRuns(x, y) == 0 && x.h3First == y.h3First })
+			}) {
+				for g := range got[0] {
+					t.Errorf("by %s %+v: group %s: %d runs from the samples, %d from the runs table", by, f, g, len(got[0][g]), len(got[1][g]))
+				}
+			}
+		}
+	}
 }

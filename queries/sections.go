@@ -3,6 +3,9 @@ package queries
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -33,6 +36,27 @@ func eachRowOf(ctx context.Context, conn driver.Conn, q string, args []any, what
 		return fmt.Errorf("reading %s: %w", what, err)
 	}
 	return nil
+}
+
+// groupSet is the report's groups, which its sections fill in at once:
+// each writes fields of its own, and adding a group is serialised.
+type groupSet struct {
+	mu sync.Mutex
+	m  map[string]*Group
+}
+
+// get returns the group name, added if new (groupOf).
+func (s *groupSet) get(name string) *Group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return groupOf(s.m, name)
+}
+
+// all returns the groups added so far.
+func (s *groupSet) all() []*Group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Values(s.m))
 }
 
 // groupOf returns groups[name], adding an empty group (a group whose runs

@@ -87,23 +87,24 @@ func settle(g *Group, runs []runSamples) {
 		if o.s == nil {
 			continue
 		}
-		var all [2][]float64 // by batch order
-		n := 0
+		n, total := 0, 0
 		for i := range runs {
-			v := o.vals(&runs[i])
-			if len(v) > 0 {
-				k := orderH2First
-				if runs[i].h3First {
-					k = orderH3First
-				}
-				all[k] = append(all[k], v...)
-				n++
+			if v := o.vals(&runs[i]); len(v) > 0 {
+				n, total = n+1, total+len(v)
 			}
 		}
 		// A count that differs from the point query's means the two
 		// selections disagree: then the t-digest of the full selection
 		// stays.
-		if total := len(all[0]) + len(all[1]); !g.Sampled && total == o.s.Samples && total < ExactBelowSamples {
+		if !g.Sampled && total == o.s.Samples && total < ExactBelowSamples {
+			var all [2][]float64 // by batch order
+			for i := range runs {
+				k := orderH2First
+				if runs[i].h3First {
+					k = orderH3First
+				}
+				all[k] = append(all[k], o.vals(&runs[i])...)
+			}
 			slices.Sort(all[0])
 			slices.Sort(all[1])
 			exactBalanced(&all, o.s)

@@ -1,0 +1,31 @@
+-- runs.sql from the runs table: one row per run holding its parallel
+-- samples as arrays (store migration 0039), so the bootstrap reads a run
+-- instead of its 13 samples. The same selection, the same sample of runs
+-- (the same hash of run_id against the same thresholds) and the same
+-- columns, for reports whose selection the runs table holds: parallel
+-- batches of browser runs (not warm-ups, not by collector, a per-sample
+-- column, not the agent's). A run's failed requests are left out of its
+-- arrays unless failures are included, and a run left with none is not
+-- returned (ARRAY JOIN drops it), as runs.sql returns no such run. bot is the run's, as on each
+-- of its samples. As runs.sql, one row per sample. Parameters: include_failed, groups (Array(String)),
+-- thresholds (Array(UInt64)), since, until, site twice, include_bots,
+-- include_excluded, the exclusion bits that count.
+SELECT grp, d, o, toUInt8(1) AS p, h3_first, i
+FROM
+(
+    SELECT
+        /*GROUP*/ AS grp,
+        arrayMap(e -> e = '' OR ? = 1, errors) AS keep,
+        arrayFilter((x, k) -> k, durations, keep) AS ds,
+        arrayMap(x -> toUInt8(x), arrayFilter((x, k) -> k, outcomes, keep)) AS os,
+        toUInt8(param_order = 'h3first') AS h3_first
+    FROM runs
+    PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
+             < transform(/*GROUP*/, CAST(? AS Array(String)), CAST(? AS Array(UInt64)), toUInt64(1000000))
+    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
+      AND /*DESIGN*/
+)
+ARRAY JOIN ds AS d, os AS o, arrayEnumerate(ds) AS i
