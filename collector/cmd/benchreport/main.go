@@ -142,6 +142,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(out, "\n%-52s %10s %10s  %s\n", "figure (median of "+fmt.Sprint(*repeat)+")", "time", "target", "stages of the median run")
+	// The same figures in Go's benchmark format, for make bench's JSON and
+	// make bench-compare: the median in ms and, where there is a target,
+	// median / target (at most 1 meets it).
+	var lines []string
+	benchLine := func(name string, n int, d, target time.Duration) {
+		l := fmt.Sprintf("BenchmarkReport/%s\t%d\t%.4g ms", slug(name), n, float64(d)/float64(time.Millisecond))
+		if target > 0 {
+			l += fmt.Sprintf("\t%.4g target-ratio", float64(d)/float64(target))
+		}
+		lines = append(lines, l)
+	}
+	defer func() {
+		fmt.Fprintln(out)
+		for _, l := range lines {
+			fmt.Fprintln(out, l)
+		}
+	}()
 	for _, f := range figures {
 		if !strings.Contains(f.name, *only) {
 			continue
@@ -183,6 +200,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			target = fmt.Sprintf("≤ %s %s", f.target, verdict)
 		}
 		fmt.Fprintf(out, "%-52s %10s %10s  %s\n", f.name, med.Round(100*time.Microsecond), target, stages[idx])
+		benchLine(f.name, *repeat, med, f.target)
 	}
 
 	if *noBrowser {
@@ -197,7 +215,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		verdict = "MISSED"
 	}
 	fmt.Fprintf(out, "%-52s %10s %10s\n", "dashboard first contentful paint (Chromium)", paint.Round(time.Millisecond), fmt.Sprintf("≤ %s %s", targetPaint, verdict))
+	benchLine("dashboard first contentful paint", 1, paint, targetPaint)
 	return nil
+}
+
+// slug is a figure's name as a benchmark name: letters, digits and dashes.
+func slug(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
 }
 
 // load inserts rows synthetic samples spread over the 24 hours before now,
