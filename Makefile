@@ -62,7 +62,9 @@ vet: go-check
 
 ## test: the whole suite — real ClickHouse, real headless Chromium, a bounded fuzz run
 test: deps vet
-	$(GOTEST) ./...
+	$(GOTEST) -skip '^TestLab$$' ./...
+# the lab times emulated round trips: it runs alone, not beside the other packages' tests
+	$(GO) test ./collector/cmd/h3rum -run '^TestLab$$' -count=1
 # the interval-coverage simulation at full strength: under -race it runs a sixteenth of its data sets
 	$(GO) test ./queries -run '^TestIntervalCoverage$$' -count=1
 	$(MAKE) fuzz
