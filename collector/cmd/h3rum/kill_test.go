@@ -85,7 +85,18 @@ func startServeProcessOn(t testing.TB, cpus, dataDir string, args ...string) *se
 		}
 		p.exited <- cmd.Wait()
 	}()
-	t.Cleanup(func() { cmd.Process.Kill() })
+	// Stopped gracefully, so that it stops its ClickHouse before the test's
+	// temporary directories are removed; killed if it does not.
+	t.Cleanup(func() {
+		if cmd.Process.Signal(syscall.SIGTERM) != nil {
+			return // already exited
+		}
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
 	select {
 	case p.origin = <-ready:
 	case err := <-p.exited:
