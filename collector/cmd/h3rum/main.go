@@ -30,7 +30,7 @@ commands:
   migrate   apply the ClickHouse schema and exit
   report    print p50…p99 by region × protocol with the H3 − H2 difference
   lab       emulate regions on this machine (root), visit them with Chromium and check the report against them
-  agent     run the beacon's test from this machine, with cold, resumed and 0-RTT handshakes, and report it
+  agent     run the beacon's test from this machine, with full, resumed and 0-RTT handshakes, and report it
   version   print the version
 
 Run "h3rum <command> -h" for the flags of a command. Every flag can also be
