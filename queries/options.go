@@ -186,6 +186,11 @@ func (o *Options) exclusionMask() store.Exclusions {
 // any grouping but collector, a per-sample column.
 func (o *Options) runsTableHolds() bool { return o.By != "collector" && !o.Agent }
 
+// runsTableSelects reports whether the runs table holds o's whole
+// selection of samples: what runsTableHolds says, and parallel batches only
+// (its arrays hold no warm-up).
+func (o *Options) runsTableSelects() bool { return o.runsTableHolds() && !o.IncludeWarmup }
+
 // rollupAnswers reports whether the hourly rollup holds what o asks for.
 func (o *Options) rollupAnswers() bool {
 	return !o.IncludeWarmup && !o.IncludeFailed && !o.IncludeBots && !o.IncludeExcluded &&

@@ -244,16 +244,18 @@ func (rep *Report) finish() {
 
 // points reads counts and percentiles per group, outcome and batch order;
 // an outcome's percentiles are the mean of its two orders' (order.go).
+// Raw reports whose selection the runs table holds read it instead of the
+// samples (points_runs.sql): a row per run, and exact run counts.
 func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group) error {
-	name, q, args, err := sourceQuery("points", o, w, useRollup)
-	if err != nil {
-		return err
+	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, add) }
+	if !useRollup && o.runsTableSelects() {
+		read = func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) }
 	}
-	rows, err := conn.Query(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("querying percentiles (%s): %w", name, err)
-	}
-	defer rows.Close()
+	return pointsInto(o, read, get)
+}
+
+// pointsInto fills the groups from the rows read hands its add.
+func pointsInto(o *Options, read func(add pointRow) error, get func(string) *Group) error {
 	type byOrder struct {
 		s  *Stats
 		q  [2][]float64
@@ -285,28 +287,22 @@ func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRoll
 		}
 		return b
 	}
-	for rows.Next() {
-		var (
-			grp, outcome, order string
-			runs, nSamples      uint64
-			qs                  []float32
-		)
-		if err := rows.Scan(&grp, &outcome, &order, &runs, &nSamples, &qs); err != nil {
-			return fmt.Errorf("reading percentiles: %w", err)
-		}
+	// add takes one row of points_raw.sql's shape: a group × outcome ×
+	// order, or with outcome or order empty the totals over them.
+	add := func(grp, outcome, order string, runs, nSamples uint64, qs []float32) {
 		switch {
 		case grp == "":
-			continue // the grand total of WITH ROLLUP
+			return // the grand total of WITH ROLLUP
 		case outcome == "":
 			g := get(grp)
 			g.Runs, g.Samples = int(runs), int(nSamples)
-			continue
+			return
 		}
 		b := at(grp, outcome)
 		k, ok := orderIndex(order)
 		if !ok { // the outcome's totals over both orders
 			b.s.Runs, b.s.Samples = int(runs), int(nSamples)
-			continue
+			return
 		}
 		b.q[k], b.ok[k] = make([]float64, len(percentiles)), len(qs) == len(percentiles)
 		for i := range qs {
@@ -318,8 +314,8 @@ func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRoll
 			b.s.RunsByOrder.H3First = int(runs)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading percentiles: %w", err)
+	if err := read(add); err != nil {
+		return err
 	}
 	for _, b := range outcomes {
 		s := b.s
@@ -337,11 +333,100 @@ func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRoll
 	return nil
 }
 
+// pointRow is points(…)'s add: one row of points_raw.sql's shape.
+type pointRow func(grp, outcome, order string, runs, nSamples uint64, qs []float32)
+
+// pointsFromSamples reads points_raw.sql or points_rollup.sql.
+func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, add pointRow) error {
+	name, q, args, err := sourceQuery("points", o, w, useRollup)
+	if err != nil {
+		return err
+	}
+	return eachRowOf(ctx, conn, q, args, "percentiles ("+name+")", func(rows driver.Rows) error {
+		var (
+			grp, outcome, order string
+			runs, nSamples      uint64
+			qs                  []float32
+		)
+		if err := rows.Scan(&grp, &outcome, &order, &runs, &nSamples, &qs); err != nil {
+			return err
+		}
+		add(grp, outcome, order, runs, nSamples, qs)
+		return nil
+	})
+}
+
+// pointsFromRuns reads points_runs.sql, a row per group × order with the
+// outcomes side by side, and hands add the rows points_raw.sql would
+// return, totals included.
+func pointsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, add pointRow) error {
+	const name = "points_runs.sql"
+	q, err := query(name, o)
+	if err != nil {
+		return err
+	}
+	args := []any{b01(o.IncludeFailed), w.since, w.until, o.Site, o.Site, b01(o.IncludeBots),
+		b01(o.IncludeExcluded), uint8(o.exclusionMask())}
+	type counts struct{ runs, samples uint64 }
+	groups := map[string]*counts{}
+	byOutcome := map[[2]string]*counts{}
+	var seen []string // groups and outcomes in their first row's order
+	var keys [][2]string
+	names := [4]string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther}
+	err = eachRowOf(ctx, conn, q, args, "percentiles ("+name+")", func(rows driver.Rows) error {
+		var (
+			grp, ord string
+			runs, n  [5]uint64 // by names, then all outcomes
+			qs       [4][]float32
+		)
+		if err := rows.Scan(&grp, &ord,
+			&runs[0], &n[0], &qs[0], &runs[1], &n[1], &qs[1], &runs[2], &n[2], &qs[2], &runs[3], &n[3], &qs[3],
+			&runs[4], &n[4]); err != nil {
+			return err
+		}
+		g := groups[grp]
+		if g == nil {
+			g = &counts{}
+			groups[grp] = g
+			seen = append(seen, grp)
+		}
+		g.runs, g.samples = g.runs+runs[4], g.samples+n[4]
+		for i, oc := range names {
+			if n[i] == 0 {
+				continue
+			}
+			add(grp, oc, ord, runs[i], n[i], qs[i])
+			k := [2]string{grp, oc}
+			c := byOutcome[k]
+			if c == nil {
+				c = &counts{}
+				byOutcome[k] = c
+				keys = append(keys, k)
+			}
+			// A run has one batch order: its runs over both orders add up.
+			c.runs, c.samples = c.runs+runs[i], c.samples+n[i]
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		add(k[0], k[1], "", byOutcome[k].runs, byOutcome[k].samples, nil)
+	}
+	for _, grp := range seen {
+		if g := groups[grp]; g.samples > 0 { // a group whose requests all failed is not one
+			add(grp, "", "", g.runs, g.samples, nil)
+		}
+	}
+	return nil
+}
+
 // failures reads failed requests per group, origin and error code: from
 // the runs table when it holds the selection, else from the samples.
 func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
 	name := "failures_table.sql"
-	if o.IncludeWarmup || !o.runsTableHolds() {
+	if !o.runsTableSelects() {
 		name = "failures.sql"
 	}
 	return failuresFrom(ctx, conn, name, o, w, get)
@@ -380,12 +465,30 @@ func failuresFrom(ctx context.Context, conn driver.Conn, name string, o *Options
 	return nil
 }
 
-// timeline reads selected samples per hour and outcome.
+// timeline reads selected samples per hour and outcome: raw reports from
+// the runs table when it holds the selection.
 func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool) ([]Hour, error) {
-	name, q, args, err := sourceQuery("timeline", o, w, useRollup)
+	var (
+		name, q string
+		args    []any
+		err     error
+	)
+	if !useRollup && o.runsTableSelects() {
+		name = "timeline_runs.sql"
+		q, err = query(name, o)
+		args = []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded),
+			uint8(o.exclusionMask()), b01(o.IncludeFailed)}
+	} else {
+		name, q, args, err = sourceQuery("timeline", o, w, useRollup)
+	}
 	if err != nil {
 		return nil, err
 	}
+	return timelineFrom(ctx, conn, name, q, args)
+}
+
+// timelineFrom reads a timeline query: name's SQL q with its args.
+func timelineFrom(ctx context.Context, conn driver.Conn, name, q string, args []any) ([]Hour, error) {
 	rows, err := conn.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("querying timeline (%s): %w", name, err)
@@ -494,7 +597,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 // of browser runs, a grouping it has); else from the samples.
 func perRunQuery(o *Options, w window, names []string, thresholds []uint32) (name, q string, args []any, err error) {
 	name = "runs_table.sql"
-	if o.IncludeWarmup || !o.runsTableHolds() {
+	if !o.runsTableSelects() {
 		name = "runs.sql"
 	}
 	q, args, err = perRunSQL(name, o, w, names, thresholds)

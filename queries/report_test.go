@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 
 	"github.com/h3rum/h3rum/ingest/store"
@@ -763,8 +765,9 @@ func runsMatch(src Source, got, want int) bool {
 // runs table returns the very runs the samples do (runs_table.sql and
 // runs.sql) — the same sample of each thinned group, each run with the
 // same samples and batch order — so intervals and the paired view do not
-// depend on where the runs came from; and the same failures by origin and
-// code (failures_table.sql and failures.sql). Some runs' batch requests
+// depend on where the runs came from; the same failures by origin and
+// code (failures_table.sql and failures.sql); and the same raw point
+// estimates (points_runs.sql and points_raw.sql). Some runs' batch requests
 // all failed: with failures left out they have no sample, and neither
 // query returns them.
 func TestRunsTableAnswersAsTheSamples(t *testing.T) {
@@ -840,11 +843,85 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 			if len(fails[0]) == 0 || !reflect.DeepEqual(fails[0], fails[1]) {
 				t.Errorf("by %s %+v: failures from the samples %v, from the runs table %v", by, f, fails[0], fails[1])
 			}
+			comparePoints(t, ctx, conn, &o, w, fmt.Sprintf("by %s %+v", by, f))
 			if !maps.EqualFunc(got[0], got[1], func(a, b []runSamples) bool {
 				return slices.EqualFunc(a, b, func(x, y runSamples) bool { return compareRuns(x, y) == 0 && x.h3First == y.h3First })
 			}) {
 				for g := range got[0] {
 					t.Errorf("by %s %+v: group %s: %d runs from the samples, %d from the runs table", by, f, g, len(got[0][g]), len(got[1][g]))
+				}
+			}
+		}
+	}
+}
+
+// comparePoints checks that the raw point estimates from the runs table
+// (points_runs.sql) equal those from the samples (points_raw.sql): the
+// same groups, run and sample counts per group, outcome and batch order
+// (uniq is exact at these sizes), and percentiles within the t-digest's
+// error, which depends on the order values arrive in.
+func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Options, w window, what string) {
+	t.Helper()
+	var got [2]map[string]*Group
+	for k, read := range []func(pointRow) error{
+		func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, false, add) },
+		func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) },
+	} {
+		groups := map[string]*Group{}
+		if err := pointsInto(o, read, func(g string) *Group { return groupOf(groups, g) }); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got[k] = groups
+	}
+	if len(got[0]) == 0 {
+		t.Fatalf("%s: no point estimates", what)
+	}
+	// The raw timeline likewise (timeline_runs.sql and timeline_raw.sql).
+	fromRuns, err := timeline(ctx, conn, o, w, false)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	name, q, args, err := sourceQuery("timeline", o, w, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromSamples, err := timelineFrom(ctx, conn, name, q, args)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if len(fromSamples) == 0 || !slices.Equal(fromSamples, fromRuns) {
+		t.Errorf("%s: timeline from the samples %+v, from the runs table %+v", what, fromSamples, fromRuns)
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(got[0])), slices.Sorted(maps.Keys(got[1]))) {
+		t.Fatalf("%s: groups from the samples %v, from the runs table %v", what,
+			slices.Sorted(maps.Keys(got[0])), slices.Sorted(maps.Keys(got[1])))
+	}
+	for name, a := range got[0] {
+		b := got[1][name]
+		if a.Runs != b.Runs || a.Samples != b.Samples {
+			t.Errorf("%s: group %s: %d runs, %d samples from the samples; %d, %d from the runs table",
+				what, name, a.Runs, a.Samples, b.Runs, b.Samples)
+		}
+		for i, oa := range a.outcomes() {
+			ob := b.outcomes()[i]
+			if (oa.s == nil) != (ob.s == nil) {
+				t.Errorf("%s: group %s %s: present %v from the samples, %v from the runs table",
+					what, name, oa.key, oa.s != nil, ob.s != nil)
+				continue
+			}
+			if oa.s == nil {
+				continue
+			}
+			x, y := oa.s, ob.s
+			if x.Runs != y.Runs || x.Samples != y.Samples || x.RunsByOrder != y.RunsByOrder {
+				t.Errorf("%s: group %s %s: runs %d (%+v), samples %d from the samples; %d (%+v), %d from the runs table",
+					what, name, oa.key, x.Runs, x.RunsByOrder, x.Samples, y.Runs, y.RunsByOrder, y.Samples)
+			}
+			for j := range x.Percentiles {
+				p, q := x.Percentiles[j].MS, y.Percentiles[j].MS
+				if math.Abs(p-q) > 0.5+0.03*math.Abs(p) {
+					t.Errorf("%s: group %s %s p%g: %.3f ms from the samples, %.3f from the runs table",
+						what, name, oa.key, x.Percentiles[j].P, p, q)
 				}
 			}
 		}

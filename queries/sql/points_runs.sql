@@ -1,0 +1,44 @@
+-- points_raw.sql from the runs table, which holds each run's parallel
+-- requests as arrays (store migration 0039): one row per run instead of
+-- every sample of the window, and exact run counts (a run counts in an
+-- outcome when it holds one of its selected requests) instead of uniq's
+-- estimate. For raw reports whose selection the runs table holds:
+-- parallel batches of browser runs, a grouping it has. One row per group
+-- × batch order, with each outcome's runs, samples and percentiles side
+-- by side (h2, h3, the fallback, other), and the runs and samples of all
+-- outcomes together; Go derives the totals points_raw.sql gets from WITH
+-- ROLLUP (a run has one batch order, so an outcome's runs over both orders
+-- are a sum). Parameters: include_failed, since, until, site twice,
+-- include_bots, include_excluded, the exclusion bits that count.
+SELECT
+    grp,
+    ord,
+    countIf(notEmpty(d_h2)) AS runs_h2, sum(length(d_h2)) AS n_h2,
+    quantilesTDigestArray(/*LEVELS*/)(d_h2) AS q_h2,
+    countIf(notEmpty(d_h3)) AS runs_h3, sum(length(d_h3)) AS n_h3,
+    quantilesTDigestArray(/*LEVELS*/)(d_h3) AS q_h3,
+    countIf(notEmpty(d_fb)) AS runs_fb, sum(length(d_fb)) AS n_fb,
+    quantilesTDigestArray(/*LEVELS*/)(d_fb) AS q_fb,
+    countIf(notEmpty(d_other)) AS runs_other, sum(length(d_other)) AS n_other,
+    quantilesTDigestArray(/*LEVELS*/)(d_other) AS q_other,
+    countIf(kept > 0) AS runs_all, sum(kept) AS n_all
+FROM
+(
+    SELECT
+        /*GROUP*/ AS grp,
+        toString(param_order) AS ord,
+        arrayMap(e -> e = '' OR ? = 1, errors) AS keep,
+        arraySum(keep) AS kept,
+        arrayFilter((d, o, k) -> k AND o = 'h2', durations, outcomes, keep) AS d_h2,
+        arrayFilter((d, o, k) -> k AND o = 'h3', durations, outcomes, keep) AS d_h3,
+        arrayFilter((d, o, k) -> k AND o = 'wanted_h3_got_h2', durations, outcomes, keep) AS d_fb,
+        arrayFilter((d, o, k) -> k AND o = 'other', durations, outcomes, keep) AS d_other
+    FROM runs
+    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
+      AND /*DESIGN*/
+)
+GROUP BY grp, ord
+ORDER BY grp, ord
