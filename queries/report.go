@@ -476,8 +476,9 @@ func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRo
 	if !useRollup && o.runsTableSelects() {
 		name = "timeline_runs.sql"
 		q, err = query(name, o)
-		args = []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded),
-			uint8(o.exclusionMask()), b01(o.IncludeFailed)}
+		f := b01(o.IncludeFailed)
+		args = []any{f, f, f, f, w.since, w.until, o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded),
+			uint8(o.exclusionMask())}
 	} else {
 		name, q, args, err = sourceQuery("timeline", o, w, useRollup)
 	}

@@ -1,20 +1,28 @@
 -- timeline_raw.sql from the runs table: each run's parallel requests are
 -- elements of its arrays (store migration 0039), so the window's runs are
--- read instead of its samples. For raw reports whose selection the runs
+-- read instead of its samples, counted per hour and outcome side by side
+-- (a quarter less work than an ARRAY JOIN of every request) and turned
+-- into timeline_raw.sql's rows. For raw reports whose selection the runs
 -- table holds: parallel batches of browser runs, a grouping it has.
--- Parameters: since, until, site twice, include_bots, include_excluded,
--- the exclusion bits that count, include_failed.
-SELECT
-    toStartOfHour(time) AS h,
-    toString(o) AS oc,
-    count() AS n
-FROM runs
-ARRAY JOIN outcomes AS o, errors AS e
-WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-  AND (? = '' OR site = ?)
-  AND (? = 1 OR bot = 0)
-  AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-  AND /*DESIGN*/
-  AND (e = '' OR ? = 1)
-GROUP BY h, oc
+-- Parameters: include_failed four times, since, until, site twice,
+-- include_bots, include_excluded, the exclusion bits that count.
+SELECT h, c.1 AS oc, c.2 AS n
+FROM
+(
+    SELECT
+        toStartOfHour(time) AS h,
+        sum(arrayCount((o, e) -> o = 'h2' AND (e = '' OR ? = 1), outcomes, errors)) AS n_h2,
+        sum(arrayCount((o, e) -> o = 'h3' AND (e = '' OR ? = 1), outcomes, errors)) AS n_h3,
+        sum(arrayCount((o, e) -> o = 'wanted_h3_got_h2' AND (e = '' OR ? = 1), outcomes, errors)) AS n_fb,
+        sum(arrayCount((o, e) -> o = 'other' AND (e = '' OR ? = 1), outcomes, errors)) AS n_other
+    FROM runs
+    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
+      AND /*DESIGN*/
+    GROUP BY h
+)
+ARRAY JOIN [('h2', n_h2), ('h3', n_h3), ('wanted_h3_got_h2', n_fb), ('other', n_other)] AS c
+WHERE n > 0
 ORDER BY h, oc
