@@ -6,18 +6,15 @@ package agenttest
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/netip"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/h3rum/h3rum/collector/internal/udprelay"
 	"github.com/h3rum/h3rum/collector/origin"
 )
 
@@ -80,122 +77,9 @@ func Start(t testing.TB) *Origins {
 		t.Fatalf("%s holds no certificate", d.CAFile)
 	}
 	h3, h2 := s.Addrs()
-	relay := DelayUDP(t, h3, QUICRTT/2)
+	relay := udprelay.Delay(t, h3, QUICRTT/2)
 	o.H3 = fmt.Sprintf("https://localhost:%d", relay.Port())
 	o.H2 = fmt.Sprintf("https://localhost:%d", h2.Port())
 	o.Resolve = map[string]string{"localhost": relay.Addr().String()}
 	return o
-}
-
-// relayIdle is how long the relay keeps a client's upstream socket
-// without traffic from the target.
-const relayIdle = time.Second
-
-// DelayUDP relays datagrams between its clients and target, holding each
-// one for delay in either direction, in order, until the test ends; it
-// returns the relay's address. Each client address gets a socket of its
-// own towards target (so the server sees one peer per client), closed
-// after relayIdle without an answer. A test of HTTP/3 through it gets a
-// known round trip of twice delay (see QUICRTT for why loopback alone is
-// not enough).
-func DelayUDP(t testing.TB, target netip.AddrPort, delay time.Duration) netip.AddrPort {
-	t.Helper()
-	ln, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(target.Addr(), 0)))
-	if err != nil {
-		t.Fatalf("relay: %v", err)
-	}
-	type held struct {
-		at time.Time
-		p  []byte
-	}
-	type link struct {
-		up   *net.UDPConn
-		toUp chan held
-	}
-	var (
-		mu     sync.Mutex
-		links  = map[netip.AddrPort]*link{}
-		closed bool
-		wg     sync.WaitGroup
-	)
-	t.Cleanup(func() {
-		mu.Lock()
-		closed = true
-		for from, l := range links {
-			delete(links, from)
-			close(l.toUp)
-			l.up.Close()
-		}
-		mu.Unlock()
-		ln.Close()
-		wg.Wait()
-	})
-	// pump sends what ch holds, each datagram when its time has come.
-	pump := func(ch <-chan held, send func([]byte)) {
-		for h := range ch {
-			time.Sleep(time.Until(h.at))
-			send(h.p)
-		}
-	}
-	hold := func(p []byte) held { return held{time.Now().Add(delay), append([]byte(nil), p...)} }
-	wg.Go(func() {
-		buf := make([]byte, 1<<16)
-		for {
-			n, from, err := ln.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return // closed
-			}
-			h := hold(buf[:n])
-			mu.Lock()
-			if closed {
-				mu.Unlock()
-				return
-			}
-			l := links[from]
-			if l == nil {
-				up, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(target))
-				if err != nil {
-					mu.Unlock()
-					t.Errorf("relay: %v", err)
-					continue
-				}
-				l = &link{up: up, toUp: make(chan held, 1024)}
-				links[from] = l
-				toClient := make(chan held, 1024)
-				wg.Go(func() { pump(l.toUp, func(p []byte) { up.Write(p) }) })
-				wg.Go(func() { pump(toClient, func(p []byte) { ln.WriteToUDPAddrPort(p, from) }) })
-				wg.Go(func() { // target → client, until idle or closed
-					defer close(toClient)
-					b := make([]byte, 1<<16)
-					for {
-						up.SetReadDeadline(time.Now().Add(relayIdle))
-						n, err := up.Read(b)
-						if errors.Is(err, os.ErrDeadlineExceeded) {
-							mu.Lock()
-							if links[from] == l {
-								delete(links, from)
-								close(l.toUp)
-							}
-							mu.Unlock()
-							up.Close()
-							return
-						}
-						if err != nil {
-							return
-						}
-						select {
-						case toClient <- hold(b[:n]):
-						default: // a full queue drops, as a router's would
-						}
-					}
-				})
-			}
-			select {
-			case l.toUp <- h:
-			default:
-			}
-			mu.Unlock()
-		}
-	})
-	return ln.LocalAddr().(*net.UDPAddr).AddrPort()
 }

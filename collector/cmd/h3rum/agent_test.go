@@ -15,6 +15,7 @@ import (
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/collector/agent"
 	"github.com/h3rum/h3rum/collector/agent/agenttest"
+	"github.com/h3rum/h3rum/collector/internal/udprelay"
 	"github.com/h3rum/h3rum/ingest"
 )
 
@@ -127,7 +128,7 @@ func TestAgentEndToEnd(t *testing.T) {
 	// races on an early connection whose handshake ends while it opens
 	// the request stream.
 	h3, _ := ts.srv.Addrs()
-	relay := agenttest.DelayUDP(t, h3, agenttest.QUICRTT/2)
+	relay := udprelay.Delay(t, h3, agenttest.QUICRTT/2)
 	args := []string{"--h3", fmt.Sprintf("https://localhost:%d", relay.Port()), "--h2", ts.h2, "--ca", filepath.Join(ts.dataDir, "dev-ca.pem"),
 		"--resolve", "localhost=" + relay.Addr().String(),
 		"--ingest", "wss" + strings.TrimPrefix(ts.h2, "https") + "/ingest/ws", "--count", strconv.Itoa(runs), "--interval", "10ms"}
