@@ -31,7 +31,8 @@ type ITTStats struct {
 
 // itt reads the intention-to-treat view of every group: from the rollup
 // plus the window's raw edges where the rollup has the grouping, else from
-// raw rows (sql/itt_rollup.sql, sql/itt_raw.sql). Its selection is fixed
+// raw rows: the runs table's where it has the grouping (sql/itt_rollup.sql,
+// sql/itt_runs.sql, sql/itt_raw.sql). Its selection is fixed
 // (every parallel request of the design's non-bot runs), so the report's
 // widening options do not matter here.
 func itt(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
@@ -41,17 +42,26 @@ func itt(ctx context.Context, conn driver.Conn, o *Options, w window, get func(s
 		args    []any
 		err     error
 	)
-	if useRollup {
+	switch {
+	case useRollup:
 		name, q, args, err = sourceQuery("itt", o, w, true)
-	} else {
+	case o.runsTableHolds():
+		name, args = "itt_runs.sql", []any{w.since, w.until, o.Site, o.Site}
+		q, err = query(name, o)
+	default:
 		name, args = "itt_raw.sql", []any{w.since, w.until, o.Site, o.Site}
 		q, err = query(name, o)
 	}
 	if err != nil {
 		return err
 	}
+	return ittFrom(ctx, conn, name, q, args, get)
+}
+
+// ittFrom reads an intention-to-treat query: name's SQL q with its args.
+func ittFrom(ctx context.Context, conn driver.Conn, name, q string, args []any, get func(string) *Group) error {
 	var touched []*Group
-	err = eachRowOf(ctx, conn, q, args, "the intention-to-treat view ("+name+")", func(rows driver.Rows) error {
+	err := eachRowOf(ctx, conn, q, args, "the intention-to-treat view ("+name+")", func(rows driver.Rows) error {
 		var (
 			grp, sentTo                     string
 			runs, samples, failed, failRuns uint64

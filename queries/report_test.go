@@ -767,7 +767,8 @@ func runsMatch(src Source, got, want int) bool {
 // same samples and batch order — so intervals and the paired view do not
 // depend on where the runs came from; the same failures by origin and
 // code (failures_table.sql and failures.sql); and the same raw point
-// estimates (points_runs.sql and points_raw.sql). Some runs' batch requests
+// estimates, timeline and intention-to-treat view (points_runs.sql,
+// timeline_runs.sql and itt_runs.sql against their _raw.sql). Some runs' batch requests
 // all failed: with failures left out they have no sample, and neither
 // query returns them.
 func TestRunsTableAnswersAsTheSamples(t *testing.T) {
@@ -891,6 +892,53 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 	}
 	if len(fromSamples) == 0 || !slices.Equal(fromSamples, fromRuns) {
 		t.Errorf("%s: timeline from the samples %+v, from the runs table %+v", what, fromSamples, fromRuns)
+	}
+	// And the intention-to-treat view (itt_runs.sql and itt_raw.sql).
+	var itts [2]map[string]*Group
+	for k, name := range []string{"itt_raw.sql", "itt_runs.sql"} {
+		q, err := query(name, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups := map[string]*Group{}
+		if err := ittFrom(ctx, conn, name, q, []any{w.since, w.until, o.Site, o.Site}, func(g string) *Group { return groupOf(groups, g) }); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		itts[k] = groups
+	}
+	if len(itts[0]) == 0 || len(itts[0]) != len(itts[1]) {
+		t.Fatalf("%s: intention-to-treat groups from the samples %d, from the runs table %d", what, len(itts[0]), len(itts[1]))
+	}
+	for name, a := range itts[0] {
+		b := itts[1][name]
+		if b == nil || b.ITT == nil {
+			t.Errorf("%s: group %s has no intention-to-treat view from the runs table", what, name)
+			continue
+		}
+		for _, side := range []struct {
+			origin string
+			x, y   *ITTStats
+		}{{"h2", a.ITT.H2, b.ITT.H2}, {"h3", a.ITT.H3, b.ITT.H3}} {
+			x, y := side.x, side.y
+			if (x == nil) != (y == nil) {
+				t.Errorf("%s: group %s sent to %s: present %v from the samples, %v from the runs table", what, name, side.origin, x != nil, y != nil)
+				continue
+			}
+			if x == nil {
+				continue
+			}
+			if x.Runs != y.Runs || x.Samples != y.Samples || x.Failed != y.Failed || x.FailedRuns != y.FailedRuns {
+				t.Errorf("%s: group %s sent to %s: runs, samples, failed, failed runs %d %d %d %d from the samples; %d %d %d %d from the runs table",
+					what, name, side.origin, x.Runs, x.Samples, x.Failed, x.FailedRuns, y.Runs, y.Samples, y.Failed, y.FailedRuns)
+			}
+			for j := range x.Percentiles {
+				p, q := x.Percentiles[j].MS, y.Percentiles[j].MS
+				if math.Abs(p-q) > 0.5+0.03*math.Abs(p) {
+					t.Errorf("%s: group %s sent to %s p%g: %.3f ms from the samples, %.3f from the runs table",
+						what, name, side.origin, x.Percentiles[j].P, p, q)
+				}
+			}
+		}
 	}
 	if !slices.Equal(slices.Sorted(maps.Keys(got[0])), slices.Sorted(maps.Keys(got[1]))) {
 		t.Fatalf("%s: groups from the samples %v, from the runs table %v", what,

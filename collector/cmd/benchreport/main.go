@@ -46,7 +46,7 @@ const (
 	// The complete report from the rollup: intervals, the paired view,
 	// failures, the excluded runs (issue 11).
 	targetComplete = 400 * time.Millisecond
-	targetPaint    = time.Second
+	targetPaint    = 500 * time.Millisecond // the decisions on the open issues: ≤ 500 ms
 )
 
 func run(ctx context.Context, args []string, out io.Writer) error {
