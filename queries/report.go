@@ -365,8 +365,7 @@ func pointsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window,
 	if err != nil {
 		return err
 	}
-	args := []any{b01(o.IncludeFailed), w.since, w.until, o.Site, o.Site, b01(o.IncludeBots),
-		b01(o.IncludeExcluded), uint8(o.exclusionMask())}
+	args := append([]any{b01(o.IncludeFailed)}, runsArgs(o, w)...)
 	type counts struct{ runs, samples uint64 }
 	groups := map[string]*counts{}
 	byOutcome := map[[2]string]*counts{}
@@ -477,8 +476,7 @@ func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRo
 		name = "timeline_runs.sql"
 		q, err = query(name, o)
 		f := b01(o.IncludeFailed)
-		args = []any{f, f, f, f, w.since, w.until, o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded),
-			uint8(o.exclusionMask())}
+		args = append([]any{f, f, f, f}, runsArgs(o, w)...)
 	} else {
 		name, q, args, err = sourceQuery("timeline", o, w, useRollup)
 	}
@@ -612,8 +610,7 @@ func perRunSQL(name string, o *Options, w window, names []string, thresholds []u
 	if name == "runs.sql" {
 		return q, append([]any{names, thresholds}, rawArgs(o, w)...), err
 	}
-	return q, []any{b01(o.IncludeFailed), names, thresholds, w.since, w.until, o.Site, o.Site,
-		b01(o.IncludeBots), b01(o.IncludeExcluded), uint8(o.exclusionMask())}, err
+	return q, append([]any{b01(o.IncludeFailed), names, thresholds}, runsArgs(o, w)...), err
 }
 
 // fetchRuns runs q, a per-run query (runs.sql or runs_table.sql), and

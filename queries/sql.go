@@ -49,7 +49,7 @@ func query(name string, o *Options) (string, error) {
 	if !ok {
 		return "", invalid("unknown grouping %q", o.By)
 	}
-	q := strings.ReplaceAll(string(b), "/*SELECTION*/", selectionSQL)
+	q := strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL).Replace(string(b))
 	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL()).Replace(q), nil
 }
 
@@ -75,6 +75,22 @@ const selectionSQL = `time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC
       AND (? = 1 OR bot = 0)
       AND (? = 1 OR bitAnd(exclusions, ?) = 0)
       AND /*DESIGN*/`
+
+// runsSelectionSQL is selectionSQL for the runs table (one row per run,
+// its parallel requests as arrays), every runs-table query's
+// /*RUNS SELECTION*/: the window, the site, bots and exclusions (the
+// phase is parallel, and failures are left out of a run's arrays by each
+// file). runsArgs binds its parameters, in this order.
+const runsSelectionSQL = `time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
+      AND /*DESIGN*/`
+
+// runsArgs are the parameters of runsSelectionSQL.
+func runsArgs(o *Options, w window) []any {
+	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded), uint8(o.exclusionMask())}
+}
 
 // window is the report window in the forms the SQL files bind.
 type window struct {

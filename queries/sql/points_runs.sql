@@ -34,11 +34,7 @@ FROM
         arrayFilter((d, o, k) -> k AND o = 'wanted_h3_got_h2', durations, outcomes, keep) AS d_fb,
         arrayFilter((d, o, k) -> k AND o = 'other', durations, outcomes, keep) AS d_other
     FROM runs
-    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
-      AND (? = 1 OR bot = 0)
-      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-      AND /*DESIGN*/
+    WHERE /*RUNS SELECTION*/
 )
 GROUP BY grp, ord
 ORDER BY grp, ord

@@ -16,11 +16,7 @@ FROM
         sum(arrayCount((o, e) -> o = 'wanted_h3_got_h2' AND (e = '' OR ? = 1), outcomes, errors)) AS n_fb,
         sum(arrayCount((o, e) -> o = 'other' AND (e = '' OR ? = 1), outcomes, errors)) AS n_other
     FROM runs
-    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
-      AND (? = 1 OR bot = 0)
-      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-      AND /*DESIGN*/
+    WHERE /*RUNS SELECTION*/
     GROUP BY h
 )
 ARRAY JOIN [('h2', n_h2), ('h3', n_h3), ('wanted_h3_got_h2', n_fb), ('other', n_other)] AS c
