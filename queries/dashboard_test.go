@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/h3rum/h3rum/beacon/chromium"
 	"github.com/h3rum/h3rum/queries/synth"
 )
@@ -223,5 +225,45 @@ func TestDashboardStreamsEstimateThenComplete(t *testing.T) {
 	}
 	if !strings.HasSuffix(strings.TrimSpace(body), "</html>") {
 		t.Errorf("page not closed: …%s", body[max(0, len(body)-80):])
+	}
+}
+
+// TestDashboardHeadFirst: the page's head (style sheet and script) is sent
+// before the report is computed; options are checked before it, so a bad
+// request is still a 400 with its reason, while a report that fails after
+// the head is shown in the page.
+func TestDashboardHeadFirst(t *testing.T) {
+	down, err := clickhouse.Open(&clickhouse.Options{Addr: []string{"127.0.0.1:1"}, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	h := &Handler{Conn: down, AllowOpen: true}
+	for _, tc := range []struct {
+		name, query string
+		code        int
+		want        []string
+	}{
+		{"options refused", "?replicates=20000", 400, []string{"replicates 20000 is more than"}},
+		{"database down", "?since=1h", 200, []string{`<link rel="stylesheet" href="/dashboard.css">`, `id="estimate-failed"`, "The report failed: ", "</html>"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "http://localhost/dashboard"+tc.query, nil)
+			req.RemoteAddr = "127.0.0.1:5000"
+			h.ServeHTTP(rec, req)
+			body := rec.Body.String()
+			if rec.Code != tc.code {
+				t.Fatalf("status %d, want %d: %s", rec.Code, tc.code, body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q:\n%s", w, body)
+				}
+			}
+			if tc.code == 400 && strings.Contains(body, "<html") {
+				t.Errorf("a refused request got the page's head:\n%s", body)
+			}
+		})
 	}
 }

@@ -263,12 +263,31 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 // browser paints them, then the complete report — intervals and the paired
 // view need the per-run bootstrap, most of the time — inside a <template>
 // that dashboard.js swaps in. Without JavaScript the estimate stays.
+//
+// The page's head goes out before anything is computed, so the browser
+// fetches the style sheet and script while the estimate is: options are
+// validated first (a bad request still gets 400), and an estimate that
+// fails after that is shown in the page, whose status is then sent.
 func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Options) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
+	check := o // Estimate validates its own copy
+	if err := check.Validate(); err != nil {
+		h.reportFailed(w, err)
+		return
+	}
+	securityHeaders(w)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := dashboardTmpl.ExecuteTemplate(w, "head", struct{ By string }{o.By}); err != nil {
+		h.log.Warn("rendering dashboard", "err", err)
+		return
+	}
+	http.NewResponseController(w).Flush()
 	rep, err := Estimate(ctx, h.Conn, o)
 	if err != nil {
-		h.reportFailed(w, err)
+		h.log.Warn("report failed", "err", err)
+		writeSoon(w)
+		dashboardTmpl.ExecuteTemplate(w, "failed", err.Error())
 		return
 	}
 	live := h.Hub != nil
@@ -281,11 +300,11 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Opti
 	}
 	if err != nil {
 		h.log.Warn("rendering dashboard", "err", err)
-		fail(w, http.StatusInternalServerError, "rendering dashboard: "+err.Error())
+		writeSoon(w)
+		dashboardTmpl.ExecuteTemplate(w, "failed", "rendering: "+err.Error())
 		return
 	}
-	securityHeaders(w)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	writeSoon(w)
 	w.Write(first.Bytes())
 	http.NewResponseController(w).Flush()
 
