@@ -91,9 +91,10 @@ var agentHandshakes = []struct {
 }{{"h3", "full", 2}, {"h3", "0rtt", 1}, {"h2", "full", 3}}
 
 // agentVerdict checks one region's agent runs: HTTP/3 availability (all
-// where UDP passes, none where it is blocked), and on a lossless path long
-// enough to time (R ≥ 10 ms) the warm medians against R and the
-// handshakes against their round trips, within the tolerance. R is the
+// where UDP passes below 3 % loss, none where it is blocked), and on a
+// lossless path long enough to time (R ≥ 10 ms) the warm medians against R
+// and the handshakes against their round trips, within the tolerance,
+// after the request overhead the warm median shows beyond R. R is the
 // injected round trip plus the emulator's own delay; the agent adds no
 // browser to calibrate away.
 func (c *labConfig) agentVerdict(g *queries.Group, r *lab.RegionLink, R float64, check func(bool, string, ...any), note func(string, ...any)) {
@@ -105,9 +106,14 @@ func (c *labConfig) agentVerdict(g *queries.Group, r *lab.RegionLink, R float64,
 	if g.Availability != nil {
 		avail = g.Availability.Share
 	}
-	if r.BlockUDP {
+	switch {
+	case r.BlockUDP:
 		check(avail == 0, "agent HTTP/3 availability %.0f %% (want 0)", 100*avail)
-	} else {
+	case max(r.Up.LossPct, r.Down.LossPct) >= 3:
+		// The agent never falls back to TCP: under heavy loss a request
+		// that timed out is loss, not a blocked path (1 run in 25 here).
+		note("agent HTTP/3 availability %.0f %% (not checked under loss)", 100*avail)
+	default:
 		check(avail == 1, "agent HTTP/3 availability %.0f %%", 100*avail)
 	}
 	if R < 10 {
@@ -115,6 +121,10 @@ func (c *labConfig) agentVerdict(g *queries.Group, r *lab.RegionLink, R float64,
 		return
 	}
 	lossy := max(r.Up.LossPct, r.Down.LossPct) >= 1
+	// over is each protocol's request overhead beyond the round trip, from
+	// its warm median: what a handshake's request costs besides its round
+	// trips (server, TLS and QUIC processing, a few ms here).
+	over := map[string]float64{}
 	for _, s := range []struct {
 		name string
 		st   *queries.Stats
@@ -124,6 +134,7 @@ func (c *labConfig) agentVerdict(g *queries.Group, r *lab.RegionLink, R float64,
 		}
 		p50 := s.st.Percentiles[0].MS
 		check(math.Abs(p50-R) <= c.tolerance*R, "agent %s warm p50 %.1f ms (want %.1f)", s.name, p50, R)
+		over[s.name] = max(0, p50-R)
 	}
 	for _, want := range agentHandshakes {
 		if r.BlockUDP && want.proto == "h3" {
@@ -145,6 +156,9 @@ func (c *labConfig) agentVerdict(g *queries.Group, r *lab.RegionLink, R float64,
 			note("agent %s %.2fR (loss: not checked)", label, trips)
 			continue
 		}
-		check(math.Abs(trips-want.trips) <= c.tolerance*want.trips, "agent %s %.2fR (want %.0fR)", label, trips, want.trips)
+		o := over[want.proto]
+		trips = (got.Percentiles[0].MS - o) / R
+		check(math.Abs(trips-want.trips) <= c.tolerance*want.trips, "agent %s %.2fR after %.1f ms of request overhead (want %.0fR)",
+			label, trips, o, want.trips)
 	}
 }
