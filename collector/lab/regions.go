@@ -32,6 +32,10 @@ type Region struct {
 	// both ways and silently, as a middlebox that blocks QUIC does. Default
 	// false.
 	BlockUDP bool `json:"block_udp,omitempty"`
+	// Runs is how many Chromium visits the region gets, instead of the
+	// lab's --runs: more where a comparison needs them (a tail under loss).
+	// Optional; 1 to 1000.
+	Runs int `json:"runs,omitempty"`
 }
 
 // Path is one direction of a region's link. The zero Path is a perfect wire:
@@ -173,6 +177,9 @@ func (r *Region) validate() error {
 	}
 	if !continents[r.Continent] {
 		bad("continent", "%q is not one of AF AN AS EU NA OC SA", r.Continent)
+	}
+	if r.Runs < 0 || r.Runs > 1000 {
+		bad("runs", "%d is outside [1, 1000] (0 or absent: the lab's --runs)", r.Runs)
 	}
 	for _, p := range []struct {
 		name string

@@ -48,7 +48,7 @@ func TestParseRegions(t *testing.T) {
 		want       string // substring of the error; "" for none
 	}{
 		{"ok", `{"regions": [` + ok + `]}`, ""},
-		{"all fields", `{"regions": [{"name": "far", "about": "x", "country": "AU", "continent": "OC", "block_udp": true,
+		{"all fields", `{"regions": [{"name": "far", "about": "x", "country": "AU", "continent": "OC", "block_udp": true, "runs": 30,
 			"up": {"delay_ms": 120, "jitter_ms": 5, "loss_pct": 1, "loss_burst": 2, "rate_kbit": 20000},
 			"down": {"delay_ms": 120}}]}`, ""},
 		{"syntax error line", "{\"regions\": [\n" + ok + ",\n{\"name\": }\n]}", "regions.json: line 3, column 10"},
@@ -69,6 +69,8 @@ func TestParseRegions(t *testing.T) {
 		{"burst under 1", `{"regions": [{"name": "a", "country": "DE", "continent": "EU", "up": {"loss_pct": 1, "loss_burst": 0.5}}]}`, "up.loss_burst: 0.5"},
 		{"burst too long for loss", `{"regions": [{"name": "a", "country": "DE", "continent": "EU", "up": {"loss_pct": 90, "loss_burst": 2}}]}`, "too long a burst"},
 		{"negative rate", `{"regions": [{"name": "a", "country": "DE", "continent": "EU", "up": {"rate_kbit": -1}}]}`, "up.rate_kbit"},
+		{"negative runs", `{"regions": [{"name": "a", "country": "DE", "continent": "EU", "runs": -1}]}`, "regions[0] (a).runs: -1"},
+		{"too many runs", `{"regions": [{"name": "a", "country": "DE", "continent": "EU", "runs": 1001}]}`, "runs: 1001 is outside"},
 		{"duplicate name", `{"regions": [` + ok + `, ` + ok + `]}`, `regions[1].name: "near" is also regions[0]`},
 		{"every error at once", `{"regions": [{"name": "a", "country": "d", "continent": "x", "up": {"delay_ms": -1}}]}`, "country"},
 	} {

@@ -59,7 +59,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
 	var c labConfig
 	fs.StringVar(&c.regions, "regions", "deploy/lab/regions.json", "the emulated regions (see collector/lab/README.md)")
-	fs.IntVar(&c.runs, "runs", 10, "Chromium visits of the demo page per region")
+	fs.IntVar(&c.runs, "runs", 10, "Chromium visits of the demo page per region (a region's \"runs\" overrides it)")
 	fs.IntVar(&c.concurrency, "concurrency", 1, "visits at a time, across regions (more load the machine and inflate the timings)")
 	fs.StringVar(&c.dataDir, "data-dir", "", "the lab collector's data directory (default: a temporary one, removed at the end)")
 	fs.DurationVar(&c.runTimeout, "run-timeout", 60*time.Second, "how long one visit may take to store its run")
@@ -187,15 +187,34 @@ type engine struct {
 // visits per region whose run never arrived.
 type labPass struct {
 	engine engine
-	runs   int
+	runs   int // per region, unless the region says (runsOf)
 	rep    *queries.Report
 	failed map[string]int
+}
+
+// runsOf is how many visits region r gets in a pass of runs per region:
+// the region's own count, for Chromium, where it gives one.
+func runsOf(r *lab.RegionLink, e engine, runs int) int {
+	if e.name == "chromium" && r.Runs > 0 {
+		return r.Runs
+	}
+	return runs
 }
 
 // browserPass runs an engine's visits from every region and reports them
 // by continent over the pass's own window.
 func (c *labConfig) browserPass(ctx context.Context, l *lab.Lab, conn driver.Conn, e engine, runs int, out io.Writer) (*labPass, error) {
-	fmt.Fprintf(out, "\n%s: %d visits per region\n", e.name, runs)
+	var own []string
+	for _, r := range l.Regions {
+		if n := runsOf(r, e, runs); n != runs {
+			own = append(own, fmt.Sprintf("%s %d", r.Name, n))
+		}
+	}
+	if len(own) > 0 {
+		fmt.Fprintf(out, "\n%s: %d visits per region (%s)\n", e.name, runs, strings.Join(own, ", "))
+	} else {
+		fmt.Fprintf(out, "\n%s: %d visits per region\n", e.name, runs)
+	}
 	start := time.Now().UTC().Add(-time.Second)
 	failed := c.visit(ctx, l, e, runs, conn, out)
 	if err := ctx.Err(); err != nil {
@@ -382,7 +401,11 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, e engine, runs int, c
 	)
 	page := fmt.Sprintf("https://%s:%d/demo", labH3Host, labH3Port)
 	rules := fmt.Sprintf("MAP %s %s, MAP %s %s", labH3Host, lab.CollectorAddr, labH2Host, lab.CollectorAddr)
-	total := runs * len(l.Regions)
+	total, most := 0, 0
+	for _, r := range l.Regions {
+		total += runsOf(r, e, runs)
+		most = max(most, runsOf(r, e, runs))
+	}
 	for range c.concurrency {
 		wg.Go(func() {
 			for j := range jobs {
@@ -400,8 +423,11 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, e engine, runs int, c
 			}
 		})
 	}
-	for range runs {
+	for i := range most {
 		for _, r := range l.Regions {
+			if i >= runsOf(r, e, runs) {
+				continue
+			}
 			select {
 			case jobs <- job{r}:
 			case <-ctx.Done():
@@ -527,7 +553,8 @@ func (c *labConfig) verdicts(passes []*labPass, agentRep *queries.Report, l *lab
 				}
 				notes = append(notes, prefix+fmt.Sprintf(format, a...)+" "+mark)
 			}
-			c.browserVerdict(groupsOf(p.rep)[r.Continent], r, p.runs-p.failed[r.Name], p.runs, calibs[i].region, calibs[i].over, i == 0, check,
+			n := runsOf(r, p.engine, p.runs)
+			c.browserVerdict(groupsOf(p.rep)[r.Continent], r, n-p.failed[r.Name], n, calibs[i].region, calibs[i].over, i == 0, check,
 				func(s string) { notes = append(notes, prefix+s) })
 		}
 		if agentRep != nil {
