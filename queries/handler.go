@@ -267,7 +267,8 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 // The page's head goes out before anything is computed, so the browser
 // fetches the style sheet and script while the estimate is: options are
 // validated first (a bad request still gets 400), and an estimate that
-// fails after that is shown in the page, whose status is then sent.
+// fails after that is shown in the page, its 200 status already sent
+// (/api/report answers 502 for it).
 func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Options) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()

@@ -123,12 +123,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		name   string
 		o      queries.Options
 		target time.Duration
-		stage  string // "" = the whole complete report, "*" = the whole estimate
+		stage  string // "" = the whole complete report, "*" = the whole estimate (designs, points, timeline)
 	}{
 		{"default report, point estimates from raw rows", with(opts, queries.SourceRaw), targetRaw, "points"},
 		{"default report, point estimates from the rollup", with(opts, queries.SourceAuto), targetRollup, "points"},
-		{"default report, first part (designs, points, timeline), raw", with(opts, queries.SourceRaw), 0, "*"},
-		{"default report, first part (designs, points, timeline), rollup", with(opts, queries.SourceAuto), 0, "*"},
+		{"default report, first part from raw rows", with(opts, queries.SourceRaw), 0, "*"},
+		{"default report, first part from the rollup", with(opts, queries.SourceAuto), 0, "*"},
 		{"default report, complete (raw)", with(opts, queries.SourceRaw), 0, ""},
 		{"default report, complete (rollup)", with(opts, queries.SourceAuto), targetComplete, ""},
 	}

@@ -192,6 +192,15 @@ type labPass struct {
 	failed map[string]int
 }
 
+// heavyLossPct is the loss, in % in either direction, from which a lost
+// segment stalls all of HTTP/2's requests on its connection and requests
+// may time out: medians and availability are shown there, not checked,
+// and HTTP/3's p90 must be below HTTP/2's.
+const heavyLossPct = 3
+
+// lossPct is region r's loss in its lossier direction, in %.
+func lossPct(r *lab.RegionLink) float64 { return max(r.Up.LossPct, r.Down.LossPct) }
+
 // runsOf is how many visits region r gets in a pass of runs per region:
 // the region's own count, for Chromium, where it gives one.
 func runsOf(r *lab.RegionLink, e engine, runs int) int {
@@ -617,7 +626,7 @@ func (c *labConfig) browserVerdict(g *queries.Group, r *lab.RegionLink, stored, 
 				continue
 			}
 			want := labRTT(r) + over[k]
-			if max(r.Up.LossPct, r.Down.LossPct) >= 3 {
+			if lossPct(r) >= heavyLossPct {
 				// At 3 % loss or more a lost segment stalls all of HTTP/2's
 				// requests on its connection: its median is no longer a round
 				// trip, which is what the p90 check below is about.
@@ -632,7 +641,7 @@ func (c *labConfig) browserVerdict(g *queries.Group, r *lab.RegionLink, stored, 
 		}
 		// At 3 % loss (Dropbox's case) HTTP/2's tail stands clearly above
 		// HTTP/3's; at 1 % a few dozen requests cannot tell them apart.
-		if timed && max(r.Up.LossPct, r.Down.LossPct) >= 3 && g.H2 != nil && g.H3 != nil {
+		if timed && lossPct(r) >= heavyLossPct && g.H2 != nil && g.H3 != nil {
 			h2, h3 := g.H2.Percentiles[2].MS, g.H3.Percentiles[2].MS
 			check(h3 < h2, "under loss, h3 p90 %.1f < h2 p90 %.1f", h3, h2)
 		}
@@ -646,7 +655,7 @@ func (c *labConfig) browserVerdict(g *queries.Group, r *lab.RegionLink, stored, 
 		}
 		check(fb == 0, "runs with a fallback to TCP %d", fb)
 		if g.Availability != nil {
-			if max(r.Up.LossPct, r.Down.LossPct) >= 3 {
+			if lossPct(r) >= heavyLossPct {
 				note(fmt.Sprintf("HTTP/3 availability %.0f %% (not checked under loss)", 100*g.Availability.Share))
 			} else {
 				check(g.Availability.Share == 1, "HTTP/3 availability %.0f %%", 100*g.Availability.Share)

@@ -109,7 +109,7 @@ func (c *labConfig) agentVerdict(g *queries.Group, r *lab.RegionLink, R float64,
 	switch {
 	case r.BlockUDP:
 		check(avail == 0, "agent HTTP/3 availability %.0f %% (want 0)", 100*avail)
-	case max(r.Up.LossPct, r.Down.LossPct) >= 3:
+	case lossPct(r) >= heavyLossPct:
 		// The agent never falls back to TCP: under heavy loss a request
 		// that timed out is loss, not a blocked path (1 run in 25 here).
 		note("agent HTTP/3 availability %.0f %% (not checked under loss)", 100*avail)
@@ -120,7 +120,7 @@ func (c *labConfig) agentVerdict(g *queries.Group, r *lab.RegionLink, R float64,
 		note("agent: round trip too short to time handshakes against")
 		return
 	}
-	lossy := max(r.Up.LossPct, r.Down.LossPct) >= 1
+	lossy := lossPct(r) >= 1
 	// over is each protocol's request overhead beyond the round trip, from
 	// its warm median: what a handshake's request costs besides its round
 	// trips (server, TLS and QUIC processing, a few ms here).
