@@ -48,7 +48,7 @@ func engineOf(t *testing.T, conn driver.Conn, table string) (engine, sortingKey 
 // rollup follows, and a replayed batch is left out as on one server.
 func TestCluster(t *testing.T) {
 	c := storetest.StartCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	conns := make([]driver.Conn, len(c.Servers))
 	for i := range c.Servers {
@@ -152,10 +152,13 @@ func TestCluster(t *testing.T) {
 		}
 		return fmt.Sprintf("%d runs, %d samples, %d failed", n, samples, failed)
 	}
+	// Mutations and the replicas' fetches run in the background; a Distributed
+	// read may ask a replica that is still behind. Under the whole suite's
+	// load one step took over 30 s to reach every replica.
 	waitRuns := func(step, want string) {
 		t.Helper()
 		for i, conn := range conns {
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(90 * time.Second)
 			for runsOf(conn) != want && time.Now().Before(deadline) {
 				time.Sleep(200 * time.Millisecond)
 			}
