@@ -253,7 +253,9 @@ type runSizes struct {
 // of the whole bootstrap (BenchmarkAnalyse).
 func replicateSizes(w []int32, per []runSizes) (n2, n3, np, nw orderSizes, got, want int64) {
 	var a2, a3, ap, aw, b2, b3, bp, bw int64 // a: every run, b: the h3first ones
-	for r, c := range w[:len(per)] {         // no test for c == 0: a third of the runs, at random, a branch mispredicted
+	// No test for c == 0: a third of the runs, at random, is a branch
+	// mispredicted a third of the time.
+	for r, c := range w[:len(per)] {
 		p := &per[r]
 		k, f := int64(c), int64(p.h3First)
 		s2, s3, sp, sw := k*int64(p.h2), k*int64(p.h3), k*int64(p.paired), k*int64(p.won)
