@@ -267,6 +267,47 @@ func replicateSizes(w []int32, per []runSizes) (n2, n3, np, nw orderSizes, got, 
 	return orderSizes{a2 - b2, b2}, orderSizes{a3 - b3, b3}, orderSizes{ap - bp, bp}, orderSizes{aw - bw, bw}, got, want
 }
 
+// packedSizes are a run's sizes, or a replicate's sums of them, in 16-bit
+// lanes: h2 and h3 per batch order, paired and won per batch order, gotH3
+// and wantH3. Adding a drawn run's is three additions, where summing after
+// the draws is a pass over every run (BenchmarkAnalyse 45 → 34 ms).
+type packedSizes [3]uint64
+
+const laneBits = 16
+
+func (s *packedSizes) add(p *packedSizes) {
+	s[0] += p[0]
+	s[1] += p[1]
+	s[2] += p[2]
+}
+
+func lane(word uint64, i int) int64 { return int64(word >> (laneBits * i) & (1<<laneBits - 1)) }
+
+func (s *packedSizes) unpack() (n2, n3, np, nw orderSizes, got, want int64) {
+	return orderSizes{lane(s[0], 0), lane(s[0], 1)}, orderSizes{lane(s[0], 2), lane(s[0], 3)},
+		orderSizes{lane(s[1], 0), lane(s[1], 1)}, orderSizes{lane(s[1], 2), lane(s[1], 3)},
+		lane(s[2], 0), lane(s[2], 1)
+}
+
+// packSizes packs every run's sizes, or returns nil when a replicate's
+// sum could overflow a lane: len(per) draws of the largest size.
+func packSizes(per []runSizes) []packedSizes {
+	var most int64
+	for _, p := range per {
+		most = max(most, int64(p.h2), int64(p.h3), int64(p.paired), int64(p.won), int64(p.gotH3), int64(p.wantH3))
+	}
+	if most*int64(len(per)) >= 1<<laneBits {
+		return nil
+	}
+	out := make([]packedSizes, len(per))
+	for r, p := range per {
+		at := func(v int32, i int) uint64 { return uint64(v) << (laneBits * i) }
+		o := p.h3First // lane of the batch order
+		out[r] = packedSizes{at(p.h2, o) | at(p.h3, 2+o), at(p.paired, o) | at(p.won, 2+o), at(p.gotH3, 0) | at(p.wantH3, 1)}
+	}
+	return out
+}
+
 // interval returns the 2.5 % and 97.5 % points of bootstrap replicates,
 // or ok false when fewer than half the replicates produced a value.
 func interval(reps []float64, want int) (lo, hi float64, ok bool) {
@@ -411,7 +452,9 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	}
 
 	// Replicates. A replicate's sizes, per batch order, are summed as its
-	// runs are drawn.
+	// runs are drawn, in lanes of a few words where they fit, else after
+	// the draws.
+	packed := packSizes(per)
 	B := o.Replicates
 	h := fnv.New64a()
 	h.Write([]byte(g.Group))
@@ -432,10 +475,22 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 			return // the caller reports ctx's error
 		}
 		clear(w)
-		for range m {
-			w[intN(rng, m)]++
+		var n2, n3, np, nw orderSizes
+		var got, want int64
+		if packed != nil {
+			var s packedSizes
+			for range m {
+				r := intN(rng, m)
+				w[r]++
+				s.add(&packed[r])
+			}
+			n2, n3, np, nw, got, want = s.unpack()
+		} else {
+			for range m {
+				w[intN(rng, m)]++
+			}
+			n2, n3, np, nw, got, want = replicateSizes(w, per)
 		}
-		n2, n3, np, nw, got, want := replicateSizes(w, per)
 		ok2 := has2 && x2.quantiles(w, n2, qs, q2)
 		ok3 := has3 && x3.quantiles(w, n3, qs, q3)
 		for i := range qs {

@@ -138,3 +138,41 @@ func TestIntNMatchesRand(t *testing.T) {
 		}
 	}
 }
+
+// A replicate's sizes summed in packed lanes as its runs are drawn must
+// equal the sums over its weights, in either batch order; packSizes
+// declines runs whose sums could overflow a lane.
+func TestPackedSizesMatchSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		m := 1 + rng.IntN(3000)
+		per := make([]runSizes, m)
+		for r := range per {
+			per[r] = runSizes{h3First: rng.IntN(2), h2: int32(rng.IntN(14)), h3: int32(rng.IntN(14)),
+				paired: int32(rng.IntN(2)), won: int32(rng.IntN(2)), gotH3: int32(rng.IntN(6)), wantH3: int32(rng.IntN(6))}
+		}
+		packed := packSizes(per)
+		if packed == nil {
+			t.Fatalf("trial %d: %d runs of at most 13 observations were not packed", trial, m)
+		}
+		w := make([]int32, m)
+		var s packedSizes
+		for range m {
+			r := rng.IntN(m)
+			w[r]++
+			s.add(&packed[r])
+		}
+		var got, want [6]any
+		got[0], got[1], got[2], got[3], got[4], got[5] = s.unpack()
+		want[0], want[1], want[2], want[3], want[4], want[5] = replicateSizes(w, per)
+		if got != want {
+			t.Fatalf("trial %d (%d runs): packed sums %v, sums over weights %v", trial, m, got, want)
+		}
+	}
+	// 3000 runs of 22 observations could sum to 66 000 in one lane.
+	per := make([]runSizes, 3000)
+	per[7].h2 = 22
+	if packSizes(per) != nil {
+		t.Error("runs whose replicate could overflow a 16-bit lane were packed")
+	}
+}
