@@ -244,6 +244,7 @@ type runSizes struct {
 	h3First             int   // 1 for the H3 batch first (orderH3First), else 0
 	h2, h3, paired, won int32 // observations in x2, x3, pd and pdWon
 	gotH3, wantH3       int32 // availability's requests
+	below2, below3      int32 // observations in x2 and x3 below their order's checkpoint
 }
 
 // replicateSizes sums the sizes of a replicate with run weights w, after
@@ -269,9 +270,12 @@ func replicateSizes(w []int32, per []runSizes) (n2, n3, np, nw orderSizes, got, 
 
 // packedSizes are a run's sizes, or a replicate's sums of them, in 16-bit
 // lanes: h2 and h3 per batch order, paired and won per batch order, gotH3
-// and wantH3. Adding a drawn run's is three additions, where summing after
-// the draws is a pass over every run (BenchmarkAnalyse 45 → 34 ms).
-type packedSizes [3]uint64
+// and wantH3, below2 and below3 per batch order. Adding a drawn run's is
+// four additions, where summing after the draws is a pass over every run
+// and the weight below each checkpoint a pass over its runs
+// (BenchmarkAnalyse 45 → 34 ms with the sizes packed, → 31 ms with the
+// checkpoints' weights too).
+type packedSizes [4]uint64
 
 const laneBits = 16
 
@@ -279,6 +283,7 @@ func (s *packedSizes) add(p *packedSizes) {
 	s[0] += p[0]
 	s[1] += p[1]
 	s[2] += p[2]
+	s[3] += p[3]
 }
 
 func lane(word uint64, i int) int64 { return int64(word >> (laneBits * i) & (1<<laneBits - 1)) }
@@ -289,12 +294,17 @@ func (s *packedSizes) unpack() (n2, n3, np, nw orderSizes, got, want int64) {
 		lane(s[2], 0), lane(s[2], 1)
 }
 
+// below returns the weights below x2's and x3's checkpoints.
+func (s *packedSizes) below() (b2, b3 orderSizes) {
+	return orderSizes{lane(s[3], 0), lane(s[3], 1)}, orderSizes{lane(s[3], 2), lane(s[3], 3)}
+}
+
 // packSizes packs every run's sizes, or returns nil when a replicate's
 // sum could overflow a lane: len(per) draws of the largest size.
 func packSizes(per []runSizes) []packedSizes {
 	var most int64
 	for _, p := range per {
-		most = max(most, int64(p.h2), int64(p.h3), int64(p.paired), int64(p.won), int64(p.gotH3), int64(p.wantH3))
+		most = max(most, int64(p.h2), int64(p.h3), int64(p.paired), int64(p.won), int64(p.gotH3), int64(p.wantH3), int64(p.below2), int64(p.below3))
 	}
 	if most*int64(len(per)) >= 1<<laneBits {
 		return nil
@@ -303,7 +313,8 @@ func packSizes(per []runSizes) []packedSizes {
 	for r, p := range per {
 		at := func(v int32, i int) uint64 { return uint64(v) << (laneBits * i) }
 		o := p.h3First // lane of the batch order
-		out[r] = packedSizes{at(p.h2, o) | at(p.h3, 2+o), at(p.paired, o) | at(p.won, 2+o), at(p.gotH3, 0) | at(p.wantH3, 1)}
+		out[r] = packedSizes{at(p.h2, o) | at(p.h3, 2+o), at(p.paired, o) | at(p.won, 2+o), at(p.gotH3, 0) | at(p.wantH3, 1),
+			at(p.below2, o) | at(p.below3, 2+o)}
 	}
 	return out
 }
@@ -404,16 +415,24 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 	// The walks up to the lowest percentile start at a checkpoint below it.
 	x2.checkBelow(qs[0], m)
 	x3.checkBelow(qs[0], m)
+	for k := range 2 {
+		for i, r := range x2.check[k].runs {
+			per[r].below2 = x2.check[k].cnt[i]
+		}
+		for i, r := range x3.check[k].runs {
+			per[r].below3 = x3.check[k].cnt[i]
+		}
+	}
 	unit := make([]int32, m)
 	for i := range unit {
 		unit[i] = 1
 	}
 	base2, base3 := make([]float64, len(qs)), make([]float64, len(qs))
-	has2 := x2.quantiles(unit, x2.sizes(unit), qs, base2)
-	has3 := x3.quantiles(unit, x3.sizes(unit), qs, base3)
+	has2 := x2.quantiles(unit, x2.sizes(unit), nil, qs, base2)
+	has3 := x3.quantiles(unit, x3.sizes(unit), nil, qs, base3)
 	basePaired := make([]float64, 2)
 	pdAll := pd.sizes(unit)
-	hasPaired := pd.quantiles(unit, pdAll, pairedQs, basePaired)
+	hasPaired := pd.quantiles(unit, pdAll, nil, pairedQs, basePaired)
 	baseWon, _ := balancedShare(pdWon.sizes(unit), pdAll)
 	var gotAll, wantAll int64
 	for _, p := range per {
@@ -477,6 +496,7 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		clear(w)
 		var n2, n3, np, nw orderSizes
 		var got, want int64
+		var below2, below3 *orderSizes // nil: quantiles sums them
 		if packed != nil {
 			var s packedSizes
 			for range m {
@@ -485,14 +505,16 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 				s.add(&packed[r])
 			}
 			n2, n3, np, nw, got, want = s.unpack()
+			b2, b3 := s.below()
+			below2, below3 = &b2, &b3
 		} else {
 			for range m {
 				w[intN(rng, m)]++
 			}
 			n2, n3, np, nw, got, want = replicateSizes(w, per)
 		}
-		ok2 := has2 && x2.quantiles(w, n2, qs, q2)
-		ok3 := has3 && x3.quantiles(w, n3, qs, q3)
+		ok2 := has2 && x2.quantiles(w, n2, below2, qs, q2)
+		ok3 := has3 && x3.quantiles(w, n3, below3, qs, q3)
 		for i := range qs {
 			if ok2 {
 				rep2[i] = append(rep2[i], q2[i])
@@ -507,7 +529,7 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 				}
 			}
 		}
-		if hasPaired && pd.quantiles(w, np, pairedQs, qp) {
+		if hasPaired && pd.quantiles(w, np, nil, pairedQs, qp) {
 			repMed = append(repMed, qp[0])
 			repP90 = append(repP90, qp[1])
 			s, _ := balancedShare(nw, np)

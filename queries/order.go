@@ -126,15 +126,21 @@ func (o *orderedObs) sizes(w []int32) orderSizes {
 
 // quantiles computes the order-balanced type-7 quantiles qs of the
 // replicate with run weights w, which holds n of o's observations, into
-// out; false when no run weighs.
-func (o *orderedObs) quantiles(w []int32, n orderSizes, qs []float64, out []float64) bool {
+// out; false when no run weighs. below is the replicate's weight below
+// each order's checkpoint, or nil to sum it here.
+func (o *orderedObs) quantiles(w []int32, n orderSizes, below *orderSizes, qs []float64, out []float64) bool {
 	var ok [2]bool
 	for k := range o.xs {
 		if len(o.tmp[k]) != len(qs) {
 			o.tmp[k] = make([]float64, len(qs))
 		}
 		c := &o.check[k]
-		start := walkStart{at: c.at, cum: replicateSize(c.runs, c.cnt, w)}
+		start := walkStart{at: c.at}
+		if below != nil {
+			start.cum = below[k]
+		} else {
+			start.cum = replicateSize(c.runs, c.cnt, w)
+		}
 		ok[k] = weightedQuantiles(o.xs[k], n[k], w, qs, o.tmp[k], start)
 	}
 	return balance(&o.tmp, ok, out)
