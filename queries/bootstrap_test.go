@@ -139,8 +139,9 @@ func TestIntNMatchesRand(t *testing.T) {
 	}
 }
 
-// A replicate's sizes summed in packed lanes as its runs are drawn must
-// equal the sums over its weights, in either batch order; packSizes
+// A replicate's sizes and weights below the checkpoints, summed in packed
+// lanes as its runs are drawn, must equal the sums over its weights, in
+// either batch order; packSizes
 // declines runs whose sums could overflow a lane.
 func TestPackedSizesMatchSums(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -150,6 +151,7 @@ func TestPackedSizesMatchSums(t *testing.T) {
 		for r := range per {
 			per[r] = runSizes{h3First: rng.IntN(2), h2: int32(rng.IntN(14)), h3: int32(rng.IntN(14)),
 				paired: int32(rng.IntN(2)), won: int32(rng.IntN(2)), gotH3: int32(rng.IntN(6)), wantH3: int32(rng.IntN(6))}
+			per[r].below2, per[r].below3 = int32(rng.IntN(int(per[r].h2)+1)), int32(rng.IntN(int(per[r].h3)+1))
 		}
 		packed := packSizes(per)
 		if packed == nil {
@@ -167,6 +169,14 @@ func TestPackedSizesMatchSums(t *testing.T) {
 		want[0], want[1], want[2], want[3], want[4], want[5] = replicateSizes(w, per)
 		if got != want {
 			t.Fatalf("trial %d (%d runs): packed sums %v, sums over weights %v", trial, m, got, want)
+		}
+		var below [2]orderSizes // x2's and x3's, per batch order
+		for r, p := range per {
+			below[0][p.h3First] += int64(w[r]) * int64(p.below2)
+			below[1][p.h3First] += int64(w[r]) * int64(p.below3)
+		}
+		if b2, b3 := s.below(); b2 != below[0] || b3 != below[1] {
+			t.Fatalf("trial %d (%d runs): packed weights below the checkpoints %v %v, sums over weights %v", trial, m, b2, b3, below)
 		}
 	}
 	// 3000 runs of 22 observations could sum to 66 000 in one lane.
