@@ -71,19 +71,18 @@ type DesignCount struct {
 }
 
 // designs lists the designs of the window's runs, most runs first, from
-// the rollup (every successful parallel request, whatever its exclusions;
-// run counts are HyperLogLog estimates, enough to rank); an agent
-// report's from raw rows.
+// the runs table (every browser run with parallel requests, whatever its
+// exclusions; exact counts); an agent report's from raw rows.
 func designs(ctx context.Context, conn driver.Conn, o *Options, w window) ([]DesignCount, error) {
-	name, from, to := "designs.sql", w.since-w.since%3600, w.until
+	name := "designs.sql"
 	if o.Agent {
-		name, from = "designs_agent.sql", w.since
+		name = "designs_agent.sql"
 	}
 	q, err := sqlFiles.ReadFile("sql/" + name)
 	if err != nil {
 		return nil, fmt.Errorf("reading embedded %s: %w", name, err)
 	}
-	rows, err := conn.Query(ctx, string(q), from, to, o.Site, o.Site)
+	rows, err := conn.Query(ctx, string(q), w.since, w.until, o.Site, o.Site)
 	if err != nil {
 		return nil, fmt.Errorf("listing designs: %w", err)
 	}

@@ -104,7 +104,7 @@ func GrafanaDashboard() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	designs, err := grafanaSQL("designs.sql", "intDiv(toUInt32($__fromTime), 3600) * 3600", grafanaTo, grafanaSite, grafanaSite)
+	designs, err := grafanaSQL("designs.sql", grafanaFrom, grafanaTo, grafanaSite, grafanaSite)
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,10 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		}
 		if rep.Design.Bytes != 0 || len(rep.Designs) != 2 {
 			t.Errorf("%s: design %+v of %+v, want the clean one (bytes 0) of two", src, rep.Design, rep.Designs)
+		} else if rep.Designs[0].Runs != clean+4*traps || rep.Designs[1].Runs != traps {
+			// Exact counts of every run with parallel requests: the clean
+			// ones and the fallback, cold, partial and failed traps.
+			t.Errorf("%s: designs %+v, want %d and %d runs", src, rep.Designs, clean+4*traps, traps)
 		}
 		if len(rep.Groups) != 1 {
 			t.Fatalf("%s: %d groups", src, len(rep.Groups))
