@@ -3,15 +3,46 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
+
+// applyOlder applies ms to a fresh database as an earlier release did,
+// recording each in schema_migrations.
+func applyOlder(t *testing.T, conn driver.Conn, ms []store.Migration) {
+	t.Helper()
+	ctx := context.Background()
+	if err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		for _, st := range m.Statements() {
+			if err := conn.Exec(ctx, st); err != nil {
+				t.Fatalf("%s: %v", m.Name, err)
+			}
+		}
+		// A batch: an INSERT with inline VALUES waits for data blocks on 18.16.
+		b, err := conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Append(uint32(m.Version), m.Name, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // TestMigrateInPlace upgrades a database of the release before the outcome
 // column (migrations 1–3, with rows in its tables): the rows survive the
@@ -29,24 +60,7 @@ func TestMigrateInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version"); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms[:3] {
-		if err := conn.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
-		}
-		b, err := conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Append(uint32(m.Version), m.Name, time.Now().UTC()); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Send(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	applyOlder(t, conn, ms[:3])
 	// Rows as the earlier release wrote them: no outcome column.
 	old, err := conn.PrepareBatch(ctx, "INSERT INTO samples (time, site, run_id, seq, phase, want, got, duration_ms, bot, param_parallel, param_warmup, beacon_version)")
 	if err != nil {
@@ -118,5 +132,86 @@ func TestMigrateInPlace(t *testing.T) {
 	q := fmt.Sprintf("SELECT toUInt64(countMerge(samples)) FROM samples_rollup WHERE param_order = '%s' AND exclusions = 0", run.Report.Params.Order)
 	if n := countRows(t, conn, q); n != 10 {
 		t.Errorf("rollup holds %d samples of the new run under its order %q, want 10", n, run.Report.Params.Order)
+	}
+}
+
+// TestMigrateRunsFailures upgrades a database whose runs table predates
+// its failed-request columns (migrations up to 0042, with a run stored):
+// the stored run gets its failed requests' origins and codes, and runs
+// stored after through the rebuilt view get theirs.
+func TestMigrateRunsFailures(t *testing.T) {
+	ctx := context.Background()
+	conn, err := store.Open(ctx, storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ms, err := store.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Name == "0043_drop_runs_mv.sql" })
+	if older < 0 {
+		t.Fatal("no migration 0043")
+	}
+	applyOlder(t, conn, ms[:older])
+	// A run with two failed requests, one to each origin.
+	failing := func() store.Run {
+		run := storetest.Run(t, "s")
+		var h2, h3 bool
+		for i := range run.Report.Samples {
+			s := &run.Report.Samples[i]
+			if s.Phase != beacon.PhaseParallel || (s.Want == beacon.ProtoH2 && h2) || (s.Want == beacon.ProtoH3 && h3) {
+				continue
+			}
+			h2, h3 = h2 || s.Want == beacon.ProtoH2, h3 || s.Want == beacon.ProtoH3
+			s.Error, s.Got = "timeout-"+string(s.Want), beacon.ProtoUnknown
+		}
+		return run
+	}
+	insert := func(run store.Run) {
+		var b store.Batch
+		b.Add(&run)
+		if err := b.Insert(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(failing())
+	if _, err := store.Migrate(ctx, conn); err != nil {
+		t.Fatalf("migrating: %v", err)
+	}
+	insert(failing())
+	insert(storetest.Run(t, "s")) // none failed
+	failures := func() string {
+		rows, err := conn.Query(ctx, "SELECT toString(arraySort(failed_wants)), toString(arraySort(failed_errors)) FROM runs ORDER BY length(failed_errors) DESC")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var w, e string
+			if err := rows.Scan(&w, &e); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, w+" "+e)
+		}
+		return fmt.Sprint(out)
+	}
+	want := "[['h2','h3'] ['timeout-h2','timeout-h3'] ['h2','h3'] ['timeout-h2','timeout-h3'] [] []]"
+	// The stored run's values are computed on read until the mutation
+	// writes them, then read: the same either way.
+	deadline := time.Now().Add(30 * time.Second)
+	for countRows(t, conn, "SELECT count() FROM system.mutations WHERE database = currentDatabase() AND table = 'runs' AND is_done = 0") > 0 && time.Now().Before(deadline) {
+		if got := failures(); got != want {
+			t.Fatalf("during the backfill, runs hold failed requests %s, want %s", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := failures(); got != want {
+		t.Errorf("runs hold failed requests %s, want %s", got, want)
+	}
+	if n := countRows(t, conn, "SELECT count() FROM system.mutations WHERE database = currentDatabase() AND table = 'runs' AND is_done = 0"); n != 0 {
+		t.Errorf("%d mutations of runs still running", n)
 	}
 }
