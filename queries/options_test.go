@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -300,5 +301,22 @@ func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// keepSQL leaves a run's failed requests in its arrays, without reading
+// their error codes, when excluded runs are left out: every exclusion mask
+// must then count ExcludeFailed, the mark of a run with one.
+func TestExclusionMasksCountFailed(t *testing.T) {
+	for _, o := range []Options{{}, {IncludeBots: true}, {IncludeFailed: true}} {
+		if o.exclusionMask()&store.ExcludeFailed == 0 {
+			t.Errorf("%+v: the exclusion mask %08b leaves runs with a failed request in", o, o.exclusionMask())
+		}
+		if o.IncludeExcluded || o.keepSQL() != "arrayMap(x -> toUInt8(1), durations)" {
+			t.Errorf("%+v: keep %s", o, o.keepSQL())
+		}
+	}
+	if o := (Options{IncludeExcluded: true}); !strings.Contains(o.keepSQL(), "errors") {
+		t.Errorf("with excluded runs in, keep %s reads no error codes", o.keepSQL())
 	}
 }

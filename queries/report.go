@@ -365,7 +365,7 @@ func pointsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window,
 	if err != nil {
 		return err
 	}
-	args := append([]any{b01(o.IncludeFailed)}, runsArgs(o, w)...)
+	args := runsArgs(o, w)
 	type counts struct{ runs, samples uint64 }
 	groups := map[string]*counts{}
 	byOutcome := map[[2]string]*counts{}
@@ -610,7 +610,7 @@ func perRunSQL(name string, o *Options, w window, names []string, thresholds []u
 	if name == "runs.sql" {
 		return q, append([]any{names, thresholds}, rawArgs(o, w)...), err
 	}
-	return q, append([]any{b01(o.IncludeFailed), names, thresholds}, runsArgs(o, w)...), err
+	return q, append([]any{names, thresholds}, runsArgs(o, w)...), err
 }
 
 // fetchRuns runs q, a per-run query (runs.sql or runs_table.sql), and

@@ -50,7 +50,21 @@ func query(name string, o *Options) (string, error) {
 		return "", invalid("unknown grouping %q", o.By)
 	}
 	q := strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL).Replace(string(b))
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL()).Replace(q), nil
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*KEEP*/", o.keepSQL()).Replace(q), nil
+}
+
+// keepSQL is /*KEEP*/: which of a runs-table row's parallel requests the
+// selection keeps, a mask over its arrays. Failed requests are left out
+// unless failures are included; but a run with one carries ExcludeFailed
+// (store.classifyRun), which every exclusion mask counts, so unless
+// excluded runs are included no selected run has any, and the mask is all
+// ones without reading the error codes (a quarter of the runs table's
+// per-run fetch).
+func (o *Options) keepSQL() string {
+	if o.IncludeFailed || !o.IncludeExcluded {
+		return "arrayMap(x -> toUInt8(1), durations)"
+	}
+	return "arrayMap(e -> toUInt8(e = ''), errors)"
 }
 
 // designSQL is /*DESIGN*/: the design and who measured (browsers, or the

@@ -8,8 +8,9 @@
 -- by side (h2, h3, the fallback, other), and the runs and samples of all
 -- outcomes together; Go derives the totals points_raw.sql gets from WITH
 -- ROLLUP (a run has one batch order, so an outcome's runs over both orders
--- are a sum). Parameters: include_failed, since, until, site twice,
--- include_bots, include_excluded, the exclusion bits that count.
+-- are a sum). /*KEEP*/ masks each run's requests the selection keeps
+-- (Options.keepSQL). Parameters: since, until, site twice, include_bots,
+-- include_excluded, the exclusion bits that count.
 SELECT
     grp,
     ord,
@@ -27,7 +28,7 @@ FROM
     SELECT
         /*GROUP*/ AS grp,
         toString(param_order) AS ord,
-        arrayMap(e -> e = '' OR ? = 1, errors) AS keep,
+        /*KEEP*/ AS keep,
         arraySum(keep) AS kept,
         arrayFilter((d, o, k) -> k AND o = 'h2', durations, outcomes, keep) AS d_h2,
         arrayFilter((d, o, k) -> k AND o = 'h3', durations, outcomes, keep) AS d_h3,

@@ -7,15 +7,16 @@
 -- column, not the agent's). A run's failed requests are left out of its
 -- arrays unless failures are included, and a run left with none is not
 -- returned (ARRAY JOIN drops it), as runs.sql returns no such run. bot is the run's, as on each
--- of its samples. As runs.sql, one row per sample. Parameters: include_failed, groups (Array(String)),
--- thresholds (Array(UInt64)), since, until, site twice, include_bots,
--- include_excluded, the exclusion bits that count.
+-- of its samples. As runs.sql, one row per sample. /*KEEP*/ masks each
+-- run's requests the selection keeps (Options.keepSQL). Parameters:
+-- groups (Array(String)), thresholds (Array(UInt64)), since, until, site
+-- twice, include_bots, include_excluded, the exclusion bits that count.
 SELECT grp, d, o, toUInt8(1) AS p, h3_first, i
 FROM
 (
     SELECT
         /*GROUP*/ AS grp,
-        arrayMap(e -> e = '' OR ? = 1, errors) AS keep,
+        /*KEEP*/ AS keep,
         arrayFilter((x, k) -> k, durations, keep) AS ds,
         arrayMap(x -> toUInt8(x), arrayFilter((x, k) -> k, outcomes, keep)) AS os,
         toUInt8(param_order = 'h3first') AS h3_first
