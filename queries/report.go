@@ -614,37 +614,11 @@ func perRunSQL(name string, o *Options, w window, names []string, thresholds []u
 }
 
 // fetchRuns runs q, a per-run query (runs.sql or runs_table.sql), and
-// returns each group's runs in the order ClickHouse sent them. runs.sql
+// returns each group's runs in the order ClickHouse sent them. The query
 // sends one row per sample, a run's samples in a row, each with its
-// position in its run; runs_table.sql one row per run, its parallel
-// samples as arrays.
+// position in its run.
 func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any) (map[string][]runSamples, error) {
 	byGroup := map[string][]runSamples{}
-	if name == "runs_table.sql" {
-		var par []uint8 // every sample is a parallel one
-		err := eachRowOf(ctx, conn, q, args, "per-run samples ("+name+")", func(rows driver.Rows) error {
-			var (
-				g  string
-				d  []float32
-				oc []uint8
-				h3 uint8
-			)
-			if err := rows.Scan(&g, &d, &oc, &h3); err != nil {
-				return err
-			}
-			if len(oc) != len(d) {
-				return fmt.Errorf("a run of group %q has %d durations and %d outcomes", g, len(d), len(oc))
-			}
-			for len(par) < len(d) {
-				par = append(par, 1)
-			}
-			run := splitRun(d, oc, par[:len(d)])
-			run.h3First = h3 == 1
-			byGroup[g] = append(byGroup[g], run)
-			return nil
-		})
-		return byGroup, err
-	}
 	var (
 		grp     string
 		d       []float32

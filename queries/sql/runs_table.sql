@@ -1,16 +1,17 @@
 -- runs.sql from the runs table: one row per run holding its parallel
 -- samples as arrays (store migration 0039), so the bootstrap reads a run
--- instead of its 13 samples, and receives it as one row of arrays. The
--- same selection and the same sample of runs (the same hash of run_id
--- against the same thresholds), for reports whose selection the runs table
--- holds: parallel batches of browser runs (not warm-ups, not by collector,
--- a per-sample column, not the agent's). A run's failed requests are left
--- out of its arrays unless failures are included, and a run left with none
--- is not returned, as runs.sql returns no such run. /*KEEP*/ masks each
+-- instead of its 13 samples. The same selection, the same sample of runs
+-- (the same hash of run_id against the same thresholds) and the same
+-- columns, for reports whose selection the runs table holds: parallel
+-- batches of browser runs (not warm-ups, not by collector, a per-sample
+-- column, not the agent's). A run's failed requests are left out of its
+-- arrays unless failures are included, and a run left with none is not
+-- returned (ARRAY JOIN drops it), as runs.sql returns no such run. bot is the run's, as on each
+-- of its samples. As runs.sql, one row per sample. /*KEEP*/ masks each
 -- run's requests the selection keeps (Options.keepSQL). Parameters:
 -- groups (Array(String)), thresholds (Array(UInt64)), since, until, site
 -- twice, include_bots, include_excluded, the exclusion bits that count.
-SELECT grp, ds, os, h3_first
+SELECT grp, d, o, toUInt8(1) AS p, h3_first, i
 FROM
 (
     SELECT
@@ -24,4 +25,4 @@ FROM
              < transform(/*GROUP*/, CAST(? AS Array(String)), CAST(? AS Array(UInt64)), toUInt64(1000000))
     WHERE /*RUNS SELECTION*/
 )
-WHERE notEmpty(ds)
+ARRAY JOIN ds AS d, os AS o, arrayEnumerate(ds) AS i
