@@ -70,7 +70,11 @@ func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, bool, 
 		// table reads without scanning the rest of the day.
 		useRollup = o.rollupAnswers()
 	}
-	w := newWindow(o.Since, o.Until)
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	w := newWindow(o.Since, o.Until, now)
 	rep := &Report{
 		Version: ReportVersion,
 		Since:   o.Since,

@@ -814,7 +814,7 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 				names = append(names, g)
 				thresholds = append(thresholds, uint32(hashScale/(1+2*(i%2))))
 			}
-			w := newWindow(o.Since, o.Until)
+			w := newWindow(o.Since, o.Until, time.Now())
 			var got [2]map[string][]runSamples
 			for k, name := range []string{"runs.sql", "runs_table.sql"} {
 				q, args, err := perRunSQL(name, &o, w, names, thresholds)
@@ -972,6 +972,63 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 						what, name, oa.key, x.Percentiles[j].P, p, q)
 				}
 			}
+		}
+	}
+}
+
+// A report whose window runs to the present reads its current hour from
+// the rollup, which holds every row stored so far: the same counts as the
+// raw rows of that partial hour (read when the window ended in the past)
+// and as the raw report.
+func TestReportToThePresent(t *testing.T) {
+	conn := newDB(t)
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	// The last run at 05:29: the current hour, 05:00–06:00, is half full.
+	load(t, conn, synth.All(synth.Config{Seed: 11, Runs: 600, Start: start, Span: 5*time.Hour + 30*time.Minute}))
+	since, until := start.Add(30*time.Minute), start.Add(5*time.Hour+40*time.Minute)
+	if w := newWindow(since, until, until); w.hourTo <= w.until || w.edgeB0 != w.edgeB1 {
+		t.Fatalf("window to the present %+v: the current hour is not the rollup's", w)
+	}
+	ctx := context.Background()
+	reports := map[string]*Report{}
+	for name, o := range map[string]Options{
+		"to the present":    {Since: since, Until: until, Now: until, Source: SourceRollup, Replicates: -1},
+		"ended in the past": {Since: since, Until: until, Now: until.Add(time.Minute), Source: SourceRollup, Replicates: -1},
+		"raw":               {Since: since, Until: until, Now: until, Source: SourceRaw, Replicates: -1},
+	} {
+		rep, err := Run(ctx, conn, o)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		reports[name] = rep
+	}
+	raw := reports["raw"]
+	if len(raw.Groups) == 0 {
+		t.Fatal("the raw report has no groups")
+	}
+	for _, name := range []string{"to the present", "ended in the past"} {
+		rep := reports[name]
+		if len(rep.Groups) != len(raw.Groups) {
+			t.Fatalf("%s: %d groups, raw %d", name, len(rep.Groups), len(raw.Groups))
+		}
+		for i := range raw.Groups {
+			a, b := &raw.Groups[i], &rep.Groups[i]
+			if a.Group != b.Group || a.Samples != b.Samples || !runsMatch(SourceRollup, b.Runs, a.Runs) {
+				t.Errorf("%s: %s %d runs, %d samples; raw %s %d, %d", name, b.Group, b.Runs, b.Samples, a.Group, a.Runs, a.Samples)
+			}
+			if a.ITT == nil || b.ITT == nil || a.ITT.H3 == nil || b.ITT.H3 == nil || a.ITT.H3.Samples != b.ITT.H3.Samples {
+				t.Errorf("%s %s: intention-to-treat H3 samples differ from the raw report's", name, b.Group)
+			}
+		}
+		var n, m int
+		for _, h := range rep.Timeline {
+			n += h.H2 + h.H3
+		}
+		for _, h := range raw.Timeline {
+			m += h.H2 + h.H3
+		}
+		if n != m || n == 0 {
+			t.Errorf("%s: the timeline holds %d h2 and h3 samples, raw %d", name, n, m)
 		}
 	}
 }
