@@ -57,7 +57,8 @@ const (
 // valid default report; call Validate (Run does) to apply defaults.
 type Options struct {
 	// Since and Until bound the window [Since, Until). Zero Until means
-	// now; zero Since means Until − 24 h.
+	// now; zero Since means Until − 24 h back to the start of its hour
+	// (24 to 25 hours, every hour in the timeline a whole one).
 	Since, Until time.Time
 	// Site restricts the report to one data-site; "" means all sites.
 	Site string
@@ -118,7 +119,10 @@ func (o *Options) Validate() error {
 		o.Until = now
 	}
 	if o.Since.IsZero() {
-		o.Since = o.Until.Add(-DefaultWindow)
+		// Back to the start of that hour: the timeline's first hour is a
+		// whole one, not a dip, and the rollup answers every hour without
+		// reading a partial one's raw rows.
+		o.Since = o.Until.Add(-DefaultWindow).UTC().Truncate(time.Hour)
 	}
 	// Rows carry whole seconds (a row at second S arrived in [S, S+1)), so
 	// the end rounds up: a report "until now" includes the current second.

@@ -58,6 +58,15 @@ func TestValidate(t *testing.T) {
 	if !o.Until.Equal(now) || !o.Since.Equal(now.Add(-24*time.Hour)) || o.By != "continent" || o.MinRuns != 30 || o.Replicates != DefaultReplicates {
 		t.Errorf("defaults not applied: %+v", o)
 	}
+	// The default window starts on the hour: 24 h before until, back to
+	// the start of that hour.
+	o = Options{Now: now.Add(34*time.Minute + 56*time.Second)}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if want := now.Add(-24 * time.Hour); !o.Since.Equal(want) || !o.Until.Equal(now.Add(34*time.Minute+56*time.Second)) {
+		t.Errorf("default window %s – %s, want %s – now", o.Since, o.Until, want)
+	}
 	for _, tc := range []struct {
 		name string
 		o    Options

@@ -23,7 +23,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		warmup, failed, bots, raw bool
 	)
 	st.register(fs)
-	fs.StringVar(&since, "since", "24h", `start of the window: a duration before now ("24h", "7d"), RFC 3339, or a date`)
+	fs.StringVar(&since, "since", "", `start of the window: a duration before now ("24h", "7d"), RFC 3339, or a date (default: 24 h before --until, back to the start of its hour)`)
 	fs.StringVar(&until, "until", "now", "end of the window, as --since")
 	fs.StringVar(&o.Site, "site", "", "only this data-site (default: all)")
 	fs.StringVar(&o.By, "by", queries.DefaultBy, "grouping: "+strings.Join(queries.Groupings(), ", ")+" (collector: the POP whose probe served the samples)")
