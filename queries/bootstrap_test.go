@@ -1,6 +1,7 @@
 package queries
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -184,5 +185,41 @@ func TestPackedSizesMatchSums(t *testing.T) {
 	per[7].h2 = 22
 	if packSizes(per) != nil {
 		t.Error("runs whose replicate could overflow a 16-bit lane were packed")
+	}
+}
+
+// sortObsByKey orders observations as sorting them by value, then run,
+// does; it declines values that are not float32s and leaves them as they
+// were.
+func TestSortObsByKeyMatchesSortFunc(t *testing.T) {
+	byValue := func(a, b obs) int { return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(a.run, b.run)) }
+	rng := rand.New(rand.NewPCG(9, 10))
+	tiny := float64(math.SmallestNonzeroFloat32)
+	pool := []float64{0, math.Copysign(0, -1), 1, -1, tiny, -tiny, math.MaxFloat32, -math.MaxFloat32, 37.5, -37.5}
+	for trial := range 300 {
+		n := rng.IntN(400)
+		xs := make([]obs, n)
+		for i := range xs {
+			v := float64(float32(rng.NormFloat64() * 100))
+			if rng.IntN(4) == 0 {
+				v = pool[rng.IntN(len(pool))]
+			}
+			xs[i] = obs{v, int32(rng.IntN(50))}
+		}
+		want := slices.Clone(xs)
+		slices.SortFunc(want, byValue)
+		got := slices.Clone(xs)
+		if !sortObsByKey(got) {
+			t.Fatalf("trial %d: float32 values declined", trial)
+		}
+		for i := range want {
+			if got[i].v != want[i].v || got[i].run != want[i].run {
+				t.Fatalf("trial %d: position %d holds %+v, want %+v", trial, i, got[i], want[i])
+			}
+		}
+	}
+	xs := []obs{{0.1, 2}, {0.5, 1}} // 0.1 is no float32
+	if sortObsByKey(xs) || xs[0] != (obs{0.1, 2}) {
+		t.Errorf("a value that is no float32 was sorted by key: %v", xs)
 	}
 }

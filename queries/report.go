@@ -540,6 +540,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	var names []string
 	var thresholds []uint32
 	byName := map[string]*Group{}
+	expect := map[string]int{} // runs each group should return: its cap, give or take the hash's spread
 	for _, g := range groups {
 		if g.H2 == nil && g.H3 == nil && g.WantedH3GotH2 == nil {
 			continue
@@ -552,6 +553,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 			g.Sampled = true
 		}
 		thresholds = append(thresholds, th)
+		expect[g.Group] = min(g.Runs, o.MaxRunsPerGroup) + min(g.Runs, o.MaxRunsPerGroup)/8
 	}
 	if len(names) == 0 {
 		return nil
@@ -560,7 +562,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	if err != nil {
 		return err
 	}
-	byGroup, err := fetchRuns(ctx, conn, name, q, args)
+	byGroup, err := fetchRuns(ctx, conn, name, q, args, expect)
 	if err != nil {
 		return err
 	}
@@ -620,8 +622,9 @@ func perRunSQL(name string, o *Options, w window, names []string, thresholds []u
 // fetchRuns runs q, a per-run query (runs.sql or runs_table.sql), and
 // returns each group's runs in the order ClickHouse sent them. The query
 // sends one row per sample, a run's samples in a row, each with its
-// position in its run.
-func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any) (map[string][]runSamples, error) {
+// position in its run. expect, if not nil, is about how many runs each
+// group has, so that its slice is allocated once.
+func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any, expect map[string]int) (map[string][]runSamples, error) {
 	byGroup := map[string][]runSamples{}
 	var (
 		grp     string
@@ -633,17 +636,23 @@ func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any
 		if len(d) > 0 {
 			run := splitRun(d, oc, par)
 			run.h3First = h3First
-			byGroup[grp] = append(byGroup[grp], run)
+			runs, ok := byGroup[grp]
+			if !ok && expect[grp] > 0 {
+				runs = make([]runSamples, 0, expect[grp])
+			}
+			byGroup[grp] = append(runs, run)
 		}
 		d, oc, par = d[:0], oc[:0], par[:0]
 	}
+	// One set of scan targets for every row: declared in the callback,
+	// each row's escaped to the heap (six allocations a sample).
+	var (
+		g        string
+		v        float32
+		o, p, h3 uint8
+		i        uint32
+	)
 	err := eachRowOf(ctx, conn, q, args, "per-run samples ("+name+")", func(rows driver.Rows) error {
-		var (
-			g        string
-			v        float32
-			o, p, h3 uint8
-			i        uint32
-		)
 		if err := rows.Scan(&g, &v, &o, &p, &h3, &i); err != nil {
 			return err
 		}

@@ -821,7 +821,7 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				byGroup, err := fetchRuns(ctx, conn, name, q, args)
+				byGroup, err := fetchRuns(ctx, conn, name, q, args, nil)
 				if err != nil {
 					t.Fatalf("by %s %+v: %v", by, f, err)
 				}
