@@ -279,6 +279,9 @@ type packedSizes [4]uint64
 
 const laneBits = 16
 
+// packLimit bounds a lane's sum; a test lowers it to take the other path.
+var packLimit int64 = 1 << laneBits
+
 func (s *packedSizes) add(p *packedSizes) {
 	s[0] += p[0]
 	s[1] += p[1]
@@ -306,7 +309,7 @@ func packSizes(per []runSizes) []packedSizes {
 	for _, p := range per {
 		most = max(most, int64(p.h2), int64(p.h3), int64(p.paired), int64(p.won), int64(p.gotH3), int64(p.wantH3), int64(p.below2), int64(p.below3))
 	}
-	if most*int64(len(per)) >= 1<<laneBits {
+	if most*int64(len(per)) >= packLimit {
 		return nil
 	}
 	out := make([]packedSizes, len(per))

@@ -3,9 +3,11 @@ package queries
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/h3rum/h3rum/ingest/store"
@@ -221,5 +223,30 @@ func TestSortObsByKeyMatchesSortFunc(t *testing.T) {
 	xs := []obs{{0.1, 2}, {0.5, 1}} // 0.1 is no float32
 	if sortObsByKey(xs) || xs[0] != (obs{0.1, 2}) {
 		t.Errorf("a value that is no float32 was sorted by key: %v", xs)
+	}
+}
+
+// The bootstrap gives the same report whether a replicate's sizes are
+// summed in packed lanes as its runs are drawn or over its weights after
+// (the path of runs too large to pack).
+func TestAnalysePackedOrNot(t *testing.T) {
+	runs := benchRuns(800)
+	report := func() string {
+		g := benchGroup(len(runs))
+		analyse(context.Background(), g, runs, &Options{Replicates: 300, Seed: 4})
+		b, err := json.Marshal(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	packed := report()
+	defer func(l int64) { packLimit = l }(packLimit)
+	packLimit = 0
+	if unpacked := report(); unpacked != packed {
+		t.Errorf("the bootstrap differs without packing:\n%s\nwith:\n%s", unpacked, packed)
+	}
+	if !strings.Contains(packed, "ci_low_ms") {
+		t.Errorf("no interval to compare: %s", packed)
 	}
 }
