@@ -49,7 +49,7 @@ func engineOf(t *testing.T, conn driver.Conn, table string) (engine, sortingKey 
 // rollup follows, and a replayed batch is left out as on one server.
 func TestCluster(t *testing.T) {
 	c := storetest.StartCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	conns := make([]driver.Conn, len(c.Servers))
 	for i := range c.Servers {
@@ -59,6 +59,10 @@ func TestCluster(t *testing.T) {
 		}
 		defer conn.Close()
 		conns[i] = conn
+	}
+	var ddlWait string
+	if err := conns[0].QueryRow(ctx, "SELECT value FROM system.settings WHERE name = 'distributed_ddl_task_timeout'").Scan(&ddlWait); err != nil || ddlWait != "900" {
+		t.Errorf("distributed_ddl_task_timeout %q, %v; want the cluster's 900", ddlWait, err)
 	}
 	if _, err := store.MigrateCluster(ctx, conns[0], "not a name"); err == nil {
 		t.Error("a cluster name with spaces was accepted")

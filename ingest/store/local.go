@@ -50,6 +50,9 @@ type Local struct {
 	// the remote_servers, zookeeper, macros and interserver settings of a
 	// cluster member (storetest.StartCluster). Empty for a lone server.
 	ExtraConfig string
+	// ExtraProfile is XML placed inside the default settings profile, e.g.
+	// a cluster member's distributed_ddl_task_timeout.
+	ExtraProfile string
 
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -185,7 +188,7 @@ func (l *Local) Start(ctx context.Context) error {
 		return err
 	}
 	cfg := filepath.Join(dir, "config.xml")
-	if err := writeConfig(cfg, dir, l.Port, l.password, l.ExtraConfig); err != nil {
+	if err := writeConfig(cfg, dir, l.Port, l.password, l.ExtraConfig, l.ExtraProfile); err != nil {
 		return err
 	}
 	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
@@ -446,13 +449,13 @@ var configTemplate = template.Must(template.New("config").Parse(`<?xml version="
             <quota>default</quota>
         </default>
     </users>
-    <profiles><default><max_memory_usage>4000000000</max_memory_usage><max_threads>{{.Threads}}</max_threads></default></profiles>
+    <profiles><default><max_memory_usage>4000000000</max_memory_usage><max_threads>{{.Threads}}</max_threads>{{.Profile}}</default></profiles>
     <quotas><default></default></quotas>
 {{.Extra}}
 </yandex>
 `))
 
-func writeConfig(path, dir string, port int, password, extra string) error {
+func writeConfig(path, dir string, port int, password, extra, profile string) error {
 	var b bytes.Buffer
 	sum := sha256.Sum256([]byte(password))
 	if err := configTemplate.Execute(&b, struct {
@@ -460,8 +463,9 @@ func writeConfig(path, dir string, port int, password, extra string) error {
 		Port         int
 		PasswordHash string
 		Threads      int
+		Profile      string
 		Extra        string
-	}{dir, port, hex.EncodeToString(sum[:]), runtime.NumCPU(), extra}); err != nil {
+	}{dir, port, hex.EncodeToString(sum[:]), runtime.NumCPU(), profile, extra}); err != nil {
 		return fmt.Errorf("rendering local ClickHouse config: %w", err)
 	}
 	if err := writePrivate(path, b.String()); err != nil {

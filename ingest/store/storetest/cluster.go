@@ -89,7 +89,13 @@ func StartCluster(t testing.TB) *Cluster {
     <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
     <macros><shard>%02d</shard><replica>r%d</replica></macros>
     <remote_servers><%s>%s</%s></remote_servers>`, freePort(t), zkPort, i/2+1, i%2+1, ClusterName, shards.String(), ClusterName)
-		l := &store.Local{Dir: d, Port: tcp[i], ExtraConfig: extra}
+		// ON CLUSTER DDL waits up to 15 minutes for every server (as
+		// deploy/README.md advises): under the whole suite's load an ALTER
+		// of a replicated table once took over the default 180 s on one
+		// replica, and a timed-out migration goes on in the background but
+		// fails the one that ran it.
+		l := &store.Local{Dir: d, Port: tcp[i], ExtraConfig: extra,
+			ExtraProfile: "<distributed_ddl_task_timeout>900</distributed_ddl_task_timeout>"}
 		if err := l.Start(ctx); err != nil {
 			t.Fatalf("starting cluster server %d: %v", i+1, err)
 		}
