@@ -645,7 +645,7 @@ func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any
 		d, oc, par = d[:0], oc[:0], par[:0]
 	}
 	// One set of scan targets for every row: declared in the callback,
-	// each row's escaped to the heap (six allocations a sample).
+	// they escaped to the heap for each row (six allocations a sample).
 	var (
 		g        string
 		v        float32

