@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	_ "embed" // the script and the demo page
 	"encoding/hex"
+	"errors"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -53,7 +55,11 @@ func contentHash(s string) string {
 //	GET /h3rum.<hash>.js        the same bytes, cached one year (ScriptName)
 //	GET /demo, GET /demo.js     a page that runs the test against this collector
 //
-// Scripts are served brotli- or gzip-encoded when the client accepts it.
+// Either script URL may carry the embedding's configuration,
+// /h3rum.js?h3=…&h2=…&site=shop&sample=0.05 (ParseScriptConfig): the script
+// is then served with it written in, and never reads its element.
+// Scripts are served brotli- (the plain script only) or gzip-encoded when
+// the client accepts it.
 // The zero value serves the script; the demo needs H3Origin and H2Origin.
 type Handler struct {
 	// H3Origin is the origin with Alt-Svc: h3 the demo measures,
@@ -68,11 +74,12 @@ type Handler struct {
 	// go to the origin that served the script, i.e. this collector.
 	Endpoint string
 
-	once    sync.Once
-	mux     *http.ServeMux
-	hash    string
-	demo    *template.Template
-	demoErr error
+	once       sync.Once
+	mux        *http.ServeMux
+	hash       string
+	demo       *template.Template
+	demoErr    error
+	configured scriptCache
 }
 
 // Register adds the handler's routes to mux.
@@ -105,14 +112,28 @@ func (h *Handler) init() {
 }
 
 func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request, cache string) {
+	sc := &script{js: scriptJS, gzip: scriptGzip, brotli: scriptBrotli, hash: h.hash}
+	if cfg, err := ParseScriptConfig(r.URL.RawQuery); err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, errQueryTooLong) {
+			status = http.StatusRequestURITooLong
+		}
+		http.Error(w, "h3rum.js: "+err.Error(), status)
+		return
+	} else if cfg != nil {
+		if sc, err = h.configured.get(cfg); err != nil {
+			http.Error(w, "h3rum.js: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
 	hd := w.Header()
-	body, etag := scriptJS, h.hash
+	body, etag := sc.js, sc.hash
 	switch enc := r.Header.Values("Accept-Encoding"); {
-	case accepts(enc, "br"):
-		body, etag = scriptBrotli, etag+".br"
+	case sc.brotli != "" && accepts(enc, "br"):
+		body, etag = sc.brotli, etag+".br"
 		hd.Set("Content-Encoding", "br")
 	case accepts(enc, "gzip"):
-		body, etag = scriptGzip, etag+".gz"
+		body, etag = sc.gzip, etag+".gz"
 		hd.Set("Content-Encoding", "gzip")
 	}
 	hd.Set("Content-Type", "text/javascript; charset=utf-8")
@@ -160,10 +181,21 @@ func (h *Handler) serveDemo(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "parsing demo template: "+h.demoErr.Error(), http.StatusInternalServerError)
 		return
 	}
+	// The demo embeds the script as recommended: configured by its URL.
+	data := map[string]string{"H3": h.H3Origin, "H2": h.H2Origin}
+	if h.H3Origin != "" && h.H2Origin != "" {
+		q := url.Values{"h3": {h.H3Origin}, "h2": {h.H2Origin}, "site": {site}, "sample": {"1"}}
+		if h.Endpoint != "" {
+			q.Set("endpoint", h.Endpoint)
+		}
+		if _, err := ParseScriptConfig(q.Encode()); err != nil {
+			data["Problem"] = err.Error()
+		} else {
+			data["Script"] = "/h3rum." + h.hash + ".js?" + q.Encode()
+		}
+	}
 	var buf bytes.Buffer
-	err := h.demo.Execute(&buf, map[string]string{
-		"Script": "/" + "h3rum." + h.hash + ".js", "H3": h.H3Origin, "H2": h.H2Origin, "Site": site, "Endpoint": h.Endpoint,
-	})
+	err := h.demo.Execute(&buf, data)
 	if err != nil {
 		http.Error(w, "rendering demo: "+err.Error(), http.StatusInternalServerError)
 		return

@@ -3,7 +3,10 @@ package beacon
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
+	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -155,7 +158,7 @@ func TestHandlerScript(t *testing.T) {
 }
 
 func TestHandlerDemo(t *testing.T) {
-	h := &Handler{H3Origin: "https://h3.example.com", H2Origin: "https://h2.example.com:8443", Site: `shop"><b>`}
+	h := &Handler{H3Origin: "https://h3.example.com", H2Origin: "https://h2.example.com:8443", Site: "shop"}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/demo", nil))
 	if rec.Code != 200 {
@@ -169,16 +172,27 @@ func TestHandlerDemo(t *testing.T) {
 			t.Errorf("CSP %q lacks %q", csp, want)
 		}
 	}
-	tag := regexp.MustCompile(`<script async src="/(h3rum\.[0-9a-f]{12}\.js)" data-h3="https://h3.example.com" ` +
-		`data-h2="https://h2.example.com:8443" data-site="shop&#34;&gt;&lt;b&gt;" data-sample="1"></script>`).FindStringSubmatch(page)
+	// The script configured by its URL, which the collector serves.
+	tag := regexp.MustCompile(`<script async src="/(h3rum\.[0-9a-f]{12}\.js)\?([^"]+)"></script>`).FindStringSubmatch(page)
 	if tag == nil || tag[1] != ScriptName() {
-		t.Errorf("demo page lacks the script tag:\n%s", page)
+		t.Fatalf("demo page lacks the script tag:\n%s", page)
+	}
+	cfg, err := ParseScriptConfig(html.UnescapeString(tag[2]))
+	if want := map[string]string{"h3": "https://h3.example.com", "h2": "https://h2.example.com:8443", "site": "shop", "sample": "1"}; err != nil || !maps.Equal(cfg, want) {
+		t.Errorf("demo script's configuration %v (%v), want %v", cfg, err, want)
 	}
 	// Strict CSP: every script has a src, nothing inline.
 	for _, m := range regexp.MustCompile(`<script[^>]*>`).FindAllString(page, -1) {
 		if !strings.Contains(m, ` src="/`) {
 			t.Errorf("inline or foreign script %s", m)
 		}
+	}
+	// A configuration the script URL would refuse: no script, the reason, escaped.
+	rec = httptest.NewRecorder()
+	(&Handler{H3Origin: "https://h3.example.com", H2Origin: "https://h2.example.com", Site: `shop"><b>`}).ServeHTTP(rec, httptest.NewRequest("GET", "/demo", nil))
+	if body := rec.Body.String(); rec.Code != 200 || strings.Contains(body, ScriptName()) || strings.Contains(body, "<b>") ||
+		!strings.Contains(body, "not usable: parameter site=") {
+		t.Errorf("demo with a bad site: %d\n%s", rec.Code, body)
 	}
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/demo.js", nil))
@@ -190,7 +204,7 @@ func TestHandlerDemo(t *testing.T) {
 	// Not configured: no script tag, an explanation instead.
 	rec = httptest.NewRecorder()
 	(&Handler{}).ServeHTTP(rec, httptest.NewRequest("GET", "/demo", nil))
-	if rec.Code != 200 || strings.Contains(rec.Body.String(), "data-h3") || !strings.Contains(rec.Body.String(), "unconfigured") {
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), ScriptName()) || !strings.Contains(rec.Body.String(), "unconfigured") {
 		t.Errorf("unconfigured demo: %d\n%s", rec.Code, rec.Body.String())
 	}
 }
@@ -207,5 +221,132 @@ func TestScriptSourceHasNoModuleSyntaxLeft(t *testing.T) {
 	}
 	if strings.Contains(scriptJS, "import ") || strings.Contains(scriptJS, "export ") {
 		t.Error("dist/h3rum.js contains module syntax")
+	}
+}
+
+func TestParseScriptConfig(t *testing.T) {
+	const base = "h3=https%3A%2F%2Fh3.example.com&h2=https://h2.example.com:8443"
+	tests := []struct {
+		query string
+		want  map[string]string // nil: the plain script
+		err   string            // substring of the error
+	}{
+		{"", nil, ""},
+		{"v=2", nil, ""}, // a site's own cache-buster: no configuration
+		{base, map[string]string{"h3": "https://h3.example.com", "h2": "https://h2.example.com:8443"}, ""},
+		{base + "&site=shop&sample=0.05&parallel=20&warmup=0&bytes=16777216&trigger=manual&order=h2first&endpoint=http://ingest.example.com/",
+			map[string]string{"h3": "https://h3.example.com", "h2": "https://h2.example.com:8443", "site": "shop", "sample": "0.05",
+				"parallel": "20", "warmup": "0", "bytes": "16777216", "trigger": "manual", "order": "h2first", "endpoint": "http://ingest.example.com/"}, ""},
+		{"site=shop", nil, "needs both h3 and h2"},
+		{base + "&v=2", nil, `unknown parameter "v"`},
+		{base + "&site=a&site=b", nil, "site given 2 times"},
+		{base + "&site=", nil, "want 1 to 64"},
+		{base + "&site=" + strings.Repeat("s", 65), nil, "want 1 to 64"},
+		{base + "&site=sh%3Cop", nil, "want 1 to 64"},
+		{base + "&sample=1.5", nil, "want a fraction"},
+		{base + "&sample=NaN", nil, "want a fraction"},
+		{base + "&parallel=0", nil, "from 1 to 20"},
+		{base + "&warmup=2.5", nil, "from 0 to 10"},
+		{base + "&bytes=16777217", nil, "from 0 to 16777216"},
+		{base + "&trigger=click", nil, "want load or manual"},
+		{base + "&order=h3first", nil, "want random or h2first"},
+		{"h3=ftp://h3.example.com&h2=https://h2.example.com", nil, "want an origin"},
+		{"h3=HTTPS://h3.example.com&h2=https://h2.example.com", nil, "want an origin"},
+		{"h3=https://h3.example.com/probe&h2=https://h2.example.com", nil, "want an origin"},
+		{"h3=https://u@h3.example.com&h2=https://h2.example.com", nil, "want an origin"},
+		{"h3=https:h3.example.com&h2=https://h2.example.com", nil, "want an origin"},
+		{base + "&site=%zz", nil, "parsing query"},
+		{base + "&site=" + strings.Repeat("s", 1024), nil, "query longer than 1024 bytes"},
+	}
+	for _, tt := range tests {
+		got, err := ParseScriptConfig(tt.query)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%.60q: error %v, want one with %q", tt.query, err, tt.err)
+		case tt.err == "" && err != nil:
+			t.Errorf("%.60q: %v", tt.query, err)
+		case tt.err == "" && !maps.Equal(got, tt.want) || tt.want == nil && got != nil:
+			t.Errorf("%.60q: %v, want %v", tt.query, got, tt.want)
+		}
+	}
+}
+
+// TestHandlerConfiguredScript serves the script with a configuration
+// written in: the object replaces the slot, every encoding carries the
+// same script, the ETag is its own, and bad configurations are refused
+// with the reason.
+func TestHandlerConfiguredScript(t *testing.T) {
+	if n := strings.Count(scriptJS, configSlot); n != 1 {
+		t.Fatalf("the built script has %d configuration slots, want 1", n)
+	}
+	h := &Handler{}
+	mux := http.NewServeMux()
+	h.Register(mux)
+	const query = "?h3=https://h3.example.com&h2=https://h2.example.com&site=shop"
+	want := strings.Replace(scriptJS, configSlot, `{"h2":"https://h2.example.com","h3":"https://h3.example.com","site":"shop"}`, 1)
+	for _, tt := range []struct{ path, accept, cache string }{
+		{"/h3rum.js" + query, "", shortCache},
+		{"/h3rum.js" + query, "gzip", shortCache},
+		{"/" + ScriptName() + query, "br, gzip", immutableCache}, // gzip: no brotli for a configured script
+		{"/" + ScriptName() + query, "gzip", immutableCache},     // from the cache
+	} {
+		req := httptest.NewRequest("GET", tt.path, nil)
+		req.Header.Set("Accept-Encoding", tt.accept)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("%s: status %d: %s", tt.path, rec.Code, rec.Body)
+		}
+		js := rec.Body.String()
+		if tt.accept != "" {
+			if ce := rec.Header().Get("Content-Encoding"); ce != "gzip" {
+				t.Errorf("%s: Content-Encoding %q, want gzip", tt.accept, ce)
+			}
+			js = gunzip(t, rec.Body.Bytes())
+		}
+		if js != want {
+			t.Errorf("%s (%s): not the script with the configuration written in", tt.path, tt.accept)
+		}
+		if etag := rec.Header().Get("ETag"); !strings.HasPrefix(etag, `"`+contentHash(want)) {
+			t.Errorf("ETag %s, want the configured script's hash %s", etag, contentHash(want))
+		}
+		if got := rec.Header().Get("Cache-Control"); got != tt.cache {
+			t.Errorf("Cache-Control %q, want %q", got, tt.cache)
+		}
+	}
+	for _, tt := range []struct {
+		query  string
+		status int
+		reason string
+	}{
+		{"?h3=https://h3.example.com&h2=https://h2.example.com&sample=2", 400, "h3rum.js: parameter sample=\"2\": want a fraction from 0 to 1\n"},
+		{"?site=shop", 400, "h3rum.js: a configured script needs both h3 and h2\n"},
+		{"?h3=https://h3.example.com&h2=" + strings.Repeat("x", 1100), 414, "h3rum.js: query longer than 1024 bytes\n"},
+	} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", "/h3rum.js"+tt.query, nil))
+		if rec.Code != tt.status || rec.Body.String() != tt.reason {
+			t.Errorf("%.60s: %d %q, want %d %q", tt.query, rec.Code, rec.Body, tt.status, tt.reason)
+		}
+	}
+	// A cache-buster that is no configuration gets the plain script.
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/h3rum.js?v=2", nil))
+	if rec.Code != 200 || rec.Body.String() != scriptJS {
+		t.Errorf("?v=2: %d, plain script %v", rec.Code, rec.Body.String() == scriptJS)
+	}
+}
+
+// TestScriptCacheBounded: a client cycling through configurations cannot
+// grow the cache past its bound.
+func TestScriptCacheBounded(t *testing.T) {
+	var c scriptCache
+	for i := range maxCachedScripts + 10 {
+		if _, err := c.get(map[string]string{"h3": "https://h3.example.com", "h2": "https://h2.example.com", "site": fmt.Sprint("s", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.m) != maxCachedScripts {
+		t.Errorf("%d scripts cached, bound %d", len(c.m), maxCachedScripts)
 	}
 }

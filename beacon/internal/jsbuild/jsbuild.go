@@ -3,15 +3,13 @@
 package jsbuild
 
 import (
-	"bytes"
-	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/andybalholm/brotli"
 	"github.com/evanw/esbuild/pkg/api"
+	"github.com/h3rum/h3rum/beacon/internal/precompress"
 )
 
 // Output is the built script and its precompressed forms.
@@ -71,42 +69,13 @@ func Build(entry string) (Output, error) {
 	}
 	out := Output{JS: res.OutputFiles[0].Contents}
 	var err error
-	if out.Gzip, err = Gzip(out.JS); err != nil {
+	if out.Gzip, err = precompress.Gzip(out.JS); err != nil {
 		return Output{}, err
 	}
-	if out.Brotli, err = Brotli(out.JS); err != nil {
+	if out.Brotli, err = precompress.Brotli(out.JS); err != nil {
 		return Output{}, err
 	}
 	return out, nil
-}
-
-// Gzip compresses b at the best level, without a name or a timestamp.
-func Gzip(b []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, fmt.Errorf("gzip: %w", err)
-	}
-	if _, err := zw.Write(b); err != nil {
-		return nil, fmt.Errorf("gzip: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("gzip: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-// Brotli compresses b at the best level.
-func Brotli(b []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	bw := brotli.NewWriterLevel(&buf, brotli.BestCompression)
-	if _, err := bw.Write(b); err != nil {
-		return nil, fmt.Errorf("brotli: %w", err)
-	}
-	if err := bw.Close(); err != nil {
-		return nil, fmt.Errorf("brotli: %w", err)
-	}
-	return buf.Bytes(), nil
 }
 
 // Write builds entry and writes the output files into dir.

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -69,9 +71,10 @@ func browserRun(t *testing.T, ts *testServe, site string) (store.Exclusions, []s
 	if !ok {
 		t.Fatal("no development certificate")
 	}
+	// Configured by its URL, as the README recommends.
+	q := url.Values{"h3": {ts.h3}, "h2": {ts.h2}, "site": {site}, "sample": {"1"}, "endpoint": {ts.h3}}
 	page := pageOrigin(t, fmt.Sprintf(`<!doctype html><title>shop</title><p>page
-<script async src="%s/h3rum.js" data-h3="%s" data-h2="%s" data-site="%s" data-sample="1"></script>`,
-		ts.h3, ts.h3, ts.h2, site))
+<script async src="%s/h3rum.js?%s"></script>`, ts.h3, html.EscapeString(q.Encode())))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

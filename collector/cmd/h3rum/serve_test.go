@@ -476,7 +476,7 @@ func TestServeRoles(t *testing.T) {
 	}{
 		{"GET", "/probe", nil, 204, ""},
 		{"GET", "/h3rum.js", nil, 200, ""},
-		{"GET", "/demo", nil, 200, `data-endpoint="https://ingest.example"`},
+		{"GET", "/demo", nil, 200, `endpoint=https%3A%2F%2Fingest.example`},
 		{"POST", "/beacon", report, 404, "--role probe"},
 		{"GET", "/api/report", nil, 404, ""},
 		{"GET", "/healthz", nil, 200, "ok"},
