@@ -33,8 +33,9 @@ import (
 // over iterations are reported, because a single raw measurement on a
 // shared machine swings by 2×: use -benchtime=3x or more. It also reports
 // the CPU time per sample spent in this process (collector and load
-// generator alike) and in ClickHouse during each workload: on a machine
-// shared with other work these move far less than the rates do.
+// generator alike) and in ClickHouse during each workload, and their ratio
+// (cpu_ratio): on a machine shared with other work these move far less
+// than the rates do.
 func BenchmarkIngest(b *testing.B) {
 	conn := testDB(b)
 	chPID := storetest.Server(b).PID()
@@ -130,6 +131,10 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(median(rawCH), "raw_ch_µs/sample")
 	b.ReportMetric(median(beaconGo), "beacon_go_µs/sample")
 	b.ReportMetric(median(beaconCH), "beacon_ch_µs/sample")
+	// The rates swing with whatever else the machine runs (the raw one by
+	// 1.5× within a run here); CPU per sample hardly moves. This ratio is
+	// what the rate ratio would be on cores given to ingest alone.
+	b.ReportMetric((median(rawGo)+median(rawCH))/(median(beaconGo)+median(beaconCH)), "cpu_ratio")
 	b.Logf("raw samples/s %.0f, beacons/s %.0f (per iteration)", raws, rates)
 }
 
