@@ -108,8 +108,10 @@ func newFixture(t testing.TB, slowH2 bool) *fixture {
 	mux.HandleFunc("POST /beacon", f.serveBeacon)
 	mux.HandleFunc("GET /floor.js", f.serveFloor)
 	mux.HandleFunc("GET /site.js", serveSiteScript)
-	f.serveTCP(tcp, mux)
+	// Set before serving: handlers read it (the race detector sees no
+	// order through the browser).
 	f.page = fmt.Sprintf("https://localhost:%d/", port)
+	f.serveTCP(tcp, mux)
 	return f
 }
 
