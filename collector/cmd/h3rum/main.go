@@ -31,6 +31,7 @@ commands:
   report    print p50…p99 by region × protocol with the H3 − H2 difference
   lab       emulate regions on this machine (root), visit them with Chromium and check the report against them
   agent     run the beacon's test from this machine, with full, resumed and 0-RTT handshakes, and report it
+  embed     print the script tag a site embeds, configured by its URL (--pin: this version, with integrity=)
   version   print the version
 
 Run "h3rum <command> -h" for the flags of a command. Every flag can also be
@@ -57,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runLab(ctx, rest, stdout, stderr)
 	case "agent":
 		return runAgent(ctx, rest, stdout, stderr)
+	case "embed":
+		return runEmbed(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "h3rum", version)
 		return nil
