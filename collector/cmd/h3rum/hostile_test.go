@@ -335,3 +335,39 @@ func TestHostileAgentsMetricsCORSAndSize(t *testing.T) {
 		}
 	})
 }
+
+// The configured script's query is written into a script the collector
+// serves from its own origin: whatever a client puts there must be refused
+// with the reason or end up as one JSON object in it, never as code.
+func TestHostileScriptQuery(t *testing.T) {
+	ts := startServe(t, "--role", "probe", "--clickhouse", "clickhouse://127.0.0.1:1/none")
+	c := insecureClient()
+	const ok = "h3=https://h3.example.com&h2=https://h2.example.com"
+	for _, tc := range []struct {
+		name, query string
+		status      int
+		reason      string
+	}{
+		{"quote out of an origin", `h3=https://h3.example.com%22%3Balert(1)%2F%2F&h2=https://h2.example.com`, 400, "parameter h3="},
+		{"script URL as an origin", "h3=javascript:alert(1)&h2=https://h2.example.com", 400, "want an origin"},
+		{"markup in the site", ok + "&site=%3C%2Fscript%3E", 400, "parameter site="},
+		{"line separator in the site", ok + "&site=a%E2%80%A8b", 400, "parameter site="},
+		{"repeated parameter", ok + "&site=a&site=b", 400, "site given 2 times"},
+		{"unknown parameter", ok + "&onload=alert(1)", 400, `unknown parameter "onload"`},
+		{"long query", ok + "&site=" + strings.Repeat("a", 4<<10), 414, "h3rum.js: query longer than 1024 bytes"},
+		// The server's header limit answers before the handler does.
+		{"huge query", ok + "&site=" + strings.Repeat("a", 64<<10), 431, "request header fields too large"},
+	} {
+		code, hdr, body := get(t, c, ts.h3+"/h3rum.js?"+tc.query)
+		if code != tc.status || (code != 431 && !strings.HasPrefix(body, "h3rum.js: ")) || !strings.Contains(body, tc.reason) ||
+			strings.Count(body, "\n") != 1 || strings.HasPrefix(hdr.Get("Content-Type"), "text/javascript") {
+			t.Errorf("%s: %d %q (%s), want %d and one line with %q", tc.name, code, trimBody(body), hdr.Get("Content-Type"), tc.status, tc.reason)
+		}
+	}
+	// A valid one: the script, with the configuration as one object.
+	code, hdr, body := get(t, c, ts.h3+"/h3rum.js?"+ok+"&site=shop&sample=0.5")
+	if code != 200 || hdr.Get("Content-Type") != "text/javascript; charset=utf-8" || hdr.Get("X-Content-Type-Options") != "nosniff" ||
+		!strings.Contains(body, `{"h2":"https://h2.example.com","h3":"https://h3.example.com","sample":"0.5","site":"shop"}`) {
+		t.Errorf("configured script: %d %s, body %q", code, hdr.Get("Content-Type"), trimBody(body))
+	}
+}
