@@ -559,8 +559,11 @@ func (c *cdpSession) call(method string, params any) (json.RawMessage, error) {
 // done, and returns the renderer main thread's script and task time, ms.
 // The browser starts on about:blank, so that nothing but url runs (and
 // warms connections) before or during the measurement, and it is closed
-// before the next one starts.
-func mainThreadCPU(b *testing.B, f *fixture, url string, done func(*chromium.Browser)) (script, task float64) {
+// before the next one starts. With earlier > 0, the measured load is a
+// repeat visit: url was loaded (and done awaited) that many times before,
+// unmeasured, so the script comes from the HTTP cache and, from the third
+// load, with V8's compiled code.
+func mainThreadCPU(b *testing.B, f *fixture, url string, earlier int, done func(*chromium.Browser)) (script, task float64) {
 	br := startBrowserAt(b, f, "about:blank", true)
 	defer func() {
 		if err := br.Close(); err != nil {
@@ -579,6 +582,17 @@ func mainThreadCPU(b *testing.B, f *fixture, url string, done func(*chromium.Bro
 	}
 	defer conn.Close()
 	s := &cdpSession{conn: conn}
+	for range earlier {
+		if _, err := s.call("Page.navigate", map[string]string{"url": url}); err != nil {
+			b.Fatal(err)
+		}
+		done(br)
+	}
+	if earlier > 0 {
+		if _, err := s.call("Page.navigate", map[string]string{"url": "about:blank"}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if _, err := s.call("Performance.enable", map[string]string{"timeDomain": "threadTicks"}); err != nil {
 		b.Fatal(err)
 	}
@@ -621,8 +635,10 @@ func mainThreadCPU(b *testing.B, f *fixture, url string, done func(*chromium.Bro
 //
 // Also measured, on the bare page: the same script configured by data-*
 // attributes (it reads its element, whose first use costs a bare page about
-// 1 ms), and a visit that is not sampled; and the configured script on a
-// page with a script of its own (serveSiteScript).
+// 1 ms), a visit that is not sampled, and the third visit (the script from
+// the HTTP cache with V8's code cache, sampled or not, against the floor's
+// third visit); and the configured script on a page with a script of its
+// own (serveSiteScript).
 //
 // Chromium's script time covers script evaluation and the callbacks it
 // calls (events, timers, idle and observer callbacks), not promise
@@ -637,9 +653,13 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 	// Chromium's) would otherwise enter every difference twice.
 	type cpu struct{ script, task []float64 }
 	type figures struct{ beacon, control, floor, attributes, unsampled cpu }
-	var bare, site figures
+	var bare, site, repeat figures // repeat: the bare page's third visit
 	load := func(c *cpu, url string, done func(*chromium.Browser)) {
-		s, t := mainThreadCPU(b, f, url, done)
+		s, t := mainThreadCPU(b, f, url, 0, done)
+		c.script, c.task = append(c.script, s), append(c.task, t)
+	}
+	revisit := func(c *cpu, url string, done func(*chromium.Browser)) {
+		s, t := mainThreadCPU(b, f, url, 2, done)
 		c.script, c.task = append(c.script, s), append(c.task, t)
 	}
 	for b.Loop() {
@@ -667,6 +687,10 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 			if v.q == "" {
 				load(&v.fig.attributes, page("attributes"), report)
 				load(&v.fig.unsampled, page("url=unsampled"), hold)
+				revisit(&repeat.beacon, page("url"), report)
+				revisit(&repeat.control, page("control"), hold)
+				revisit(&repeat.floor, page("floor"), hold)
+				revisit(&repeat.unsampled, page("url=unsampled"), hold)
 			}
 		}
 	}
@@ -711,6 +735,19 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 		b.Logf("%s, configured by data-* attributes: script %.2f ms, all tasks %.2f ms; per load %.2f", v.name, attr, attrTask, fg.attributes.script)
 		b.Logf("%s, a visit not sampled: script %.2f ms, all tasks %.2f ms; per load %.2f", v.name, uns, unsTask, fg.unsampled.script)
 	}
+	// A repeat visit: the script from the HTTP cache with V8's code cache,
+	// as most of a site's visitors load it.
+	rScript, rTask := extra(&repeat, repeat.beacon)
+	rFloor, rFloorTask := extra(&repeat, repeat.floor)
+	rUns, rUnsTask := extra(&repeat, repeat.unsampled)
+	b.ReportMetric(rScript, "repeat-script-cpu-ms/run")
+	b.ReportMetric(rTask, "repeat-task-cpu-ms/run")
+	b.ReportMetric(rFloor, "repeat-floor-script-cpu-ms/run")
+	b.ReportMetric(rUns, "repeat-unsampled-script-cpu-ms/visit")
+	b.Logf("bare page, third visit: thread CPU per load, ms: script %.2f; control %.2f; floor %.2f; not sampled %.2f",
+		repeat.beacon.script, repeat.control.script, repeat.floor.script, repeat.unsampled.script)
+	b.Logf("bare page, third visit: script CPU %.2f ms vs floor %.2f ms: %+.2f ms; all tasks %.2f vs %.2f ms; not sampled: script %.2f ms, all tasks %.2f ms",
+		rScript, rFloor, rScript-rFloor, rTask, rFloorTask, rUns, rUnsTask)
 	script, _ := extra(&bare, bare.beacon)
 	floor, _ := extra(&bare, bare.floor)
 	if script > maxRatio*floor || script-floor >= maxAdded {
