@@ -245,6 +245,8 @@ func TestParseScriptConfig(t *testing.T) {
 		{base + "&site=sh%3Cop", nil, "want 1 to 64"},
 		{base + "&sample=1.5", nil, "want a fraction"},
 		{base + "&sample=NaN", nil, "want a fraction"},
+		{base + "&sample=0x1p-2", nil, "want a fraction"}, // Go reads it, the script would not
+		{base + "&sample=1e-2", map[string]string{"h3": "https://h3.example.com", "h2": "https://h2.example.com:8443", "sample": "1e-2"}, ""},
 		{base + "&parallel=0", nil, "from 1 to 20"},
 		{base + "&warmup=2.5", nil, "from 0 to 10"},
 		{base + "&bytes=16777217", nil, "from 0 to 16777216"},

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,8 +13,8 @@ import (
 )
 
 // configSlot is the string literal the built script holds where the
-// collector writes a configuration (src/h3rum.js, K); TestDistFresh checks
-// that it occurs exactly once.
+// collector writes a configuration (src/h3rum.js, K);
+// TestHandlerConfiguredScript checks that it occurs exactly once.
 const configSlot = `"{config}"`
 
 // Limits of a configured script URL.
@@ -41,7 +40,8 @@ var scriptParams = map[string]func(string) error{
 		return nil
 	},
 	"sample": func(v string) error {
-		if x, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(x) || x < 0 || x > 1 {
+		// Decimal only: Go parses 0x1p-2 and Inf, the script's +v does not.
+		if x, err := strconv.ParseFloat(v, 64); err != nil || strings.Trim(v, "0123456789.eE+-") != "" || x < 0 || x > 1 {
 			return errors.New("want a fraction from 0 to 1")
 		}
 		return nil
