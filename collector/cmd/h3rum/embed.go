@@ -43,7 +43,7 @@ func runEmbed(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("embed", flag.ContinueOnError)
 	c := embedConfig{params: map[string]*string{}}
 	fs.StringVar(&c.collector, "collector", "", "origin of the collector serving the script, e.g. https://rumtest.example.com (required)")
-	fs.BoolVar(&c.pin, "pin", false, "name this version of the script (/h3rum.<hash>.js, cached a year) and add integrity=; without it /h3rum.js follows upgrades")
+	fs.BoolVar(&c.pin, "pin", false, "name this version of the script (/h3rum.<hash>.js, cached a year) and add integrity=; a collector serves only its own version, so print the tag again after upgrading it; without --pin /h3rum.js follows upgrades")
 	for _, p := range embedParams {
 		c.params[p.name] = fs.String(p.name, "", p.usage)
 	}
