@@ -84,8 +84,9 @@ func checkEnum(values ...string) func(string) error {
 
 // ParseScriptConfig reads the configuration a script URL's query carries.
 // It returns nil, nil when the query names none of the parameters (a site's
-// own cache-busting ?v=2 keeps working as before); otherwise every parameter
-// must be known, given once, valid, and h3 and h2 must be there.
+// own cache-busting ?v=2, well-formed or not, keeps working as before);
+// otherwise every parameter must be known, given once, valid, and h3 and h2
+// must be there.
 func ParseScriptConfig(rawQuery string) (map[string]string, error) {
 	if rawQuery == "" {
 		return nil, nil
@@ -93,10 +94,9 @@ func ParseScriptConfig(rawQuery string) (map[string]string, error) {
 	if len(rawQuery) > maxConfigQuery {
 		return nil, errQueryTooLong
 	}
+	// ParseQuery keeps every pair it could read: a query that names none of
+	// the parameters is not a configuration, even when it is malformed.
 	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return nil, fmt.Errorf("parsing query: %w", err)
-	}
 	known := false
 	for k := range q {
 		if _, ok := scriptParams[k]; ok {
@@ -105,6 +105,9 @@ func ParseScriptConfig(rawQuery string) (map[string]string, error) {
 	}
 	if !known {
 		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parsing query: %w", err)
 	}
 	cfg := make(map[string]string, len(q))
 	for k, vs := range q {
