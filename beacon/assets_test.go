@@ -235,6 +235,7 @@ func TestParseScriptConfig(t *testing.T) {
 		{"v=2", nil, ""},   // a site's own cache-buster: no configuration
 		{"v=1;2", nil, ""}, // malformed, but not meant as one either
 		{"v=%zz", nil, ""},
+		{"v=" + strings.Repeat("2", 2000), nil, ""},
 		{base, map[string]string{"h3": "https://h3.example.com", "h2": "https://h2.example.com:8443"}, ""},
 		{base + "&site=shop&sample=0.05&parallel=20&warmup=0&bytes=16777216&trigger=manual&order=h2first&endpoint=http://ingest.example.com/",
 			map[string]string{"h3": "https://h3.example.com", "h2": "https://h2.example.com:8443", "site": "shop", "sample": "0.05",

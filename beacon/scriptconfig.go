@@ -91,11 +91,9 @@ func ParseScriptConfig(rawQuery string) (map[string]string, error) {
 	if rawQuery == "" {
 		return nil, nil
 	}
-	if len(rawQuery) > maxConfigQuery {
-		return nil, errQueryTooLong
-	}
 	// ParseQuery keeps every pair it could read: a query that names none of
-	// the parameters is not a configuration, even when it is malformed.
+	// the parameters is not a configuration, even when it is malformed or
+	// long (the server's header limit bounds it).
 	q, err := url.ParseQuery(rawQuery)
 	known := false
 	for k := range q {
@@ -105,6 +103,9 @@ func ParseScriptConfig(rawQuery string) (map[string]string, error) {
 	}
 	if !known {
 		return nil, nil
+	}
+	if len(rawQuery) > maxConfigQuery {
+		return nil, errQueryTooLong
 	}
 	if err != nil {
 		return nil, fmt.Errorf("parsing query: %w", err)
