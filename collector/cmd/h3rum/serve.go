@@ -110,9 +110,9 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	c.store.register(fs)
 	c.log.register(fs)
 	fs.StringVar(&c.role, "role", roleAll, "what this process does: all (probe and ingest in one process: simplest, but ingest load can disturb the probe's timings), probe (only the origins, /probe and the script: for edge hosts; no ClickHouse), or ingest (reports, ClickHouse and the report endpoints; no /probe)")
-	fs.StringVar(&c.ingestURL, "ingest-url", "", "with --role probe: the ingest collector's origin, e.g. https://ingest.rumtest.example.com, used as the demo page's data-endpoint")
+	fs.StringVar(&c.ingestURL, "ingest-url", "", "with --role probe: the ingest collector's origin, e.g. https://ingest.rumtest.example.com, used as the demo page's script endpoint")
 
-	fs.Var(&c.sites, "sites", "comma-separated data-site values accepted by /beacon (default: any)")
+	fs.Var(&c.sites, "sites", "comma-separated site values (the script's site= or data-site) accepted by /beacon (default: any)")
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR prefixes or addresses of the load balancers, CDNs or reverse proxies in front of the collector; only from them are --client-ip-header and --geo-header believed")
 	fs.StringVar(&c.clientIPHeader, "client-ip-header", access.DefaultClientIPHeader, "the one header trusted proxies put the client address in: X-Forwarded-For, Forwarded, or a CDN's single-address header such as CF-Connecting-IP (read right to left, skipping trusted hops)")
 	fs.StringVar(&c.geoHeader, "geo-header", "", "request header with the client's country set by a CDN among --trusted-proxies, e.g. CF-IPCountry")
@@ -336,7 +336,7 @@ func serve(ctx context.Context, c *serveConfig, geo *ingest.GeoIP, log *slog.Log
 func notHere(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusNotFound)
-	io.WriteString(w, "not found: this collector runs --role probe; reports go to the ingest collector (the script's data-endpoint)\n")
+	io.WriteString(w, "not found: this collector runs --role probe; reports go to the ingest collector (the script's endpoint)\n")
 }
 
 // startIngest starts what takes and answers reports — ClickHouse (managed
