@@ -79,6 +79,7 @@ type Handler struct {
 	hash       string
 	demo       *template.Template
 	demoErr    error
+	plain      *script // as built: data-* attributes configure it
 	configured scriptCache
 }
 
@@ -101,6 +102,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) init() {
 	h.hash = contentHash(scriptJS)
+	h.plain = &script{js: scriptJS, gzip: scriptGzip, brotli: scriptBrotli, hash: h.hash}
 	h.demo, h.demoErr = template.New("demo").Parse(demoHTML)
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /h3rum.js", func(w http.ResponseWriter, r *http.Request) { h.serveScript(w, r, shortCache) })
@@ -112,7 +114,7 @@ func (h *Handler) init() {
 }
 
 func (h *Handler) serveScript(w http.ResponseWriter, r *http.Request, cache string) {
-	sc := &script{js: scriptJS, gzip: scriptGzip, brotli: scriptBrotli, hash: h.hash}
+	sc := h.plain
 	if cfg, err := ParseScriptConfig(r.URL.RawQuery); err != nil {
 		status := http.StatusBadRequest
 		if errors.Is(err, errQueryTooLong) {
