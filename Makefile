@@ -89,7 +89,7 @@ bench: deps bench-deps build
 	  $(GO) run ./collector/cmd/benchprobe || fail=1; \
 	  $(GO) test ./beacon -run '^$$' -bench '^BenchmarkDecode$$' -benchmem || fail=1; \
 	  $(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x || fail=1; \
-	  $(GO) test ./ingest -run '^$$' -bench . -benchtime 3x -timeout 30m || fail=1; \
+	  $(GO) test ./ingest -run '^$$' -bench . -benchtime 5x -timeout 30m || fail=1; \
 	  $(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest(Split)?$$' -benchtime 1x || fail=1; \
 	  $(GO) run ./collector/cmd/benchreport || fail=1; \
 	  exit $$fail; \
