@@ -76,7 +76,9 @@ func fastDecode(data []byte, a *arena) (w wireReport, ok bool) {
 func (p *fastParser) fail() { p.ok = false }
 
 func (p *fastParser) ws() {
-	for p.i < len(p.b) {
+	// Reports come from JSON.stringify, without whitespace: one compare
+	// settles the usual case.
+	for p.i < len(p.b) && p.b[p.i] <= ' ' {
 		switch p.b[p.i] {
 		case ' ', '\t', '\n', '\r':
 			p.i++
@@ -325,10 +327,20 @@ func (p *fastParser) integer() *int {
 		p.fail() // encoding/json refuses 1.0 and 1e3 for an int: let it say so
 		return nil
 	}
-	v, err := strconv.ParseInt(lit, 10, 64)
-	if err != nil {
-		p.fail()
-		return nil
+	var v int64
+	if d := strings.TrimPrefix(lit, "-"); len(d) <= 18 { // no overflow
+		for i := 0; i < len(d); i++ {
+			v = v*10 + int64(d[i]-'0')
+		}
+		if len(d) < len(lit) {
+			v = -v
+		}
+	} else {
+		var err error
+		if v, err = strconv.ParseInt(lit, 10, 64); err != nil {
+			p.fail()
+			return nil
+		}
 	}
 	p.ints = append(p.ints, int(v))
 	return &p.ints[len(p.ints)-1]
