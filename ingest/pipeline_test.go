@@ -447,3 +447,29 @@ func TestReplayStoresOnce(t *testing.T) {
 		t.Errorf("replay skipped %v runs, want %d", got, runs)
 	}
 }
+
+// TestCommitDelay: reports that arrive within CommitDelay of the first
+// waiting one share its write and fsync. Eight Accepts 10 ms apart would
+// take eight fsyncs without it (one takes about a millisecond here).
+func TestCommitDelay(t *testing.T) {
+	p := startPipeline(t, &Pipeline{Conn: deadConn(t), Dir: t.TempDir(), Ready: make(chan struct{}), CommitDelay: 400 * time.Millisecond})
+	run := testRun(t, "delay")
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		time.Sleep(10 * time.Millisecond)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			errs <- p.Accept(ctx, run)
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counterValue(t, p.m.fsyncs); got > 2 {
+		t.Errorf("%d Accepts 10 ms apart took %.0f fsyncs; within a 400 ms commit delay, want 1 (2 at most)", n, got)
+	}
+}

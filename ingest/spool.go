@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/h3rum/h3rum/ingest/store"
 )
@@ -123,17 +124,26 @@ func (p *Pipeline) updateSpoolGauges() {
 	p.m.spoolSegments.Set(float64(len(p.segs)))
 }
 
-// writeLoop is the only writer of spool files. It takes every request that
-// is waiting, writes them with one write and one fsync, then answers them
-// all: concurrent Accepts share the cost of durability.
+// writeLoop is the only writer of spool files. Once a request comes, it
+// waits CommitDelay, takes every request then waiting, writes them with one
+// write and one fsync, then answers them all: concurrent Accepts share the
+// cost of durability. In BenchmarkIngest (seven runs each way of 3 or 5
+// iterations, alternated), the 500 µs default brought fsyncs per 60 000
+// beacons from 2 740–3 095 to 2 035–2 197, the test process's CPU per
+// sample (collector and load generator) from 12.1 to 10.2 µs, and the
+// rate ratio to raw inserts from 0.52 to 0.65 (medians).
 func (p *Pipeline) writeLoop() {
 	defer close(p.writerDone)
 	var group []*writeReq
+	delay := p.commitDelay()
 	for {
 		req, ok := <-p.reqs
 		if !ok {
 			p.sealActive()
 			return
+		}
+		if delay > 0 {
+			time.Sleep(delay)
 		}
 		group = append(group[:0], req)
 		size := len(req.frame)

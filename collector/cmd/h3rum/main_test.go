@@ -25,6 +25,8 @@ func TestServeBadInputExitsBeforeListening(t *testing.T) {
 		{"bad log format", []string{"--log-format", "xml"}, [2]string{}, "--log-format"},
 		{"bad environment", nil, [2]string{"H3RUM_BATCH_ROWS", "abc"}, "H3RUM_BATCH_ROWS"},
 		{"negative retention", []string{"--retention", "-1"}, [2]string{}, "--retention"},
+		{"negative commit delay", []string{"--commit-delay", "-1ms"}, [2]string{}, "--commit-delay"},
+		{"commit delay over a second", nil, [2]string{"H3RUM_COMMIT_DELAY", "2s"}, "--commit-delay"},
 		{"short report token", []string{"--report-token", "s3cret"}, [2]string{}, "--report-token is 6 bytes"},
 		{"short agent token", nil, [2]string{"H3RUM_AGENT_TOKEN", "0123456789abcdef0123456789abcde"}, "--agent-token is 31 bytes"},
 		{"geo header without trusted proxies", []string{"--geo-header", "CF-IPCountry"}, [2]string{}, "--geo-header is believed only from --trusted-proxies"},

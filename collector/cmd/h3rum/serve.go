@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -55,6 +56,7 @@ type serveConfig struct {
 	concurrency    int
 	batchRows      int
 	flushInterval  time.Duration
+	commitDelay    time.Duration
 	spoolMaxBytes  int64
 	retentionDays  int
 
@@ -125,6 +127,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.agentRateLimit, "agent-rate-limit", 50, "reports per second allowed per agent connection (agents are exempt from --rate-limit)")
 	fs.IntVar(&c.batchRows, "batch-rows", 20000, "sample rows per ClickHouse insert")
 	fs.DurationVar(&c.flushInterval, "flush-interval", time.Second, "longest a sample waits before it is inserted (jittered ±20%)")
+	fs.DurationVar(&c.commitDelay, "commit-delay", 500*time.Microsecond, "how long the spool waits for more reports to share one fsync before acknowledging any (0: none)")
 	fs.Int64Var(&c.spoolMaxBytes, "spool-max-bytes", 1<<30, "disk budget of the spool that holds samples while ClickHouse is slow or down")
 	fs.IntVar(&c.retentionDays, "retention", 0, "days of samples to keep, enforced by dropping month partitions (0: keep all)")
 
@@ -191,6 +194,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.flushInterval <= 0 {
 		errs = append(errs, errors.New("--flush-interval must be positive"))
+	}
+	if c.commitDelay < 0 || c.commitDelay > time.Second {
+		errs = append(errs, errors.New("--commit-delay must be between 0 and 1s"))
 	}
 	if c.spoolMaxBytes < 1<<20 {
 		errs = append(errs, errors.New("--spool-max-bytes must be at least 1 MiB"))
@@ -395,6 +401,7 @@ func (c *serveConfig) startIngest(ctx context.Context, mux *http.ServeMux, geo *
 		Dir:           filepath.Join(c.store.dataDir, "spool"),
 		BatchRows:     c.batchRows,
 		FlushInterval: c.flushInterval,
+		CommitDelay:   cmp.Or(c.commitDelay, -1), // --commit-delay 0 is none; the Pipeline reads 0 as its default
 		SpoolMaxBytes: c.spoolMaxBytes,
 		Retention:     time.Duration(c.retentionDays) * 24 * time.Hour,
 		Cluster:       c.store.cluster,
