@@ -149,23 +149,35 @@ type obs struct {
 // each observation of xs (sorted by v) appears w[run] times: one bootstrap
 // replicate without materialising it. n is the replicate's size
 // (replicateSize: a sum over runs, not over observations, which halved
-// the bootstrap's time). qs must be ascending. The walk up to the first
-// quantile may start at start, a point of xs whose weight below is known
-// (a checkpoint), when that quantile lies at or above it. It returns false
-// when the replicate has no observation.
-func weightedQuantiles(xs []obs, n int64, w []int32, qs []float64, out []float64, start walkStart) bool {
+// the bootstrap's time). qs must be ascending. The walk to qs[k] starts at
+// starts[k], a point of xs whose weight below is known (a checkpoint), and
+// goes up or down from there; with starts nil, the walks to quantiles up
+// to the median start at the bottom, the others at the top. It returns
+// false when the replicate has no observation.
+func weightedQuantiles(xs []obs, n int64, w []int32, qs []float64, out []float64, starts []walkStart) bool {
 	if n == 0 {
 		return false
+	}
+	if starts != nil {
+		for k, q := range qs {
+			lo, frac := position(n, q)
+			i, cum := starts[k].at, starts[k].cum // xs[i] covers expanded positions [cum, cum+w)
+			for cum > lo {
+				i--
+				cum -= int64(w[xs[i].run])
+			}
+			for cum+int64(w[xs[i].run]) <= lo {
+				cum += int64(w[xs[i].run])
+				i++
+			}
+			out[k] = interpolate(xs, w, i, frac, lo+1 >= cum+int64(w[xs[i].run]))
+		}
+		return true
 	}
 	// Quantiles up to the median are found walking up from the smallest
 	// observation, the others walking down from the largest, so the tail
 	// percentiles cost a short walk instead of a whole pass.
 	i, cum := 0, int64(0) // xs[i] covers expanded positions [cum, cum+w)
-	if len(qs) > 0 && qs[0] <= 0.5 {
-		if lo, _ := position(n, qs[0]); start.cum <= lo {
-			i, cum = start.at, start.cum
-		}
-	}
 	k := 0
 	for ; k < len(qs) && qs[k] <= 0.5; k++ {
 		lo, frac := position(n, qs[k])
@@ -241,10 +253,17 @@ func replicateSize(runs, cnt, w []int32) int64 {
 // runSizes are what a run adds to a replicate's sizes (how many
 // observations of each series it holds) every time it is drawn.
 type runSizes struct {
-	h3First             int   // 1 for the H3 batch first (orderH3First), else 0
-	h2, h3, paired, won int32 // observations in x2, x3, pd and pdWon
-	gotH3, wantH3       int32 // availability's requests
-	below2, below3      int32 // observations in x2 and x3 below their order's checkpoint
+	h3First             int            // 1 for the H3 batch first (orderH3First), else 0
+	h2, h3, paired, won int32          // observations in x2, x3, pd and pdWon
+	gotH3, wantH3       int32          // availability's requests
+	below2, below3      [nChecks]int32 // observations in x2 and x3 below each of their order's checkpoints
+}
+
+// repSizes are a replicate's sums of its runs' sizes, per batch order.
+type repSizes struct {
+	n2, n3, np, nw orderSizes // observations in x2, x3, pd and pdWon
+	got, want      int64      // availability's requests (both orders)
+	below2, below3 [nChecks]orderSizes
 }
 
 // replicateSizes sums the sizes of a replicate with run weights w, after
@@ -252,8 +271,9 @@ type runSizes struct {
 // selected by arithmetic rather than by index or branch. Adding each
 // draw's sizes into per-order arrays as it was drawn took an eighth more
 // of the whole bootstrap (BenchmarkAnalyse).
-func replicateSizes(w []int32, per []runSizes) (n2, n3, np, nw orderSizes, got, want int64) {
+func replicateSizes(w []int32, per []runSizes) repSizes {
 	var a2, a3, ap, aw, b2, b3, bp, bw int64 // a: every run, b: the h3first ones
+	var s repSizes
 	// No test for c == 0: a third of the runs, at random, is a branch
 	// mispredicted a third of the time.
 	for r, c := range w[:len(per)] {
@@ -262,20 +282,26 @@ func replicateSizes(w []int32, per []runSizes) (n2, n3, np, nw orderSizes, got, 
 		s2, s3, sp, sw := k*int64(p.h2), k*int64(p.h3), k*int64(p.paired), k*int64(p.won)
 		b2, b3, bp, bw = b2+f*s2, b3+f*s3, bp+f*sp, bw+f*sw
 		a2, a3, ap, aw = a2+s2, a3+s3, ap+sp, aw+sw
-		got += k * int64(p.gotH3)
-		want += k * int64(p.wantH3)
+		s.got += k * int64(p.gotH3)
+		s.want += k * int64(p.wantH3)
+		for j := range nChecks {
+			s.below2[j][p.h3First] += k * int64(p.below2[j])
+			s.below3[j][p.h3First] += k * int64(p.below3[j])
+		}
 	}
-	return orderSizes{a2 - b2, b2}, orderSizes{a3 - b3, b3}, orderSizes{ap - bp, bp}, orderSizes{aw - bw, bw}, got, want
+	s.n2, s.n3, s.np, s.nw = orderSizes{a2 - b2, b2}, orderSizes{a3 - b3, b3}, orderSizes{ap - bp, bp}, orderSizes{aw - bw, bw}
+	return s
 }
 
 // packedSizes are a run's sizes, or a replicate's sums of them, in 16-bit
 // lanes: h2 and h3 per batch order, paired and won per batch order, gotH3
-// and wantH3, below2 and below3 per batch order. Adding a drawn run's is
-// four additions, where summing after the draws is a pass over every run
-// and the weight below each checkpoint a pass over its runs
-// (BenchmarkAnalyse 45 → 34 ms with the sizes packed, → 31 ms with the
-// checkpoints' weights too).
-type packedSizes [4]uint64
+// and wantH3, then for each checkpoint below2 and below3 per batch order.
+// Adding a drawn run's is eight additions, where summing after the draws
+// is a pass over every run (BenchmarkAnalyse 45 → 34 ms with the sizes
+// packed, → 31 ms with the weight below one checkpoint too; 29.3 → 24.8 ms
+// with one checkpoint per percentile, whose walks no longer cover up to
+// half the observations).
+type packedSizes [3 + nChecks]uint64
 
 const laneBits = 16
 
@@ -287,27 +313,35 @@ func (s *packedSizes) add(p *packedSizes) {
 	s[1] += p[1]
 	s[2] += p[2]
 	s[3] += p[3]
+	s[4] += p[4]
+	s[5] += p[5]
+	s[6] += p[6]
+	s[7] += p[7]
 }
 
 func lane(word uint64, i int) int64 { return int64(word >> (laneBits * i) & (1<<laneBits - 1)) }
 
-func (s *packedSizes) unpack() (n2, n3, np, nw orderSizes, got, want int64) {
-	return orderSizes{lane(s[0], 0), lane(s[0], 1)}, orderSizes{lane(s[0], 2), lane(s[0], 3)},
-		orderSizes{lane(s[1], 0), lane(s[1], 1)}, orderSizes{lane(s[1], 2), lane(s[1], 3)},
-		lane(s[2], 0), lane(s[2], 1)
-}
-
-// below returns the weights below x2's and x3's checkpoints.
-func (s *packedSizes) below() (b2, b3 orderSizes) {
-	return orderSizes{lane(s[3], 0), lane(s[3], 1)}, orderSizes{lane(s[3], 2), lane(s[3], 3)}
+func (s *packedSizes) unpack() repSizes {
+	r := repSizes{
+		n2: orderSizes{lane(s[0], 0), lane(s[0], 1)}, n3: orderSizes{lane(s[0], 2), lane(s[0], 3)},
+		np: orderSizes{lane(s[1], 0), lane(s[1], 1)}, nw: orderSizes{lane(s[1], 2), lane(s[1], 3)},
+		got: lane(s[2], 0), want: lane(s[2], 1),
+	}
+	for j := range nChecks {
+		c := s[3+j]
+		r.below2[j] = orderSizes{lane(c, 0), lane(c, 1)}
+		r.below3[j] = orderSizes{lane(c, 2), lane(c, 3)}
+	}
+	return r
 }
 
 // packSizes packs every run's sizes, or returns nil when a replicate's
-// sum could overflow a lane: len(per) draws of the largest size.
+// sum could overflow a lane: len(per) draws of the largest size (a count
+// below a checkpoint is at most its series' size).
 func packSizes(per []runSizes) []packedSizes {
 	var most int64
 	for _, p := range per {
-		most = max(most, int64(p.h2), int64(p.h3), int64(p.paired), int64(p.won), int64(p.gotH3), int64(p.wantH3), int64(p.below2), int64(p.below3))
+		most = max(most, int64(p.h2), int64(p.h3), int64(p.paired), int64(p.won), int64(p.gotH3), int64(p.wantH3))
 	}
 	if most*int64(len(per)) >= packLimit {
 		return nil
@@ -316,8 +350,10 @@ func packSizes(per []runSizes) []packedSizes {
 	for r, p := range per {
 		at := func(v int32, i int) uint64 { return uint64(v) << (laneBits * i) }
 		o := p.h3First // lane of the batch order
-		out[r] = packedSizes{at(p.h2, o) | at(p.h3, 2+o), at(p.paired, o) | at(p.won, 2+o), at(p.gotH3, 0) | at(p.wantH3, 1),
-			at(p.below2, o) | at(p.below3, 2+o)}
+		out[r] = packedSizes{at(p.h2, o) | at(p.h3, 2+o), at(p.paired, o) | at(p.won, 2+o), at(p.gotH3, 0) | at(p.wantH3, 1)}
+		for j := range nChecks {
+			out[r][3+j] = at(p.below2[j], o) | at(p.below3[j], 2+o)
+		}
 	}
 	return out
 }
@@ -415,17 +451,11 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 		qs[i] = p / 100
 	}
 	pairedQs := []float64{0.5, 0.9}
-	// The walks up to the lowest percentile start at a checkpoint below it.
-	x2.checkBelow(qs[0], m)
-	x3.checkBelow(qs[0], m)
-	for k := range 2 {
-		for i, r := range x2.check[k].runs {
-			per[r].below2 = x2.check[k].cnt[i]
-		}
-		for i, r := range x3.check[k].runs {
-			per[r].below3 = x3.check[k].cnt[i]
-		}
-	}
+	// A replicate's walk to each percentile starts at a checkpoint near it.
+	x2.checkAt(qs)
+	x3.checkAt(qs)
+	x2.countBelow(func(r int32) *[nChecks]int32 { return &per[r].below2 })
+	x3.countBelow(func(r int32) *[nChecks]int32 { return &per[r].below3 })
 	unit := make([]int32, m)
 	for i := range unit {
 		unit[i] = 1
@@ -497,9 +527,7 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 			return // the caller reports ctx's error
 		}
 		clear(w)
-		var n2, n3, np, nw orderSizes
-		var got, want int64
-		var below2, below3 *orderSizes // nil: quantiles sums them
+		var rs repSizes
 		if packed != nil {
 			var s packedSizes
 			for range m {
@@ -507,17 +535,16 @@ func analyse(ctx context.Context, g *Group, runs []runSamples, o *Options) {
 				w[r]++
 				s.add(&packed[r])
 			}
-			n2, n3, np, nw, got, want = s.unpack()
-			b2, b3 := s.below()
-			below2, below3 = &b2, &b3
+			rs = s.unpack()
 		} else {
 			for range m {
 				w[intN(rng, m)]++
 			}
-			n2, n3, np, nw, got, want = replicateSizes(w, per)
+			rs = replicateSizes(w, per)
 		}
-		ok2 := has2 && x2.quantiles(w, n2, below2, qs, q2)
-		ok3 := has3 && x3.quantiles(w, n3, below3, qs, q3)
+		n2, n3, np, nw, got, want := rs.n2, rs.n3, rs.np, rs.nw, rs.got, rs.want
+		ok2 := has2 && x2.quantiles(w, n2, &rs.below2, qs, q2)
+		ok3 := has3 && x3.quantiles(w, n3, &rs.below3, qs, q3)
 		for i := range qs {
 			if ok2 {
 				rep2[i] = append(rep2[i], q2[i])

@@ -47,15 +47,19 @@ func TestWeightedQuantilesMatchesExpansion(t *testing.T) {
 		}
 		out := make([]float64, len(qs))
 		runs, cnt := runCounts(xs, m)
-		// A walk may start at any point whose weight below is known.
-		var start walkStart
-		if len(xs) > 0 {
-			start.at = rng.IntN(len(xs))
-			for _, x := range xs[:start.at] {
-				start.cum += int64(w[x.run])
+		// A walk may start at any point whose weight below is known, or
+		// at the bottom and the top (nil).
+		var starts []walkStart
+		if len(xs) > 0 && trial%4 != 0 {
+			for range qs {
+				s := walkStart{at: rng.IntN(len(xs))}
+				for _, x := range xs[:s.at] {
+					s.cum += int64(w[x.run])
+				}
+				starts = append(starts, s)
 			}
 		}
-		ok := weightedQuantiles(xs, replicateSize(runs, cnt, w), w, qs, out, start)
+		ok := weightedQuantiles(xs, replicateSize(runs, cnt, w), w, qs, out, starts)
 		if ok != (len(expanded) > 0) {
 			t.Fatalf("trial %d: ok %v with %d expanded values", trial, ok, len(expanded))
 		}
@@ -154,7 +158,9 @@ func TestPackedSizesMatchSums(t *testing.T) {
 		for r := range per {
 			per[r] = runSizes{h3First: rng.IntN(2), h2: int32(rng.IntN(14)), h3: int32(rng.IntN(14)),
 				paired: int32(rng.IntN(2)), won: int32(rng.IntN(2)), gotH3: int32(rng.IntN(6)), wantH3: int32(rng.IntN(6))}
-			per[r].below2, per[r].below3 = int32(rng.IntN(int(per[r].h2)+1)), int32(rng.IntN(int(per[r].h3)+1))
+			for j := range nChecks {
+				per[r].below2[j], per[r].below3[j] = int32(rng.IntN(int(per[r].h2)+1)), int32(rng.IntN(int(per[r].h3)+1))
+			}
 		}
 		packed := packSizes(per)
 		if packed == nil {
@@ -167,19 +173,21 @@ func TestPackedSizesMatchSums(t *testing.T) {
 			w[r]++
 			s.add(&packed[r])
 		}
-		var got, want [6]any
-		got[0], got[1], got[2], got[3], got[4], got[5] = s.unpack()
-		want[0], want[1], want[2], want[3], want[4], want[5] = replicateSizes(w, per)
+		got, want := s.unpack(), replicateSizes(w, per)
 		if got != want {
-			t.Fatalf("trial %d (%d runs): packed sums %v, sums over weights %v", trial, m, got, want)
+			t.Fatalf("trial %d (%d runs): packed sums %+v, sums over weights %+v", trial, m, got, want)
 		}
-		var below [2]orderSizes // x2's and x3's, per batch order
+		var below [nChecks][2]orderSizes // x2's and x3's, per batch order
 		for r, p := range per {
-			below[0][p.h3First] += int64(w[r]) * int64(p.below2)
-			below[1][p.h3First] += int64(w[r]) * int64(p.below3)
+			for j := range nChecks {
+				below[j][0][p.h3First] += int64(w[r]) * int64(p.below2[j])
+				below[j][1][p.h3First] += int64(w[r]) * int64(p.below3[j])
+			}
 		}
-		if b2, b3 := s.below(); b2 != below[0] || b3 != below[1] {
-			t.Fatalf("trial %d (%d runs): packed weights below the checkpoints %v %v, sums over weights %v", trial, m, b2, b3, below)
+		for j := range nChecks {
+			if got.below2[j] != below[j][0] || got.below3[j] != below[j][1] {
+				t.Fatalf("trial %d (%d runs): packed weights below checkpoint %d %v %v, sums over weights %v", trial, m, j, got.below2[j], got.below3[j], below[j])
+			}
 		}
 	}
 	// 3000 runs of 22 observations could sum to 66 000 in one lane.
@@ -248,5 +256,46 @@ func TestAnalysePackedOrNot(t *testing.T) {
 	}
 	if !strings.Contains(packed, "ci_low_ms") {
 		t.Errorf("no interval to compare: %s", packed)
+	}
+}
+
+// countBelow counts, per run, the observations below each checkpoint that
+// checkAt places, as counting them in xs[:at] does.
+func TestCountBelowMatchesPrefixes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	qs := make([]float64, len(percentiles))
+	for i, p := range percentiles {
+		qs[i] = p / 100
+	}
+	for trial := range 300 {
+		m := 1 + rng.IntN(60)
+		var o orderedObs
+		for r := range m {
+			for k := rng.IntN(7); k > 0; k-- {
+				o.add(float64(rng.IntN(40)), int32(r), rng.IntN(3) == 0)
+			}
+		}
+		byValue := func(a, b obs) int { return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(a.run, b.run)) }
+		o.done(m, byValue)
+		o.checkAt(qs)
+		got := make([][nChecks]int32, m)
+		o.countBelow(func(r int32) *[nChecks]int32 { return &got[r] })
+		want := make([][nChecks]int32, m)
+		for k, xs := range o.xs {
+			if len(xs) > 0 && len(o.check[k]) != nChecks {
+				t.Fatalf("trial %d: order %d has %d observations and %d checkpoints", trial, k, len(xs), len(o.check[k]))
+			}
+			for j, at := range o.check[k] {
+				if at < 0 || at >= len(xs) {
+					t.Fatalf("trial %d: checkpoint %d at %d of %d observations", trial, j, at, len(xs))
+				}
+				for _, x := range xs[:at] {
+					want[x.run][j]++
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: counts below the checkpoints %v, want %v", trial, got, want)
+		}
 	}
 }

@@ -57,24 +57,16 @@ func balance(v *[2][]float64, ok [2]bool, out []float64) bool {
 // orderedObs are one statistic's observations split by batch order, for
 // estimates that weigh both orders equally.
 type orderedObs struct {
-	xs    [2][]obs   // sorted by value, then run
-	runs  [2][]int32 // the runs with observations in xs (runCounts)
-	cnt   [2][]int32 // and how many each has
-	check [2]checkpoint
-	tmp   [2][]float64
+	xs     [2][]obs   // sorted by value, then run
+	runs   [2][]int32 // the runs with observations in xs (runCounts)
+	cnt    [2][]int32 // and how many each has
+	check  [2][]int   // checkpoints (checkAt): indices in xs, one per quantile
+	tmp    [2][]float64
+	starts []walkStart
 }
 
-// checkpoint is a point of a series from which walks up to a quantile may
-// start: the weight below it is a sum over the runs with observations
-// there, fewer than the observations a walk from the bottom would visit
-// (a run has several).
-type checkpoint struct {
-	at        int     // index in xs
-	runs, cnt []int32 // runs with observations below at, and how many
-}
-
-// walkStart is where a walk may start: at index at of xs, the weight of
-// the observations below being cum.
+// walkStart is where a walk to a quantile starts: at index at of xs, the
+// weight of the observations below being cum.
 type walkStart struct {
 	at  int
 	cum int64
@@ -136,22 +128,46 @@ func sortObsByKey(xs []obs) bool {
 	return true
 }
 
-// checkBelow places each order's checkpoint for walks up to quantile q
-// (at most the median: walks to the others start at the top), for m runs:
-// five standard errors of a replicate's share below it under q, so that a
-// replicate's q nearly always lies above (where it does not, the walk
-// starts at the bottom).
-func (o *orderedObs) checkBelow(q float64, m int) {
+// nChecks is how many checkpoints a series has: one per reported
+// percentile.
+const nChecks = len(percentiles)
+
+// checkAt places each order's checkpoints, one per quantile of qs
+// (nChecks of them), at the index where the quantile lies when every run
+// weighs one. A replicate's walk to a quantile starts at its checkpoint,
+// the weight below which is summed as runs are drawn (countBelow), and
+// goes up or down: about one standard error of the quantile's share, where
+// a walk from the bottom or the top covers up to half the observations.
+func (o *orderedObs) checkAt(qs []float64) {
 	for k, xs := range o.xs {
-		if q > 0.5 || len(o.runs[k]) == 0 {
+		if len(xs) == 0 {
 			continue
 		}
-		at := int((q - 5*math.Sqrt(q*(1-q)/float64(len(o.runs[k])))) * float64(len(xs)))
-		if at <= 0 {
-			continue
+		o.check[k] = make([]int, len(qs))
+		for j, q := range qs {
+			o.check[k][j] = min(int(q*float64(len(xs))), len(xs)-1)
 		}
-		o.check[k].at = at
-		o.check[k].runs, o.check[k].cnt = runCounts(xs[:at], m)
+	}
+}
+
+// countBelow adds, for each observation below a checkpoint, one to that
+// checkpoint's count of its run (below(run)[j]).
+func (o *orderedObs) countBelow(below func(run int32) *[nChecks]int32) {
+	for k, xs := range o.xs {
+		at := o.check[k]
+		j := 0
+		for i, x := range xs {
+			for j < len(at) && at[j] <= i {
+				j++
+			}
+			if j == len(at) {
+				break
+			}
+			b := below(x.run)
+			for c := j; c < len(at); c++ {
+				b[c]++
+			}
+		}
 	}
 }
 
@@ -166,22 +182,24 @@ func (o *orderedObs) sizes(w []int32) orderSizes {
 
 // quantiles computes the order-balanced type-7 quantiles qs of the
 // replicate with run weights w, which holds n of o's observations, into
-// out; false when no run weighs. below is the replicate's weight below
-// each order's checkpoint, or nil to sum it here.
-func (o *orderedObs) quantiles(w []int32, n orderSizes, below *orderSizes, qs []float64, out []float64) bool {
+// out; false when no run weighs. below, if not nil, is the replicate's
+// weight below each checkpoint (checkAt, for these qs), per order: the
+// walks start there; else at the bottom and the top.
+func (o *orderedObs) quantiles(w []int32, n orderSizes, below *[nChecks]orderSizes, qs []float64, out []float64) bool {
 	var ok [2]bool
 	for k := range o.xs {
 		if len(o.tmp[k]) != len(qs) {
 			o.tmp[k] = make([]float64, len(qs))
 		}
-		c := &o.check[k]
-		start := walkStart{at: c.at}
-		if below != nil {
-			start.cum = below[k]
-		} else {
-			start.cum = replicateSize(c.runs, c.cnt, w)
+		var starts []walkStart
+		if below != nil && len(o.check[k]) == len(qs) {
+			starts = o.starts[:0]
+			for j, at := range o.check[k] {
+				starts = append(starts, walkStart{at, below[j][k]})
+			}
+			o.starts = starts
 		}
-		ok[k] = weightedQuantiles(o.xs[k], n[k], w, qs, o.tmp[k], start)
+		ok[k] = weightedQuantiles(o.xs[k], n[k], w, qs, o.tmp[k], starts)
 	}
 	return balance(&o.tmp, ok, out)
 }
