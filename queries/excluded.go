@@ -11,12 +11,21 @@ import (
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
-// excluded reads, per group, the design's runs by exclusion reason and
-// HTTP/3 availability per run (sql/excluded.sql, excludedSQL).
-// It reads every run of the window, so it is part of the complete report,
-// not the estimate. Availability per run is returned, for the caller to
-// set once the bootstrap has set (and this replaces) the per-request one.
-func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (map[*Group]*Availability, error) {
+// perRunCounts are what excluded counts for other sections: availability
+// per run, and the intention-to-treat view's runs by origin (h2, h3).
+type perRunCounts struct {
+	availability           *Availability
+	ittRuns, ittFailedRuns [2]int
+}
+
+// excluded reads, per group, the design's runs by exclusion reason, HTTP/3
+// availability per run and the intention-to-treat view's run counts
+// (sql/excluded.sql, excludedSQL). It reads every run of the window, so it
+// is part of the complete report, not the estimate. Availability per run
+// and the run counts are returned, for the caller to set once the
+// bootstrap has set (and availability per run replaces) the per-request
+// one, and the intention-to-treat view is read.
+func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (map[*Group]perRunCounts, error) {
 	q, err := excludedSQL(o)
 	if err != nil {
 		return nil, err
@@ -25,7 +34,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 	if err != nil {
 		return nil, fmt.Errorf("querying excluded runs: %w", err)
 	}
-	avail := map[*Group]*Availability{}
+	counts := map[*Group]perRunCounts{}
 	defer rows.Close()
 	for rows.Next() {
 		var (
@@ -33,8 +42,10 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 			runs, withH3, available uint64
 			coldH2, coldH3          uint64
 			byReason                []uint64
+			ittRuns, ittFailed      [2]uint64
 		)
-		if err := rows.Scan(&grp, &runs, &byReason, &coldH2, &coldH3, &withH3, &available); err != nil {
+		if err := rows.Scan(&grp, &runs, &byReason, &coldH2, &coldH3, &withH3, &available,
+			&ittRuns[0], &ittRuns[1], &ittFailed[0], &ittFailed[1]); err != nil {
 			return nil, fmt.Errorf("reading excluded runs: %w", err)
 		}
 		g := get(grp)
@@ -46,12 +57,13 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 			}
 		}
 		g.ColdRuns = map[string]int{"h2": int(coldH2), "h3": int(coldH3)}
-		avail[g] = runAvailability(int(withH3), int(available))
+		counts[g] = perRunCounts{availability: runAvailability(int(withH3), int(available)),
+			ittRuns: [2]int{int(ittRuns[0]), int(ittRuns[1])}, ittFailedRuns: [2]int{int(ittFailed[0]), int(ittFailed[1])}}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading excluded runs: %w", err)
 	}
-	return avail, nil
+	return counts, nil
 }
 
 // excludedSQL is excluded.sql with its runs: from the runs table, or from

@@ -34,13 +34,13 @@ type ITTStats struct {
 // raw rows: the runs table's where it has the grouping (sql/itt_rollup.sql,
 // sql/itt_runs.sql, sql/itt_raw.sql). Its selection is fixed
 // (every parallel request of the design's non-bot runs), so the report's
-// widening options do not matter here.
-func itt(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
+// widening options do not matter here. It reports whether the view came
+// from the rollup, whose run counts excluded.sql supplies.
+func itt(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (fromRollup bool, err error) {
 	useRollup := o.Source != SourceRaw && (o.By == "continent" || o.By == "country" || o.By == "none")
 	var (
 		name, q string
 		args    []any
-		err     error
 	)
 	switch {
 	case useRollup:
@@ -53,9 +53,9 @@ func itt(ctx context.Context, conn driver.Conn, o *Options, w window, get func(s
 		q, err = query(name, o)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	return ittFrom(ctx, conn, name, q, args, get)
+	return useRollup, ittFrom(ctx, conn, name, q, args, get)
 }
 
 // ittFrom reads an intention-to-treat query: name's SQL q with its args.
@@ -75,11 +75,8 @@ func ittFrom(ctx context.Context, conn driver.Conn, name, q string, args []any, 
 			g.ITT = &ITT{Diff: []Diff{}}
 			touched = append(touched, g)
 		}
-		s := &ITTStats{Runs: int(runs), Samples: int(samples), Failed: int(failed), FailedRuns: int(failRuns),
-			Percentiles: levels(qs)}
-		if a := runAvailability(s.Runs, s.FailedRuns); a != nil {
-			s.RunFailureRate, s.RunFailureLow, s.RunFailureHigh = a.Share, a.CILow, a.CIHigh
-		}
+		s := &ITTStats{Samples: int(samples), Failed: int(failed), Percentiles: levels(qs)}
+		s.setRuns(int(runs), int(failRuns))
 		if sentTo == "h3" {
 			g.ITT.H3 = s
 		} else {
@@ -96,4 +93,17 @@ func ittFrom(ctx context.Context, conn driver.Conn, name, q string, args []any, 
 		}
 	}
 	return nil
+}
+
+// setRuns sets the runs with requests to the origin, those with a failed
+// one, and their share with its 95 % Wilson interval (s may be nil).
+func (s *ITTStats) setRuns(runs, failed int) {
+	if s == nil {
+		return
+	}
+	s.Runs, s.FailedRuns = runs, failed
+	s.RunFailureRate, s.RunFailureLow, s.RunFailureHigh = 0, nil, nil
+	if a := runAvailability(runs, failed); a != nil {
+		s.RunFailureRate, s.RunFailureLow, s.RunFailureHigh = a.Share, a.CILow, a.CIHigh
+	}
 }

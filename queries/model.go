@@ -53,11 +53,12 @@ type Report struct {
 	Stages []Stage `json:"-"`
 
 	// What AddRuns needs to complete a report made by Estimate.
-	opts               Options
-	win                window
-	groups             *groupSet
-	perRunAvailability map[*Group]*Availability // from excluded, set once the bootstrap is done
-	done               bool                     // AddRuns ran
+	opts          Options
+	win           window
+	groups        *groupSet
+	perRun        map[*Group]perRunCounts // from excluded, set once the bootstrap and the intention-to-treat view are done
+	ittFromRollup bool                    // the intention-to-treat view came from the rollup, without run counts
+	done          bool                    // AddRuns ran
 }
 
 // Stage is the wall time of one step of Run.

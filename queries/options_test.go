@@ -297,15 +297,15 @@ func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 					t.Errorf("by %s, %s: H3 p%g %v from the rollup, %v from raw rows", by, g.Group, percentiles[k], a, b)
 				}
 			}
-			// The intention-to-treat view: the same requests and failures from
-			// the rollup (runs by HyperLogLog) as from raw rows.
+			// The intention-to-treat view: the same runs, requests and
+			// failures from the rollup as from raw rows.
 			ri, wi := g.ITT, raw.Groups[i].ITT
 			if ri == nil || wi == nil || ri.H2 == nil || ri.H3 == nil || wi.H2 == nil || wi.H3 == nil {
 				t.Fatalf("by %s, %s: intention to treat %+v (rollup), %+v (raw)", by, g.Group, ri, wi)
 			}
 			for _, c := range [][2]*ITTStats{{ri.H2, wi.H2}, {ri.H3, wi.H3}} {
-				if c[0].Samples != c[1].Samples || c[0].Failed != c[1].Failed || !runsMatch(SourceRollup, c[0].Runs, c[1].Runs) ||
-					!runsMatch(SourceRollup, c[0].FailedRuns, c[1].FailedRuns) {
+				if c[0].Samples != c[1].Samples || c[0].Failed != c[1].Failed || c[0].Runs != c[1].Runs ||
+					c[0].FailedRuns != c[1].FailedRuns || c[0].RunFailureRate != c[1].RunFailureRate {
 					t.Errorf("by %s, %s: intention to treat from the rollup %+v, from raw rows %+v", by, g.Group, *c[0], *c[1])
 				}
 			}

@@ -170,9 +170,11 @@ type section struct {
 }
 
 // sections returns the bootstrap and the complete report's other sections,
-// which need the design only. Each writes fields of its own; availability
-// per run (excluded), which replaces the per-request share the bootstrap
-// sets, is kept in rep.perRunAvailability until both are done.
+// which need the design only. Each writes fields of its own; what excluded
+// counts for the others (availability per run, which replaces the
+// per-request share the bootstrap sets, and the intention-to-treat view's
+// runs when it came from the rollup) is kept in rep.perRun until all are
+// done.
 func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 	o, w, get := &rep.opts, rep.win, rep.groups.get
 	boot = section{"runs", func(ctx context.Context) error {
@@ -180,10 +182,13 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 		return perRun(ctx, conn, o, w, rep.groups.all())
 	}}
 	others = []section{
-		{"itt", func(ctx context.Context) error { return itt(ctx, conn, o, w, get) }},
+		{"itt", func(ctx context.Context) (err error) {
+			rep.ittFromRollup, err = itt(ctx, conn, o, w, get)
+			return err
+		}},
 		{"failures", func(ctx context.Context) error { return failures(ctx, conn, o, w, get) }},
 		{"excluded", func(ctx context.Context) (err error) {
-			rep.perRunAvailability, err = excluded(ctx, conn, o, w, get)
+			rep.perRun, err = excluded(ctx, conn, o, w, get)
 			return err
 		}},
 		{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
@@ -193,7 +198,7 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 }
 
 // complete runs lanes at once, the sections of each in order, then sets
-// availability per run and finishes the report; stages names the
+// what excluded counted for the others and finishes the report; stages names the
 // estimate's sections among them, if any. The first error stops the other
 // lanes.
 func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...string) error {
@@ -220,8 +225,12 @@ func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...st
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	for g, a := range rep.perRunAvailability {
-		g.Availability = a
+	for g, c := range rep.perRun {
+		g.Availability = c.availability
+		if rep.ittFromRollup && g.ITT != nil {
+			g.ITT.H2.setRuns(c.ittRuns[0], c.ittFailedRuns[0])
+			g.ITT.H3.setRuns(c.ittRuns[1], c.ittFailedRuns[1])
+		}
 	}
 	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel") {
 		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})

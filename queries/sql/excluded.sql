@@ -5,11 +5,14 @@
 -- whose every batch request to the H3 origin was served over h3 (a failed
 -- or timed-out request counts against). Cold runs are also counted by the
 -- origin of their cold requests, so a bias such as a browser's background
--- QUIC handshake shows on its side. The runs subquery, filled in by Go,
--- reads the runs table, one row per run (excluded_runs_table.sql, store
--- migration 0028), or by collector, a per-sample column, the samples
--- grouped by run (excluded_runs_samples.sql). Parameters: include_bots
--- (0/1) twice, then since, until (unix seconds), site twice.
+-- QUIC handshake shows on its side. And the intention-to-treat view's
+-- exact run counts (itt.go; the rollup holds HyperLogLog states): the
+-- non-bot runs that sent requests to each origin, and those of them with a
+-- failed one. The runs subquery, filled in by Go, reads the runs table,
+-- one row per run (excluded_runs_table.sql, store migration 0028), or by
+-- collector, a per-sample column, the samples grouped by run
+-- (excluded_runs_samples.sql). Parameters: include_bots (0/1) twice, then
+-- since, until (unix seconds), site twice.
 SELECT
     grp,
     count() AS n_runs,
@@ -26,7 +29,11 @@ SELECT
     countIf(cold_h2 > 0) AS n_cold_h2,
     countIf(cold_h3 > 0) AS n_cold_h3,
     countIf(h3n > 0 AND (bitAnd(x, 64) = 0 OR ? = 1)) AS with_h3,
-    countIf(h3n > 0 AND h3ok = h3n AND (bitAnd(x, 64) = 0 OR ? = 1)) AS available
+    countIf(h3n > 0 AND h3ok = h3n AND (bitAnd(x, 64) = 0 OR ? = 1)) AS available,
+    countIf(bitAnd(x, 64) = 0 AND to_h2) AS itt_runs_h2,
+    countIf(bitAnd(x, 64) = 0 AND h3n > 0) AS itt_runs_h3,
+    countIf(bitAnd(x, 64) = 0 AND failed_h2) AS itt_failed_runs_h2,
+    countIf(bitAnd(x, 64) = 0 AND failed_h3) AS itt_failed_runs_h3
 FROM
 (
 /*RUNS*/

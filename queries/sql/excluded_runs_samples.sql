@@ -3,7 +3,10 @@
            countIf(want = 'h3') AS h3n,
            countIf(want = 'h3' AND outcome = 'h3' AND error = '') AS h3ok,
            countIf(cold = 1 AND want = 'h2') AS cold_h2,
-           countIf(cold = 1 AND want = 'h3') AS cold_h3
+           countIf(cold = 1 AND want = 'h3') AS cold_h3,
+           countIf(want = 'h2') > 0 AS to_h2,
+           countIf(want = 'h2' AND error != '') > 0 AS failed_h2,
+           countIf(want = 'h3' AND error != '') > 0 AS failed_h3
     FROM samples
     WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
