@@ -19,13 +19,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BenchmarkProbeUnderIngest measures what ingest costs the probe, in one
-// run of the whole collector (in-process serve, its own ClickHouse):
-// /probe latency over HTTP/2 on a quiet server, then the same while 16
-// clients post 5+5+2-sample reports to /beacon as fast as it takes them.
-// It reports p50/p99 of both, their ratio (target < 1.2× at p99), the
-// beacons/s reached, and the process's peak RSS (target < 256 MiB; the
-// load generator lives in the same process, so this is an upper bound).
+// BenchmarkProbeUnderIngest measures what ingest costs the probe when one
+// collector process does both (`serve`, --role all) on this machine's
+// CPUs, beside its own ClickHouse: /probe latency over HTTP/2 on a quiet
+// server, then the same while a load generator posts 5+5+2-sample reports
+// to its /beacon from 16 clients as fast as it takes them. The load
+// generator and the probe client are processes of their own, as in
+// BenchmarkProbeUnderIngestSplit, so that the two figures differ only in
+// where the roles run. It reports p50/p99 of both, their ratio (target <
+// 1.2× at p99 with the roles apart), the beacons/s reached, and the
+// collector's peak RSS (target < 256 MiB).
 // Run: go test ./collector/cmd/h3rum -run '^$' -bench ProbeUnderIngest -benchtime 1x
 func BenchmarkProbeUnderIngest(b *testing.B) {
 	for b.Loop() {
@@ -34,41 +37,57 @@ func BenchmarkProbeUnderIngest(b *testing.B) {
 }
 
 func benchProbeUnderIngest(b *testing.B) {
-	ts := startServe(b)
-	probe := prober(b, ts.h3)
+	srv := startServeProcessOn(b, "", b.TempDir(), "--flush-interval", "200ms")
+	probe := prober(b, srv.origin)
 	probe(200) // warm the connection
 	quiet := probe(3000)
+	loaded := probeUnderLoad(b, "", srv.origin, probe)
+	reportProbe(b, quiet, loaded)
+	b.ReportMetric(float64(peakRSS(srv.cmd.Process.Pid))/(1<<20), "peak-RSS-MiB")
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var accepted atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	c := insecureClient()
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 20000 && ctx.Err() == nil; i++ {
-				if code, err := postBeacon(ctx, c, ts.h3, mustReport("bench")); err == nil && code == http.StatusNoContent {
-					accepted.Add(1)
-				}
-			}
-		}()
+// probeUnderLoad starts the load generator process on cpus ("" for any)
+// posting reports to ingest, times 3000 probes while it runs, and reports
+// the beacons/s it reached.
+func probeUnderLoad(b *testing.B, cpus, ingest string, probe func(n int) []time.Duration) []time.Duration {
+	bin, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // let ingest reach full speed
+	const loadSeconds = 15
+	gen := exec.Command(bin)
+	if cpus != "" {
+		gen = exec.Command("taskset", "-c", cpus, bin)
+	}
+	gen.Env = append(os.Environ(), loadgenEnv+"="+ingest, loadgenSecondsEnv+"="+strconv.Itoa(loadSeconds))
+	var genOut strings.Builder
+	gen.Stdout, gen.Stderr = &genOut, &genOut
+	start := time.Now()
+	if err := gen.Start(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(time.Second) // let ingest reach full speed
 	loaded := probe(3000)
-	cancel()
-	wg.Wait()
+	if err := gen.Wait(); err != nil {
+		b.Fatalf("load generator: %v: %s", err, genOut.String())
+	}
 	elapsed := time.Since(start)
+	accepted, err := strconv.Atoi(strings.TrimSpace(genOut.String()))
+	if err != nil || accepted == 0 {
+		b.Fatalf("load generator accepted %q beacons", genOut.String())
+	}
+	b.ReportMetric(float64(accepted)/elapsed.Seconds(), "beacons/s")
+	return loaded
+}
 
+// reportProbe reports the quiet and loaded latencies' p50 and p99 and the
+// p99 ratio.
+func reportProbe(b *testing.B, quiet, loaded []time.Duration) {
 	b.ReportMetric(pct(quiet, 0.5), "quiet-p50-ms")
 	b.ReportMetric(pct(quiet, 0.99), "quiet-p99-ms")
 	b.ReportMetric(pct(loaded, 0.5), "ingest-p50-ms")
 	b.ReportMetric(pct(loaded, 0.99), "ingest-p99-ms")
 	b.ReportMetric(pct(loaded, 0.99)/pct(quiet, 0.99), "p99-ratio")
-	b.ReportMetric(float64(accepted.Load())/elapsed.Seconds(), "beacons/s")
-	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
 }
 
 // prober returns a func that times n sequential /probe requests to origin
@@ -96,9 +115,9 @@ func pct(l []time.Duration, p float64) float64 {
 	return float64(l[int(p*float64(len(l)-1))].Microseconds()) / 1000
 }
 
-// peakRSS is the process's peak resident set size, in bytes (VmHWM).
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+// peakRSS is a process's peak resident set size, in bytes (VmHWM).
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
@@ -140,36 +159,8 @@ func benchProbeUnderIngestSplit(b *testing.B) {
 	probe := prober(b, probeSrv.origin)
 	probe(200)
 	quiet := probe(3000)
-
-	bin, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	const loadSeconds = 15
-	gen := exec.Command("taskset", "-c", "1", bin)
-	gen.Env = append(os.Environ(), loadgenEnv+"="+ingest.origin, loadgenSecondsEnv+"="+strconv.Itoa(loadSeconds))
-	var genOut strings.Builder
-	gen.Stdout, gen.Stderr = &genOut, &genOut
-	start := time.Now()
-	if err := gen.Start(); err != nil {
-		b.Fatal(err)
-	}
-	time.Sleep(time.Second) // let ingest reach full speed
-	loaded := probe(3000)
-	if err := gen.Wait(); err != nil {
-		b.Fatalf("load generator: %v: %s", err, genOut.String())
-	}
-	elapsed := time.Since(start)
-	accepted, err := strconv.Atoi(strings.TrimSpace(genOut.String()))
-	if err != nil || accepted == 0 {
-		b.Fatalf("load generator accepted %q beacons", genOut.String())
-	}
-	b.ReportMetric(pct(quiet, 0.5), "quiet-p50-ms")
-	b.ReportMetric(pct(quiet, 0.99), "quiet-p99-ms")
-	b.ReportMetric(pct(loaded, 0.5), "ingest-p50-ms")
-	b.ReportMetric(pct(loaded, 0.99), "ingest-p99-ms")
-	b.ReportMetric(pct(loaded, 0.99)/pct(quiet, 0.99), "p99-ratio")
-	b.ReportMetric(float64(accepted)/elapsed.Seconds(), "beacons/s")
+	loaded := probeUnderLoad(b, "1", ingest.origin, probe)
+	reportProbe(b, quiet, loaded)
 }
 
 // The load generator's process: this test binary, told by the
