@@ -70,6 +70,7 @@ func TestCluster(t *testing.T) {
 	applied, err := store.MigrateCluster(ctx, conns[0], storetest.ClusterName)
 	ms, _ := store.ClusterMigrations()
 	if err != nil || len(applied) != len(ms) {
+		c.LogTails(t)
 		t.Fatalf("migrating the cluster applied %v, %v; want all %d", applied, err, len(ms))
 	}
 	// Any server knows the cluster's migrations.

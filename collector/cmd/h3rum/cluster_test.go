@@ -36,6 +36,7 @@ func TestClusterFleet(t *testing.T) {
 
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"migrate", "--clickhouse", dsn(0), "--cluster", name}, &out, &out); err != nil {
+		c.LogTails(t)
 		t.Fatalf("migrate --cluster: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "cluster/0001_samples_local.sql") {

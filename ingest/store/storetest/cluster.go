@@ -31,6 +31,7 @@ type Cluster struct {
 
 	zk     *exec.Cmd
 	zkDone chan struct{}
+	zkDir  string
 }
 
 // ZooKeeper's jars as Debian installs them. zkServer.sh ignores ZOOCFGDIR,
@@ -137,7 +138,7 @@ func (c *Cluster) startZooKeeper(dir string, port int) error {
 		logf.Close()
 		return fmt.Errorf("starting ZooKeeper: %w", err)
 	}
-	c.zk, c.zkDone = cmd, make(chan struct{})
+	c.zk, c.zkDone, c.zkDir = cmd, make(chan struct{}), dir
 	go func() { cmd.Wait(); logf.Close(); close(c.zkDone) }()
 	// ZooKeeper answers ruok before it has loaded; a server with
 	// replicated tables that connects too early exits. Wait for srvr to
@@ -175,6 +176,26 @@ func zkMode(port int) bool {
 		}
 	}
 	return false
+}
+
+// LogTails logs the last lines of every server's log and of ZooKeeper's,
+// for a test that failed on the cluster: an ON CLUSTER statement that does
+// not finish leaves its reason there (a replica's lost ZooKeeper session,
+// a task it could not take), and the files go with the test's directory.
+func (c *Cluster) LogTails(t testing.TB) {
+	t.Helper()
+	logs := []string{filepath.Join(c.zkDir, "zookeeper.log")}
+	for _, l := range c.Servers {
+		logs = append(logs, filepath.Join(l.Dir, "server.log"))
+	}
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Logf("%s: %v", f, err)
+			continue
+		}
+		t.Logf("the end of %s:\n%s", f, tailLines(string(b), 40))
+	}
 }
 
 func (c *Cluster) stop(t testing.TB) {
