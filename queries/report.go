@@ -3,6 +3,7 @@ package queries
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -630,52 +631,47 @@ func perRunSQL(name string, o *Options, w window, names []string, thresholds []u
 
 // fetchRuns runs q, a per-run query (runs.sql or runs_table.sql), and
 // returns each group's runs in the order ClickHouse sent them. The query
-// sends one row per sample, a run's samples in a row, each with its
-// position in its run. expect, if not nil, is about how many runs each
-// group has, so that its slice is allocated once.
+// sends one row per run, its samples packed into strings (runs.sql says
+// how). expect, if not nil, is about how many runs each group has, so
+// that its slice is allocated once.
 func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any, expect map[string]int) (map[string][]runSamples, error) {
 	byGroup := map[string][]runSamples{}
+	// One set of scan targets and buffers for every row: declared in the
+	// callback, the targets escaped to the heap for each row.
 	var (
-		grp     string
-		d       []float32
-		oc, par []uint8
-		h3First bool
-	)
-	flush := func() {
-		if len(d) > 0 {
-			run := splitRun(d, oc, par)
-			run.h3First = h3First
-			runs, ok := byGroup[grp]
-			if !ok && expect[grp] > 0 {
-				runs = make([]runSamples, 0, expect[grp])
-			}
-			byGroup[grp] = append(runs, run)
-		}
-		d, oc, par = d[:0], oc[:0], par[:0]
-	}
-	// One set of scan targets for every row: declared in the callback,
-	// they escaped to the heap for each row (six allocations a sample).
-	var (
-		g        string
-		v        float32
-		o, p, h3 uint8
-		i        uint32
+		g, db, ob, pb string
+		h3            uint8
+		d             []float32
+		oc, par       []uint8
 	)
 	err := eachRowOf(ctx, conn, q, args, "per-run samples ("+name+")", func(rows driver.Rows) error {
-		if err := rows.Scan(&g, &v, &o, &p, &h3, &i); err != nil {
+		if err := rows.Scan(&g, &db, &ob, &pb, &h3); err != nil {
 			return err
 		}
-		switch {
-		case i == 1:
-			flush()
-			grp, h3First = g, h3 == 1
-		case int(i) != len(d)+1 || g != grp:
-			return fmt.Errorf("sample %d of a run of group %q follows %d of group %q", i, g, len(d), grp)
+		n := len(ob)
+		if n == 0 || len(db) != 4*n || (pb != "" && len(pb) != n) {
+			return fmt.Errorf("a run of group %q with %d bytes of durations, %d outcomes and %d parallel flags", g, len(db), n, len(pb))
 		}
-		d, oc, par = append(d, v), append(oc, o), append(par, p)
+		d, oc, par = d[:0], append(oc[:0], ob...), par[:0]
+		for i := 0; i < len(db); i += 4 {
+			d = append(d, math.Float32frombits(binary.LittleEndian.Uint32([]byte(db[i:i+4]))))
+		}
+		if pb == "" {
+			for range n {
+				par = append(par, 1)
+			}
+		} else {
+			par = append(par, pb...)
+		}
+		run := splitRun(d, oc, par)
+		run.h3First = h3 == 1
+		runs, ok := byGroup[g]
+		if !ok && expect[g] > 0 {
+			runs = make([]runSamples, 0, expect[g])
+		}
+		byGroup[g] = append(runs, run)
 		return nil
 	})
-	flush()
 	return byGroup, err
 }
 

@@ -6,12 +6,18 @@
 -- batches of browser runs (not warm-ups, not by collector, a per-sample
 -- column, not the agent's). A run's failed requests are left out of its
 -- arrays unless failures are included, and a run left with none is not
--- returned (ARRAY JOIN drops it), as runs.sql returns no such run. bot is the run's, as on each
--- of its samples. As runs.sql, one row per sample. /*KEEP*/ masks each
--- run's requests the selection keeps (Options.keepSQL). Parameters:
+-- returned, as runs.sql returns no such run. bot is the run's, as on each
+-- of its samples. As runs.sql, one row per run, its samples packed into
+-- strings, here without parallel flags (p empty: all are). /*KEEP*/ masks
+-- each run's requests the selection keeps (Options.keepSQL). Parameters:
 -- groups (Array(String)), thresholds (Array(UInt64)), since, until, site
 -- twice, include_bots, include_excluded, the exclusion bits that count.
-SELECT grp, d, o, toUInt8(1) AS p, h3_first, i
+SELECT
+    grp,
+    arrayStringConcat(arrayMap(x -> substring(concat(reinterpretAsString(x), '\0\0\0\0'), 1, 4), ds)) AS d,
+    arrayStringConcat(arrayMap(x -> substring(concat(reinterpretAsString(x), '\0'), 1, 1), os)) AS o,
+    '' AS p,
+    h3_first
 FROM
 (
     SELECT
@@ -25,4 +31,4 @@ FROM
              < transform(/*GROUP*/, CAST(? AS Array(String)), CAST(? AS Array(UInt64)), toUInt64(1000000))
     WHERE /*RUNS SELECTION*/
 )
-ARRAY JOIN ds AS d, os AS o, arrayEnumerate(ds) AS i
+WHERE notEmpty(ds)
