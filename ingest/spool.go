@@ -257,7 +257,7 @@ func (p *Pipeline) ensureSegment() error {
 	if err != nil {
 		return fmt.Errorf("creating spool segment: %w", err)
 	}
-	if _, err := f.WriteString(segmentMagic); err == nil {
+	if _, err = f.WriteString(segmentMagic); err == nil {
 		err = f.Sync()
 	}
 	if err == nil {
