@@ -294,7 +294,7 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Opti
 	live := h.Hub != nil
 	var first bytes.Buffer
 	v := newDashView(rep, &o, live)
-	if err := renderPart(&first, "top", v); err == nil {
+	if err = renderPart(&first, "top", v); err == nil {
 		first.WriteString(`<div id="estimate">`)
 		err = renderPart(&first, "content", v)
 		first.WriteString("</div>\n")
