@@ -107,24 +107,29 @@ func bindAll(ctx context.Context, hosts []string, port int, udp bool, logger *sl
 // quicBufferSize is the UDP socket buffer size quic-go asks for.
 const quicBufferSize = 7 << 20
 
-// checkUDPBuffers grows the UDP socket buffers to what quic-go wants
-// (which then leaves them alone) and warns once if the kernel refuses.
+// checkUDPBuffers grows every UDP socket's buffers to what quic-go wants
+// (which then leaves them alone) and warns once, with the smallest sizes
+// granted, if the kernel refuses.
 func (s *Server) checkUDPBuffers() {
+	if len(s.h3Socks.udp) == 0 {
+		return
+	}
+	rcv, snd := quicBufferSize, quicBufferSize
 	for _, c := range s.h3Socks.udp {
 		_ = c.SetReadBuffer(quicBufferSize)
 		_ = c.SetWriteBuffer(quicBufferSize)
 		forceUDPBuffers(c, quicBufferSize)
-		rcv, snd, err := udpBufferSizes(c)
+		r, w, err := udpBufferSizes(c)
 		if err != nil {
-			s.logger.Debug("cannot read UDP buffer sizes", "error", err)
-			return
+			s.logger.Debug("cannot read UDP buffer sizes", "addr", c.LocalAddr().String(), "error", err)
+			continue
 		}
-		if rcv < quicBufferSize || snd < quicBufferSize {
-			s.logger.Warn("the kernel limits UDP buffers below what QUIC needs under load; raise them with "+
-				"sysctl -w net.core.rmem_max=7500000 net.core.wmem_max=7500000",
-				"receive_kib", rcv/1024, "send_kib", snd/1024, "wanted_kib", quicBufferSize/1024)
-		}
-		return // one warning is enough: all sockets get the same limits
+		rcv, snd = min(rcv, r), min(snd, w)
+	}
+	if rcv < quicBufferSize || snd < quicBufferSize {
+		s.logger.Warn("the kernel limits UDP buffers below what QUIC needs under load; raise them with "+
+			"sysctl -w net.core.rmem_max=7500000 net.core.wmem_max=7500000",
+			"receive_kib", rcv/1024, "send_kib", snd/1024, "wanted_kib", quicBufferSize/1024)
 	}
 }
 
