@@ -384,17 +384,6 @@ func alpnProto(p string) (string, bool) {
 	return "", false
 }
 
-// withNextProtos returns protos with extra appended unless present.
-func withNextProtos(protos []string, extra ...string) []string {
-	out := slices.Clone(protos)
-	for _, p := range extra {
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // certificates returns the GetCertificate functions of the two origins,
 // and whether ACME is in use.
 func (s *Server) certificates() (h3, h2 func(*tls.ClientHelloInfo) (*tls.Certificate, error), acme bool, err error) {

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -201,8 +200,6 @@ func TestServeBeaconReachesClickHouse(t *testing.T) {
 func uuidString(hexID string) string {
 	return hexID[0:8] + "-" + hexID[8:12] + "-" + hexID[12:16] + "-" + hexID[16:20] + "-" + hexID[20:32]
 }
-
-var errNotYet = errors.New("not yet")
 
 func TestReportCommandAgainstServe(t *testing.T) {
 	ts := startServe(t)
