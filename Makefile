@@ -56,8 +56,10 @@ geoip-data:
 	  $(MAKE) --no-print-directory geoip || \
 	  echo "make run: GeoIP data could not be fetched; regions or networks show as unknown (make geoip tries again)"
 
+## vet: go vet, staticcheck (a tool dependency in go.mod) and gofmt
 vet: go-check
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	@out=$$(gofmt -l collector beacon ingest queries); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## test: the whole suite — real ClickHouse, real headless Chromium, a bounded fuzz run
