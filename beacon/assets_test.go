@@ -260,6 +260,8 @@ func TestParseScriptConfig(t *testing.T) {
 		{"h3=https://h3.example.com/probe&h2=https://h2.example.com", nil, "want an origin"},
 		{"h3=https://u@h3.example.com&h2=https://h2.example.com", nil, "want an origin"},
 		{"h3=https:h3.example.com&h2=https://h2.example.com", nil, "want an origin"},
+		{"h3=https://h3.%E4.com&h2=https://h2.example.com", nil, "want an origin"}, // not UTF-8
+		{"h3=https://%E4%BE%8B.jp&h2=https://h2.example.com", map[string]string{"h3": "https://例.jp", "h2": "https://h2.example.com"}, ""},
 		{base + "&site=%zz", nil, "parsing query"},
 		{base + "&site=" + strings.Repeat("s", 1024), nil, "query longer than 1024 bytes"},
 	}

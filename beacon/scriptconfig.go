@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/h3rum/h3rum/beacon/internal/precompress"
 )
@@ -53,9 +54,12 @@ var scriptParams = map[string]func(string) error{
 	"order":    checkEnum("random", "h2first"),
 }
 
+// checkURLOrigin accepts an http(s) origin as the script reads it. Its
+// bytes must be UTF-8: the configuration is written into the script as
+// JSON, which would turn other bytes into U+FFFD, another origin.
 func checkURLOrigin(v string) error {
 	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || !strings.HasPrefix(v, u.Scheme+"://") ||
+	if err != nil || !utf8.ValidString(v) || (u.Scheme != "https" && u.Scheme != "http") || !strings.HasPrefix(v, u.Scheme+"://") ||
 		u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return errors.New("want an origin, e.g. https://h3.rumtest.example.com")
 	}
