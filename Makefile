@@ -77,6 +77,7 @@ test: deps vet
 fuzz: go-check
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzScriptConfig$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./ingest/nel -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 
 ## lab: emulated regions on this machine (root): Chromium visits through a path emulator, the report, a self-check

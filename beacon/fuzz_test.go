@@ -3,9 +3,12 @@ package beacon
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
+	"net/url"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -126,6 +129,76 @@ func FuzzSimpleDecimal(f *testing.F) {
 		want, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.Float64bits(v) != math.Float64bits(want) {
 			t.Fatalf("simpleDecimal(%q) = %v, ParseFloat says %v (%v)", s, v, want, err)
+		}
+	})
+}
+
+// FuzzScriptConfig feeds ParseScriptConfig the query strings anyone may
+// put on a public script URL. It never panics; a query naming none of the
+// parameters is no configuration; an accepted one has h3 and h2 and only
+// known parameters, each passing its check; and the script written with
+// it is the built script with the slot replaced by a JSON object that
+// reads back as the configuration and cannot end the script element or a
+// JavaScript string. Run: go test ./beacon -fuzz FuzzScriptConfig -fuzztime 30s
+func FuzzScriptConfig(f *testing.F) {
+	for _, s := range []string{
+		"", "v=2", "v=%zz", "h3=https://h3.example.com&h2=https://h2.example.com:8443",
+		"h3=https%3A%2F%2Fh3.example.com&h2=https://h2.example.com&site=shop&sample=1e-2&parallel=20&warmup=0&bytes=0&trigger=manual&order=h2first&endpoint=http://i.example/",
+		"h3=https://h3.example.com&h2=https://h2.example.com&site=a&site=b", "h3=https://x&h2=https://y&sample=0x1p-2",
+		"h3=https://%E4%BE%8B.jp&h2=http://[::1]:1", "h3=https://a</script>&h2=https://b", "site=%E2%80%A8",
+	} {
+		f.Add(s)
+	}
+	before, after, ok := strings.Cut(scriptJS, configSlot)
+	if !ok {
+		f.Fatal("the built script has no configuration slot")
+	}
+	f.Fuzz(func(t *testing.T, query string) {
+		cfg, err := ParseScriptConfig(query)
+		if err != nil {
+			if cfg != nil {
+				t.Fatal("configuration returned with an error")
+			}
+			return
+		}
+		if cfg == nil {
+			q, _ := url.ParseQuery(query)
+			for k := range q {
+				if _, known := scriptParams[k]; known {
+					t.Fatalf("%q names %s but was taken for no configuration", query, k)
+				}
+			}
+			return
+		}
+		if cfg["h3"] == "" || cfg["h2"] == "" {
+			t.Fatalf("%q accepted without h3 and h2: %v", query, cfg)
+		}
+		for k, v := range cfg {
+			check, known := scriptParams[k]
+			if !known {
+				t.Fatalf("%q accepted with unknown parameter %q", query, k)
+			}
+			if err := check(v); err != nil {
+				t.Fatalf("%q accepted %s=%q: %v", query, k, v, err)
+			}
+		}
+		js, err := ConfiguredScript(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lit, ok := strings.CutPrefix(js, before)
+		if !ok {
+			t.Fatal("configured script does not start as the built one")
+		}
+		if lit, ok = strings.CutSuffix(lit, after); !ok {
+			t.Fatal("configured script does not end as the built one")
+		}
+		if strings.ContainsAny(lit, "<>&\u2028\u2029\n\r") {
+			t.Fatalf("configuration literal %q holds a character that could end the script element or a string", lit)
+		}
+		var back map[string]string
+		if err := json.Unmarshal([]byte(lit), &back); err != nil || !maps.Equal(back, cfg) {
+			t.Fatalf("literal %q reads back as %v (%v), want %v", lit, back, err, cfg)
 		}
 	})
 }
