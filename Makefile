@@ -7,7 +7,7 @@ BIN       := bin/h3rum
 DATA_DIR  ?= ./var
 APT_PKGS  := chromium firefox-esr libnss3-tools clickhouse-server clickhouse-client libzookeeper-java libslf4j-java default-jre-headless nodejs ca-certificates systemd
 GOTEST    := $(GO) test -race -shuffle=on -timeout 15m
-FUZZTIME  ?= 20s
+FUZZN     ?= 1
 export PATH := /usr/local/go/bin:$(PATH)
 
 
@@ -74,11 +74,17 @@ test: deps vet
 	$(GO) test ./queries -run '^TestIntervalCoverage$$' -count=1
 	$(MAKE) fuzz
 
+## fuzz: each fuzz target for about 20 s on 2 cores (FUZZN=10 for ten times as many executions)
+# Budgets count executions, not seconds: with a duration, Go's fuzzing coordinator can fail a clean run
+# with "context deadline exceeded" when its deadline races a busy worker (golang/go#75804; once here, in
+# FuzzFastPath). Minimizing a new input is capped at 5 s: at the default 60 s the workers sat idle for tens
+# of seconds. -timeout bounds a run whatever the machine.
+FUZZ := -run '^$$' -fuzzminimizetime 5s -timeout 10m
 fuzz: go-check
-	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./beacon -run '^$$' -fuzz '^FuzzScriptConfig$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./ingest/nel -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./beacon $(FUZZ) -fuzz '^FuzzDecode$$' -fuzztime $$((80000 * $(FUZZN)))x
+	$(GO) test ./beacon $(FUZZ) -fuzz '^FuzzFastPath$$' -fuzztime $$((90000 * $(FUZZN)))x
+	$(GO) test ./beacon $(FUZZ) -fuzz '^FuzzScriptConfig$$' -fuzztime $$((110000 * $(FUZZN)))x
+	$(GO) test ./ingest/nel $(FUZZ) -fuzz '^FuzzDecode$$' -fuzztime $$((500000 * $(FUZZN)))x
 
 ## lab: emulated regions on this machine (root): Chromium visits through a path emulator, the report, a self-check
 lab: deps build
