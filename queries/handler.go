@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -153,8 +152,8 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) bool {
 func (h *Handler) throttled(w http.ResponseWriter, client netip.Addr, now time.Time) bool {
 	blocked, wait := h.Failures.Blocked(client, now)
 	if blocked {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-		fail(w, http.StatusTooManyRequests, "too many requests: too many wrong tokens from this address; wait")
+		w.Header().Set("Retry-After", strconv.Itoa(access.RetryAfter(wait)))
+		fail(w, http.StatusTooManyRequests, "too many requests: "+access.LockedOut(wait))
 	}
 	return blocked
 }

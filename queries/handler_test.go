@@ -277,8 +277,8 @@ func TestLiveWebSocket(t *testing.T) {
 }
 
 // Wrong tokens are throttled per client address, on every route that takes
-// one; other addresses are unaffected and the right token works again once
-// the address has waited.
+// one, and the 429 says so and for how long; other addresses are
+// unaffected and the right token works again once the address has waited.
 func TestHandlerThrottlesWrongTokens(t *testing.T) {
 	conn := newDB(t)
 	h := &Handler{Conn: conn, Token: testToken, Failures: access.NewFailures(), Hub: &Hub{}}
@@ -290,7 +290,8 @@ func TestHandlerThrottlesWrongTokens(t *testing.T) {
 	}
 	for _, path := range []string{"/api/report", "/dashboard?token=guess", "/api/live"} {
 		res, body := get(t, srv.URL+path, map[string]string{"Authorization": "Bearer " + testToken})
-		if res.StatusCode != 429 || res.Header.Get("Retry-After") == "" || !strings.HasPrefix(body, "too many requests") {
+		if res.StatusCode != 429 || res.Header.Get("Retry-After") != "6" || !strings.HasPrefix(body, "too many requests") ||
+			!strings.Contains(body, "locked out after 10 wrong tokens, the right token included: try again in 6 s") {
 			t.Errorf("%s after %d wrong tokens: %d %q (Retry-After %q), want 429", path, access.FailureBurst, res.StatusCode, body, res.Header.Get("Retry-After"))
 		}
 	}

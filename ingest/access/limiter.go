@@ -1,6 +1,7 @@
 package access
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"sync"
@@ -148,6 +149,20 @@ func (f *Failures) Blocked(ip netip.Addr, now time.Time) (bool, time.Duration) {
 	}
 	ok, wait := f.l.Check(ip, now)
 	return !ok, wait
+}
+
+// RetryAfter is wait as a Retry-After value: whole seconds, at least 1.
+func RetryAfter(wait time.Duration) int {
+	return max(1, int(math.Ceil(wait.Seconds())))
+}
+
+// LockedOut is the one-line reason to give a client that Blocked refuses:
+// the address is refused, not the token, so the right token is refused
+// too until it has waited. Without saying so, an operator locked out by a
+// misconfigured script would think the right token wrong.
+func LockedOut(wait time.Duration) string {
+	return fmt.Sprintf("this address is locked out after %d wrong tokens, the right token included: try again in %d s (Retry-After), then at most once every %d s until it stops sending wrong ones",
+		FailureBurst, RetryAfter(wait), int(FailureEvery/time.Second))
 }
 
 // Failed records a wrong attempt from ip.

@@ -2,6 +2,7 @@ package access
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,11 +62,24 @@ func TestFailures(t *testing.T) {
 	if blocked, wait := f.Blocked(ip, now); !blocked || wait != FailureEvery {
 		t.Errorf("after %d failures: blocked %v, wait %v; want true, %v", FailureBurst, blocked, wait, FailureEvery)
 	}
+	_, lockout := f.Blocked(ip, now)
+	if got := LockedOut(lockout); !strings.Contains(got, "locked out after 10 wrong tokens, the right token included") ||
+		!strings.Contains(got, "try again in 6 s") || strings.Contains(got, "\n") {
+		t.Errorf("LockedOut = %q; want the lock-out, its cause and its length on one line", got)
+	}
 	if blocked, _ := f.Blocked(other, now); blocked {
 		t.Error("another address is blocked too")
 	}
 	if blocked, _ := f.Blocked(ip, now.Add(FailureEvery)); blocked {
 		t.Error("still blocked after one interval")
+	}
+	for _, tc := range []struct {
+		wait time.Duration
+		want int
+	}{{0, 1}, {time.Millisecond, 1}, {time.Second, 1}, {1001 * time.Millisecond, 2}, {FailureEvery, 6}} {
+		if got := RetryAfter(tc.wait); got != tc.want {
+			t.Errorf("RetryAfter(%v) = %d, want %d", tc.wait, got, tc.want)
+		}
 	}
 	var none *Failures
 	none.Failed(ip, now)
