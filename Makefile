@@ -41,12 +41,13 @@ build: generate
 	$(GO) build -trimpath -o $(BIN) ./collector/cmd/h3rum
 
 ## run: install what is missing, start a local ClickHouse and the collector with its demo page
+# --open-reports: the dashboard opens on this machine without a token (the listeners are loopback only).
 # It uses the GeoIP databases in $(DATA_DIR)/geoip, fetched on the first run (make geoip): asn.mmdb
 # as --asn-db, every other *.mmdb (the location databases) as --geoip-db.
 run: deps build geoip-data
 	geo=$$(ls $(DATA_DIR)/geoip/*.mmdb 2>/dev/null | grep -v '/asn\.mmdb$$' | paste -sd, -); \
 	asn=$$(ls $(DATA_DIR)/geoip/asn.mmdb 2>/dev/null); \
-	exec $(BIN) serve --addr localhost:8443 --h2-addr localhost:8444 --data-dir $(DATA_DIR) \
+	exec $(BIN) serve --addr localhost:8443 --h2-addr localhost:8444 --data-dir $(DATA_DIR) --open-reports \
 	  $${geo:+--geoip-db $$geo} $${asn:+--asn-db $$asn}
 
 # geoip-data: make geoip unless $(DATA_DIR)/geoip holds a location database and asn.mmdb already;

@@ -36,11 +36,15 @@ type Handler struct {
 	// Bearer …", the h3rum_report cookie, or ?token= on /dashboard, which
 	// sets the cookie). Empty means no token: the routes are then open
 	// only if AllowOpen is set and the request is local (access.Local),
-	// and refused (403) otherwise.
+	// and refused (403, saying how to open them) otherwise.
 	Token string
-	// AllowOpen permits serving local requests without a token; set it
-	// only when every listener of the process is bound to loopback and no
-	// proxy is trusted.
+	// AllowOpen serves the data routes without a token to requests that
+	// are local (access.Local: a loopback peer, no forwarding header, a
+	// Host naming this machine, so DNS rebinding fails). It is the
+	// operator's explicit choice, never inferred: a pass-through proxy
+	// on the same host makes the internet's requests local. Set it only
+	// when every listener is bound to loopback and no proxy is trusted
+	// (access.CheckOpen). Ignored when Token is set.
 	AllowOpen bool
 	// Clients resolves the client address wrong tokens are throttled by;
 	// its Header also counts as a forwarding header for AllowOpen.
@@ -122,7 +126,11 @@ func fail(w http.ResponseWriter, status int, reason string) {
 // authorize checks the request's credentials and answers it if they fail.
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) bool {
 	if h.Token == "" {
-		if h.AllowOpen && access.Local(r, h.Clients.Header) {
+		if !h.AllowOpen {
+			fail(w, http.StatusForbidden, "forbidden: this collector has no report token; start it with --report-token-file (or H3RUM_REPORT_TOKEN), or, listening on loopback only, with --open-reports to answer without one")
+			return false
+		}
+		if access.Local(r, h.Clients.Header) {
 			return true
 		}
 		fail(w, http.StatusForbidden, "forbidden: without a report token, reports are served only to requests from this machine to localhost, with no proxy in between; set a report token")

@@ -58,6 +58,7 @@ func TestHandlerAuthAndParams(t *testing.T) {
 	locked := serve(t, &Handler{Conn: conn, Token: testToken, Hub: &Hub{}})
 	open := serve(t, &Handler{Conn: conn, AllowOpen: true})
 	closed := serve(t, &Handler{Conn: conn})
+	both := serve(t, &Handler{Conn: conn, Token: testToken, AllowOpen: true})
 	bearer := map[string]string{"Authorization": "Bearer " + testToken}
 	for _, tc := range []struct {
 		name   string
@@ -87,7 +88,10 @@ func TestHandlerAuthAndParams(t *testing.T) {
 		{"open dashboard, rebinding host", open.URL + "/dashboard" + window, map[string]string{"Host": "attacker.example:80"}, 403, "forbidden"},
 		{"open live, rebinding host", open.URL + "/api/live", map[string]string{"Host": "attacker.example"}, 404, ""},
 		{"open, localhost host", open.URL + "/api/report" + window, map[string]string{"Host": "localhost"}, 200, `"groups":[`},
-		{"no token, not loopback", closed.URL + "/api/report" + window, nil, 403, "forbidden"},
+		{"no token, not open", closed.URL + "/api/report" + window, nil, 403, "forbidden: this collector has no report token; start it with --report-token-file"},
+		{"no token, not open, localhost", closed.URL + "/api/report" + window, map[string]string{"Host": "localhost"}, 403, "--open-reports"},
+		{"no token, not open, dashboard", closed.URL + "/dashboard" + window, map[string]string{"Host": "localhost"}, 403, "--open-reports"},
+		{"token wins over open", both.URL + "/api/report" + window, map[string]string{"Host": "localhost"}, 401, "unauthorized"},
 		{"bad by", open.URL + "/api/report?by=planet", nil, 400, `bad request: unknown grouping "planet"`},
 		{"bad since", open.URL + "/api/report?since=later", nil, 400, `bad request: cannot parse time "later"`},
 		{"until before since", open.URL + "/api/report?since=2025-01-02&until=2025-01-01", nil, 400, "must be after since"},

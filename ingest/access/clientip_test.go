@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -117,6 +118,29 @@ func TestLocal(t *testing.T) {
 	} {
 		if got := LoopbackListener(addr); got != want {
 			t.Errorf("LoopbackListener(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// Open mode is refused for any listener off loopback and for any trusted
+// proxy, with the reason.
+func TestCheckOpen(t *testing.T) {
+	lo := []string{"localhost:8443", "127.0.0.1:8444", "[::1]:0"}
+	for _, tc := range []struct {
+		name      string
+		listeners []string
+		trusted   []netip.Prefix
+		want      string // "" for nil
+	}{
+		{"loopback", lo, nil, ""},
+		{"every address", []string{"localhost:8443", ":8444"}, nil, `listener ":8444" is not bound to loopback`},
+		{"public address", []string{"0.0.0.0:0", "localhost:0"}, nil, `listener "0.0.0.0:0"`},
+		{"a name", []string{"rum.example:443"}, nil, `listener "rum.example:443"`},
+		{"trusted proxy", lo, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, "proxies are trusted"},
+	} {
+		err := CheckOpen(tc.listeners, tc.trusted)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: CheckOpen = %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }

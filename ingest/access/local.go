@@ -1,6 +1,8 @@
 package access
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -61,4 +63,25 @@ func LoopbackListener(addr string) bool {
 		return false
 	}
 	return LoopbackHost(host)
+}
+
+// CheckOpen returns nil when a process listening on listeners and trusting
+// the proxies trusted may answer its report endpoints without a token, or
+// why it may not: every listener must be bound to loopback, so that no
+// request comes from another machine directly, and no proxy may be trusted
+// (one on this host makes every request it forwards look local). What no
+// check can see, a pass-through proxy on the same host (HAProxy in TCP
+// mode, nginx stream, sslh, ssh -L), relays the internet to a loopback
+// listener; that is why open mode is the operator's explicit choice and
+// never inferred from where a request comes from.
+func CheckOpen(listeners []string, trusted []netip.Prefix) error {
+	for _, l := range listeners {
+		if !LoopbackListener(l) {
+			return fmt.Errorf("listener %q is not bound to loopback only (localhost, 127.0.0.0/8 or ::1)", l)
+		}
+	}
+	if len(trusted) > 0 {
+		return errors.New("proxies are trusted, and a proxy on this host makes every request it forwards look local")
+	}
+	return nil
 }

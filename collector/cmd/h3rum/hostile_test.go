@@ -60,8 +60,8 @@ func wsDial(origin, path string, hdr http.Header) (*websocket.Conn, int, error) 
 }
 
 // With the H2 origin on a public address and no report token, the report
-// endpoints are closed on both origins: "open" needs every listener on
-// loopback.
+// endpoints are closed on both origins (and --open-reports would be
+// refused: it needs every listener on loopback).
 func TestHostileReportsClosedWhenAnyListenerIsPublic(t *testing.T) {
 	ts := startServe(t, "--h2-addr", "0.0.0.0:0")
 	c := insecureClient()
@@ -80,10 +80,10 @@ func TestHostileReportsClosedWhenAnyListenerIsPublic(t *testing.T) {
 	}
 }
 
-// All on loopback and no token: a local request is served, but one that
+// --open-reports, all on loopback: a local request is served, but one that
 // names another host (DNS rebinding) or came through a proxy is not.
 func TestHostileOpenModeRefusesRebindingAndProxies(t *testing.T) {
-	ts := startServe(t)
+	ts := startServe(t, "--open-reports")
 	c := insecureClient()
 	for _, origin := range []string{ts.h3, ts.h2} {
 		port := origin[strings.LastIndex(origin, ":")+1:]

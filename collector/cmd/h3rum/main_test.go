@@ -37,6 +37,11 @@ func TestServeBadInputExitsBeforeListening(t *testing.T) {
 		{"unknown role", []string{"--role", "edge"}, [2]string{}, `--role "edge"`},
 		{"bad collector id", []string{"--collector-id", "Frankfurt.1"}, [2]string{}, `collector id "Frankfurt.1"`},
 		{"ingest url without probe role", []string{"--ingest-url", "https://ingest.example"}, [2]string{}, "--ingest-url is for --role probe"},
+		{"open reports with a report token", []string{"--open-reports", "--report-token", "0123456789abcdef0123456789abcdef"}, [2]string{}, "--open-reports answers without a token: give it or --report-token, not both"},
+		{"open reports on a public listener", []string{"--open-reports", "--addr", "localhost:0", "--h2-addr", "0.0.0.0:0"}, [2]string{}, `--open-reports: listener "0.0.0.0:0" is not bound to loopback only`},
+		{"open reports on the default listeners", []string{"--open-reports"}, [2]string{}, "--open-reports: listener"},
+		{"open reports with trusted proxies", []string{"--open-reports", "--addr", "localhost:0", "--h2-addr", "[::1]:0", "--trusted-proxies", "127.0.0.1"}, [2]string{}, "--open-reports: proxies are trusted"},
+		{"open reports from the environment, probe role", []string{"--role", "probe"}, [2]string{"H3RUM_OPEN_REPORTS", "true"}, "--open-reports: --role probe serves no reports"},
 		{"ingest url not an origin", []string{"--role", "probe", "--ingest-url", "ingest.example/beacon"}, [2]string{}, "--ingest-url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -65,6 +65,7 @@ type serveConfig struct {
 
 	// queries
 	reportToken       string
+	openReports       bool // answer the report endpoints without a token (access.CheckOpen)
 	reportConcurrency int
 
 	role      string // roleAll, roleProbe or roleIngest
@@ -131,7 +132,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.spoolMaxBytes, "spool-max-bytes", 1<<30, "disk budget of the spool that holds samples while ClickHouse is slow or down")
 	fs.IntVar(&c.retentionDays, "retention", 0, "days of samples to keep, enforced by dropping month partitions (0: keep all)")
 
-	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it they answer only local requests, and only when every listener is loopback and no proxy is trusted)")
+	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it and without --open-reports they answer 403)")
+	fs.BoolVar(&c.openReports, "open-reports", false, "answer /api/report, /api/live and /dashboard without a token, to requests from this machine to localhost; only with every listener on loopback and no --trusted-proxies (a pass-through proxy or ssh -L on this host would expose them)")
 	fs.IntVar(&c.reportConcurrency, "report-concurrency", 2, "reports computed at once; others wait 2 s, then get 503")
 }
 
@@ -209,6 +211,18 @@ func (c *serveConfig) validate() error {
 			errs = append(errs, fmt.Errorf("%s is %d bytes; use at least %d (e.g. openssl rand -hex 32)", tok.flag, len(tok.value), minTokenBytes))
 		}
 	}
+	if c.openReports {
+		switch {
+		case c.reportToken != "":
+			errs = append(errs, errors.New("--open-reports answers without a token: give it or --report-token, not both"))
+		case c.role == roleProbe:
+			errs = append(errs, errors.New("--open-reports: --role probe serves no reports"))
+		default:
+			if err := access.CheckOpen([]string{c.srv.Addr, c.srv.H2Addr}, c.trustedProxies); err != nil {
+				errs = append(errs, fmt.Errorf("--open-reports: %w", err))
+			}
+		}
+	}
 	c.srv.AltSvcMaxAge = time.Duration(c.altSvcMaxAge) * time.Second
 	if c.nelMaxAge < 0 {
 		errs = append(errs, errors.New("--nel-max-age must not be negative"))
@@ -257,15 +271,6 @@ func (c *serveConfig) nelReportHosts() []string {
 		}
 	}
 	return hosts
-}
-
-// openReports reports whether the report endpoints may answer local
-// requests without a token: only when every listener is loopback and no
-// proxy is trusted (a proxy on the same host would make every forwarded
-// request look local).
-func (c *serveConfig) openReports() bool {
-	return c.reportToken == "" && len(c.trustedProxies) == 0 &&
-		access.LoopbackListener(c.srv.Addr) && access.LoopbackListener(c.srv.H2Addr)
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -511,7 +516,7 @@ func (c *serveConfig) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe 
 	qh := &queries.Handler{
 		Conn:          conn,
 		Token:         c.reportToken,
-		AllowOpen:     c.openReports(),
+		AllowOpen:     c.openReports,
 		Clients:       clients,
 		Failures:      failures,
 		MaxConcurrent: c.reportConcurrency,

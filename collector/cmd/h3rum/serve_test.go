@@ -264,9 +264,9 @@ func mustReport(site string) []byte {
 
 // TestLiveFeedAndReportAPI: a run accepted by /beacon is streamed to a
 // WebSocket client of /api/live and counted by /api/report, both served by
-// the same origins (open without a token because serve is on loopback).
+// the same origins (open without a token: --open-reports on loopback).
 func TestLiveFeedAndReportAPI(t *testing.T) {
-	ts := startServe(t)
+	ts := startServe(t, "--open-reports")
 	d := websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, HandshakeTimeout: 5 * time.Second}
 	wsURL := "wss" + strings.TrimPrefix(ts.h3, "https") + "/api/live"
 	ws, resp, err := d.Dial(wsURL, http.Header{"Origin": {ts.h3}})
