@@ -1,7 +1,7 @@
 // Package access decides who a request comes from and what it may do: the
 // client address behind trusted proxies, bearer tokens and the throttle on
-// wrong ones, per-client rate limits, and when the report endpoints may be
-// served without a token.
+// wrong ones, per-client rate limits, when the report endpoints may be
+// served without a token, and which of its own files h3rum trusts.
 package access
 
 import (
