@@ -116,6 +116,44 @@ func TestDecodeDefaults(t *testing.T) {
 	}
 }
 
+// c.et keeps the four values browsers send, and anything else becomes
+// unknown ("", as if absent) without costing the report: free text would
+// land in storage, in by=connection groups and in spreadsheets opening the
+// CSV. Both decoding paths agree (the escaped copy takes the general one).
+func TestDecodeEffectiveType(t *testing.T) {
+	for _, tc := range []struct {
+		et   any
+		want string
+	}{
+		{"slow-2g", "slow-2g"}, {"2g", "2g"}, {"3g", "3g"}, {"4g", "4g"},
+		{`=HYPERLINK("https://x.example","4g")`, ""},
+		{"=1+1", ""}, {"@SUM(1)", ""}, {"5g", ""}, {"4G", ""}, {" 4g", ""}, {"4g\n", ""},
+		{"", ""}, {strings.Repeat("4g", 9), ""}, {"wifi", ""}, {"offline", ""},
+	} {
+		v := validReport()
+		v["c"].(map[string]any)["et"] = tc.et
+		canonical := marshal(t, v)
+		escaped := []byte(strings.Replace(string(canonical), `"site":"shop"`, `"site":"\u0073hop"`, 1))
+		if _, fast := fastDecode(escaped, arenas.Get().(*arena)); fast {
+			t.Fatal("the escaped report took the fast path")
+		}
+		for path, b := range map[string][]byte{"canonical": canonical, "escaped": escaped} {
+			r, err := Decode(b)
+			if err != nil {
+				t.Errorf("et %q, %s: %v; want the report accepted", tc.et, path, err)
+				continue
+			}
+			if r.Client.EffectiveType != tc.want {
+				t.Errorf("et %q, %s: stored %q, want %q", tc.et, path, r.Client.EffectiveType, tc.want)
+			}
+		}
+	}
+	// A non-string is still a malformed report, as every wrong JSON type.
+	v := validReport()
+	v["c"].(map[string]any)["et"] = 4
+	checkReason(t, marshal(t, v), ReasonField)
+}
+
 func TestDecodePartial(t *testing.T) {
 	v := validReport()
 	v["p"] = true

@@ -119,7 +119,7 @@ func genReport(rng *rand.Rand) *Report {
 		}
 		c.Mobile, c.Webdriver = rng.IntN(2) == 0, rng.IntN(2) == 0
 		if rng.IntN(2) == 0 {
-			c.EffectiveType = text("234g", 16)
+			c.EffectiveType = EffectiveTypes[rng.IntN(len(EffectiveTypes))]
 		}
 		if rng.IntN(2) == 0 {
 			c.RTT = float64(rng.IntN(1e6))

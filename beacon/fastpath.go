@@ -215,6 +215,14 @@ func intern(s string) string {
 		return "load"
 	case "manual":
 		return "manual"
+	case "4g":
+		return "4g"
+	case "3g":
+		return "3g"
+	case "2g":
+		return "2g"
+	case "slow-2g":
+		return "slow-2g"
 	}
 	return strings.Clone(s)
 }

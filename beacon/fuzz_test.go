@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,9 @@ func FuzzDecode(f *testing.F) {
 		delete(s.(map[string]any), "sv")
 	}
 	f.Add(marshal(f, minimal))
+	hint := validReport()
+	hint["c"].(map[string]any)["et"] = `=HYPERLINK("https://x.example")`
+	f.Add(marshal(f, hint))
 	for _, s := range []string{``, `{}`, `{"v":1}`, `{"v":2}`, `[]`, `{"v":1,"s":[{}]}`, `{"V":1}`, `null`,
 		`{"v":1,"id":"00112233445566778899aabbccddeeff","site":"s","o":"null","bv":"1","p":true,"mt":0,` +
 			`"par":{"n":1,"w":0,"b":0,"ord":"h3first","trg":"manual"},"s":[{"q":0,"ph":"w","w":"h2","g":"h2",` +
@@ -65,6 +69,9 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
+		if et := r.Client.EffectiveType; et != "" && !slices.Contains(EffectiveTypes[:], et) {
+			t.Fatalf("effective type %q outside the enum", et)
+		}
 		// An accepted report holds no NaN or Inf (it marshals).
 		if _, err := json.Marshal(r); err != nil {
 			t.Fatal(err)
@@ -86,6 +93,7 @@ func FuzzFastPath(f *testing.F) {
 		`{"v":1,"par":{}}`, `{"v":1,"v":1}`, `{"V":1}`, `{"v":1.0}`, `{"v":1e0}`, `{"v":-0}`, `{"v":1,"mt":1e400}`,
 		`{"v":1,"id":"\u0041"}`, `{"v":1,"id":"é"}`, `{"v":1,"p":null}`, ` {"v":1} `, `{"v":1}x`, `{"v":1}}`,
 		`{"v":1,"s":[{"q":01}]}`, `{"v":1,"s":[{"q":1.5}]}`, `{"v":1,"s":[{"sv":{"lost":99999999999999999999}}]}`,
+		`{"v":1,"c":{"et":"slow-2g"}}`, `{"v":1,"c":{"et":"=HYPERLINK(1)"}}`, `{"v":1,"c":{"et":""}}`, `{"v":1,"c":{"et":4}}`,
 	} {
 		f.Add([]byte(s))
 	}

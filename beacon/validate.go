@@ -142,10 +142,7 @@ func (w *wireClient) client(c *Client) error {
 		c.Mobile = *w.MB
 	}
 	if w.ET != nil {
-		if err := checkText(*w.ET, 16, isPrintable, "c.et", -1); err != nil {
-			return err
-		}
-		c.EffectiveType = *w.ET
+		c.EffectiveType = effectiveType(*w.ET)
 	}
 	for _, f := range []struct {
 		name string
@@ -356,6 +353,26 @@ func (w *wireServer) server(st *ServerTiming, i int) error {
 		*f.to = *f.v == 1
 	}
 	return nil
+}
+
+// EffectiveTypes are the values of navigator.connection.effectiveType, the
+// Network Information API's EffectiveConnectionType enum: all a report's
+// c.et may hold.
+var EffectiveTypes = [...]string{"slow-2g", "2g", "3g", "4g"}
+
+// effectiveType returns et if it is one of EffectiveTypes, else "" (unknown,
+// as when c.et is absent). c.et is a hint about the visitor's network, so a
+// value outside the enum costs the hint, not the run: a browser that one
+// day reports a new type still has its samples counted. Free text would
+// reach storage, the by=connection grouping (one group per distinct
+// value) and spreadsheets opening the report's CSV.
+func effectiveType(et string) string {
+	for _, v := range EffectiveTypes {
+		if et == v {
+			return v
+		}
+	}
+	return ""
 }
 
 func proto(s string) (Proto, bool) {
