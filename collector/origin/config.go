@@ -39,6 +39,8 @@ const (
 	DefaultBodyTimeout     = 10 * time.Second
 	DefaultWriteTimeout    = 30 * time.Second
 	DefaultMaxConnsPerAddr = 512
+	// DefaultMaxUnvalidatedHandshakes: see Server.MaxUnvalidatedHandshakes.
+	DefaultMaxUnvalidatedHandshakes = 256
 
 	// maxMaxProbeBytes bounds MaxProbeBytes: the server keeps that many
 	// random bytes in memory.
@@ -74,6 +76,14 @@ const (
 //     one; a Retry adds a round trip to the measured HTTP/3 times, so each
 //     is counted (h3rum_collector_quic_retries_total). Peers in
 //     TrustedProxies are not counted.
+//   - QUIC handshakes from unvalidated addresses: at most
+//     MaxUnvalidatedHandshakes in progress at once, over all clients; from
+//     that many on, every new QUIC connection without a token must answer
+//     a Retry first, so Initials with forged source addresses (which never
+//     receive the Retry) cost a stateless packet each instead of a
+//     handshake. Before validation the server sends at most three times
+//     what an address sent, plus less than one datagram (quic-go checks
+//     its limit before each packet).
 //   - Streams: 100 requests at once per connection (maxConcurrentStreams),
 //     on HTTP/2 and HTTP/3 alike so that neither protocol gets more
 //     parallelism than the other; the beacon sends at most 20 at once.
@@ -210,6 +220,19 @@ type Server struct {
 	// over a hundred of them do so, while a single host cannot hold
 	// thousands of connections. Negative: no cap. Default 512.
 	MaxConnsPerAddr int
+	// MaxUnvalidatedHandshakes is how many QUIC handshakes from addresses
+	// not validated yet may be in progress at once, over all clients. From
+	// this many on, every new QUIC connection without a token must first
+	// answer a Retry (one more round trip, counted in
+	// h3rum_collector_quic_retries_total{reason="handshake_load"}), which
+	// a packet with a forged source address never does: a flood of such
+	// Initials then costs a stateless Retry each instead of a TLS
+	// handshake and its state. A handshake is unvalidated for about one
+	// client round trip, so the default of 256 lets some 850 new
+	// connections a second through without a Retry at a 300 ms round trip
+	// (a browser running the test opens one QUIC connection), and bounds
+	// the half-open state to about 25 MB. Default 256.
+	MaxUnvalidatedHandshakes int
 	// TrustedProxies are the addresses of proxies and load balancers in
 	// front of the server, whose connections carry many clients and are
 	// not capped by MaxConnsPerAddr. Optional.
@@ -281,6 +304,7 @@ type Server struct {
 	maxProbeBytes  int
 	maxHeaderBytes int
 	limiter        *connLimiter
+	gate           *quicGate
 	errorLog       *log.Logger
 	payload        []byte
 	connPrefix     string
@@ -330,6 +354,9 @@ func (s *Server) writeTimeout() time.Duration {
 }
 func (s *Server) maxConnsPerAddr() int {
 	return cmp.Or(s.MaxConnsPerAddr, DefaultMaxConnsPerAddr)
+}
+func (s *Server) maxUnvalidatedHandshakes() int {
+	return cmp.Or(s.MaxUnvalidatedHandshakes, DefaultMaxUnvalidatedHandshakes)
 }
 
 // Validate checks the whole configuration and returns every problem found,
@@ -423,6 +450,9 @@ func (s *Server) Validate() error {
 	}
 	if s.MaxHeaderBytes < 0 {
 		add("max header bytes %d: must not be negative", s.MaxHeaderBytes)
+	}
+	if s.MaxUnvalidatedHandshakes < 0 {
+		add("max unvalidated handshakes %d: must not be negative", s.MaxUnvalidatedHandshakes)
 	}
 	if s.IdleTimeout < 0 {
 		add("idle timeout %v: must not be negative", s.IdleTimeout)

@@ -118,6 +118,9 @@ func (o *testOrigin) tcpConnState(_ net.Conn, st http.ConnState) {
 func (o *testOrigin) quicConnContext(ctx context.Context, c *quic.Conn) context.Context {
 	ci := &connInfo{id: o.srv.newConnID(), quic: c, start: time.Now()}
 	o.srv.metrics.conns.WithLabelValues(o.label, transportQUIC).Inc()
+	if p := pendingHandshakeFrom(ctx); p != nil {
+		p.watch(c)
+	}
 	open := o.openQUIC
 	open.Inc()
 	context.AfterFunc(c.Context(), open.Dec)

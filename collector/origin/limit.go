@@ -148,14 +148,35 @@ func (c *limitedConn) Close() error {
 	return c.TCPConn.Close()
 }
 
-// errPerAddrCap refuses a QUIC connection over the per-address cap.
-var errPerAddrCap = errors.New("too many connections from this address")
+// Reasons a QUIC connection attempt is refused before any TLS.
+var (
+	errPerAddrCap   = errors.New("too many connections from this address")
+	errHandshakeCap = errors.New("too many handshakes from unvalidated addresses in progress")
+)
 
-// quicGate applies the per-address cap to the QUIC connections of the H3
-// origin, through the hooks of their quic.Transport.
+// quicGate applies the per-address cap and the cap on unvalidated
+// handshakes to the QUIC connections of the H3 origin, through the hooks of
+// their quic.Transports (one gate is shared by all of them).
+//
+// A QUIC Initial's source address is not proven: anyone can send Initials
+// that claim to come from many addresses, and each would get a full TLS
+// handshake and about 100 KB of state until the handshake timeout, with
+// the server's first flight sent to the address it claims. So the gate
+// counts handshakes in progress whose address is not validated yet (no
+// Retry or resumption token, no Handshake packet received): from
+// maxUnvalidated of them on, every new attempt without a token must first
+// answer a Retry, which costs nothing to send and keeps no state, and
+// which a forged source never receives. An attempt that gets past the
+// Retry check anyway (the transports check one after the other) is
+// refused. Real clients pay one round trip while that lasts, counted in
+// the retries metric.
 type quicGate struct {
-	lim              *connLimiter
-	refused, retries prometheus.Counter
+	lim            *connLimiter
+	maxUnvalidated int64
+	unvalidated    atomic.Int64 // handshakes in progress from unvalidated addresses
+
+	refused, refusedHandshakes    prometheus.Counter
+	retriesCrowded, retriesLoaded prometheus.Counter
 
 	// A client's first flight is often two Initial packets (a ClientHello
 	// with a post-quantum key share does not fit in one), and each is
@@ -174,9 +195,9 @@ type refusal struct {
 // refusalMemory is how long a refused source stays in quicGate.recent.
 const refusalMemory = time.Second
 
-// countRefusal counts a refused connection attempt from a, unless it was
-// already counted.
-func (g *quicGate) countRefusal(a netip.AddrPort) {
+// countRefusal counts a refused connection attempt from a in c, unless it
+// was already counted.
+func (g *quicGate) countRefusal(c prometheus.Counter, a netip.AddrPort) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -187,39 +208,86 @@ func (g *quicGate) countRefusal(a netip.AddrPort) {
 	}
 	g.recent[g.next] = refusal{from: a, at: now}
 	g.next = (g.next + 1) % len(g.recent)
-	g.refused.Inc()
+	c.Inc()
+}
+
+// pendingHandshake is an unvalidated handshake counted by quicGate, found
+// again through the connection's context once quic-go hands the connection
+// over (see Server.quicConnContext).
+type pendingHandshake struct {
+	gate *quicGate
+	once sync.Once
+}
+
+type pendingHandshakeKey struct{}
+
+// done uncounts the handshake: it completed (the address is validated by
+// then) or the connection ended.
+func (p *pendingHandshake) done() {
+	p.once.Do(func() { p.gate.unvalidated.Add(-1) })
+}
+
+// watch uncounts p once c's handshake completes or c ends.
+func (p *pendingHandshake) watch(c *quic.Conn) {
+	go func() {
+		select {
+		case <-c.HandshakeComplete():
+		case <-c.Context().Done():
+		}
+		p.done()
+	}()
+}
+
+func pendingHandshakeFrom(ctx context.Context) *pendingHandshake {
+	p, _ := ctx.Value(pendingHandshakeKey{}).(*pendingHandshake)
+	return p
 }
 
 // connContext is the quic.Transport.ConnContext: it runs at the first
 // packet of every new connection, and an error refuses the connection
 // with CONNECTION_REFUSED before any TLS. quic-go ends the context it is
 // handed when the connection closes or its handshake fails for any
-// reason, which is what releases the connection's place.
+// reason, which is what releases the connection's places.
 func (g *quicGate) connContext(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
 	from := udpAddrPort(ci.RemoteAddr)
+	if !ci.AddrVerified {
+		if g.unvalidated.Add(1) > g.maxUnvalidated {
+			g.unvalidated.Add(-1)
+			g.countRefusal(g.refusedHandshakes, from)
+			return nil, errHandshakeCap
+		}
+		p := &pendingHandshake{gate: g}
+		context.AfterFunc(ctx, p.done)
+		ctx = context.WithValue(ctx, pendingHandshakeKey{}, p)
+	}
 	k, counted := g.lim.key(from.Addr())
 	if !counted {
 		return ctx, nil
 	}
 	if !g.lim.acquire(k) {
-		g.countRefusal(from)
-		return nil, errPerAddrCap
+		g.countRefusal(g.refused, from)
+		return nil, errPerAddrCap // quic-go cancels ctx, which uncounts the handshake
 	}
 	context.AfterFunc(ctx, func() { g.lim.release(k) })
 	return ctx, nil
 }
 
-// verifySourceAddress is the quic.Transport.VerifySourceAddress: a new
-// connection from an address that holds half its cap must prove with a
-// Retry that it receives at that address. Packets with a forged source
-// cannot, so they can use up only half of a real address's places, and
-// clients below half their cap keep their 0-RTT and their round trip.
+// verifySourceAddress is the quic.Transport.VerifySourceAddress, asked of
+// every new connection attempt that carries no valid token. It asks for a
+// Retry when maxUnvalidated handshakes are in progress (see quicGate), or
+// when the address holds half its cap: packets with a forged source cannot
+// answer a Retry, so they can use up only half of a real address's places,
+// and clients below half their cap keep their 0-RTT and their round trip.
 func (g *quicGate) verifySourceAddress(a net.Addr) bool {
+	if g.unvalidated.Load() >= g.maxUnvalidated {
+		g.retriesLoaded.Inc()
+		return true
+	}
 	k, counted := g.lim.key(udpAddrPort(a).Addr())
 	if !counted || !g.lim.crowded(k) {
 		return false
 	}
-	g.retries.Inc()
+	g.retriesCrowded.Inc()
 	return true
 }
 

@@ -202,7 +202,7 @@ func TestMaxConnsPerAddr(t *testing.T) {
 			t.Errorf("refused QUIC connections counted %v, want 1", got)
 		}
 		// From half the cap on, new connections went through a Retry.
-		if got := metric(t, ts.reg, "h3rum_collector_quic_retries_total", "origin", "h3"); got < 1 {
+		if got := metric(t, ts.reg, "h3rum_collector_quic_retries_total", "origin", "h3", "reason", "crowded_addr"); got < 1 {
 			t.Errorf("Retries counted %v, want at least 1", got)
 		}
 		// TCP shares the cap.

@@ -59,13 +59,21 @@ type metrics struct {
 	probeObs [3]prometheus.Observer
 
 	// Connections refused for the per-address cap: TCP by origin, and
-	// QUIC (H3 origin only); Retries asked of crowded addresses.
-	refusedTCP          [2]prometheus.Counter
-	refusedQUIC, retryQ prometheus.Counter
+	// QUIC (H3 origin only); QUIC ones refused for the cap on unvalidated
+	// handshakes; Retries asked of crowded addresses and under handshake
+	// load.
+	refusedTCP                     [2]prometheus.Counter
+	refusedQUIC, refusedHandshakes prometheus.Counter
+	retryCrowded, retryLoaded      prometheus.Counter
 }
 
-// Reasons for refusing a connection.
-const reasonPerAddrCap = "per_addr_cap"
+// Reasons for refusing a connection, or asking it for a Retry.
+const (
+	reasonPerAddrCap    = "per_addr_cap"
+	reasonHandshakeCap  = "handshake_cap"
+	reasonCrowdedAddr   = "crowded_addr"
+	reasonHandshakeLoad = "handshake_load"
+)
 
 // Every metric is named h3rum_collector_<name>.
 const metricNamespace, metricSubsystem = "h3rum", "collector"
@@ -93,10 +101,10 @@ func newMetrics() *metrics {
 			Help:    "Server handling time of /probe (the app entry of its Server-Timing), by protocol.",
 			Buckets: []float64{5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 10e-3, 100e-3, 1},
 		}, []string{"proto"}),
-		refused: counter("connections_refused_total", "Connections refused before their handshake, by origin, transport (tcp or quic) and reason (per_addr_cap: the client's address had MaxConnsPerAddr connections open).",
+		refused: counter("connections_refused_total", "Connections refused before their handshake, by origin, transport (tcp or quic) and reason (per_addr_cap: the client's address had MaxConnsPerAddr connections open; handshake_cap: MaxUnvalidatedHandshakes QUIC handshakes from unvalidated addresses were in progress).",
 			"origin", "transport", "reason"),
-		retries: counter("quic_retries_total", "QUIC connection attempts asked to prove their address with a Retry, which costs them a round trip, because their address held half of MaxConnsPerAddr.",
-			"origin"),
+		retries: counter("quic_retries_total", "QUIC connection attempts asked to prove their address with a Retry, which costs them a round trip, by reason (crowded_addr: their address held half of MaxConnsPerAddr; handshake_load: MaxUnvalidatedHandshakes handshakes from unvalidated addresses were in progress, as in a flood with forged sources).",
+			"origin", "reason"),
 	}
 }
 
@@ -150,7 +158,9 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		m.refusedTCP[o] = m.refused.WithLabelValues(oLabel, transportTCP, reasonPerAddrCap)
 	}
 	m.refusedQUIC = m.refused.WithLabelValues(originH3, transportQUIC, reasonPerAddrCap)
-	m.retryQ = m.retries.WithLabelValues(originH3)
+	m.refusedHandshakes = m.refused.WithLabelValues(originH3, transportQUIC, reasonHandshakeCap)
+	m.retryCrowded = m.retries.WithLabelValues(originH3, reasonCrowdedAddr)
+	m.retryLoaded = m.retries.WithLabelValues(originH3, reasonHandshakeLoad)
 	return nil
 }
 

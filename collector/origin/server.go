@@ -93,6 +93,17 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.metrics.register(s.Registerer); err != nil {
 		return err
 	}
+	s.gate = &quicGate{lim: s.limiter, maxUnvalidated: int64(s.maxUnvalidatedHandshakes()),
+		refused: s.metrics.refusedQUIC, refusedHandshakes: s.metrics.refusedHandshakes,
+		retriesCrowded: s.metrics.retryCrowded, retriesLoaded: s.metrics.retryLoaded}
+	if s.Registerer != nil {
+		if err := s.Registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "quic_unvalidated_handshakes",
+			Help: "QUIC handshakes in progress from addresses not validated yet; from MaxUnvalidatedHandshakes on, new ones must answer a Retry first.",
+		}, func() float64 { return float64(s.gate.unvalidated.Load()) })); err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
+	}
 	gatherer := s.Gatherer
 	if gatherer == nil {
 		gatherer, _ = s.Registerer.(prometheus.Gatherer)
@@ -263,7 +274,7 @@ func (s *Server) listenQUIC(getCert func(*tls.ClientHelloInfo) (*tls.Certificate
 		MaxIdleTimeout:       s.idleTimeout(),
 		MaxIncomingStreams:   maxConcurrentStreams,
 	}
-	gate := &quicGate{lim: s.limiter, refused: s.metrics.refusedQUIC, retries: s.metrics.retryQ}
+	gate := s.gate
 	for _, pc := range s.h3Socks.udp {
 		tr := &quic.Transport{
 			Conn:                pc,
