@@ -408,7 +408,9 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // origin; intention to treat) or failures; p is
 // the percentile where one applies; insufficient is true or false for
 // percentiles and differences (too few runs for an interval: ci_low and
-// ci_high empty) and empty for the other measures.
+// ci_high empty) and empty for the other measures. A group or outcome
+// that a spreadsheet would take for a formula is written with a leading
+// single quote (csvText).
 var CSVHeader = []string{"group", "too_small", "measure", "outcome", "p", "value", "ci_low", "ci_high", "runs", "samples", "insufficient"}
 
 // WriteCSV writes the report as CSV with CSVHeader's columns.
@@ -427,7 +429,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		small := strconv.FormatBool(g.TooSmall)
 		// rowIns writes a percentile or a difference, row the rest.
 		rowIns := func(measure, outcome, p, value, lo, hi string, runs, samples int, insufficient string) {
-			cw.Write([]string{g.Group, small, measure, outcome, p, value, lo, hi, strconv.Itoa(runs), strconv.Itoa(samples), insufficient})
+			cw.Write([]string{csvText(g.Group), small, measure, csvText(outcome), p, value, lo, hi, strconv.Itoa(runs), strconv.Itoa(samples), insufficient})
 		}
 		row := func(measure, outcome, p, value, lo, hi string, runs, samples int) {
 			rowIns(measure, outcome, p, value, lo, hi, runs, samples, "")
@@ -485,6 +487,22 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		return fmt.Errorf("writing CSV: %w", err)
 	}
 	return nil
+}
+
+// csvText makes a text cell safe to open in a spreadsheet. Excel,
+// LibreOffice and Google Sheets take a cell that begins with =, +, -, @, a
+// tab or a carriage return for a formula (=HYPERLINK(…) sends whoever
+// clicks it anywhere), so such a cell gets a leading single quote, which
+// they read as "this is text", as OWASP's CSV injection guidance advises;
+// a NUL is treated alike (ASVS 1.2.10). Only text cells go through it:
+// group labels and outcomes can carry what visitors' reports said (a
+// collector id, a connection type stored before it was checked), while
+// the number cells are written by strconv and must stay numbers (-12.5).
+func csvText(s string) string {
+	if s != "" && strings.IndexByte("=+-@\t\r\x00", s[0]) >= 0 {
+		return "'" + s
+	}
+	return s
 }
 
 // table aligns tab-separated cells: the first left columns to the left,
