@@ -41,6 +41,7 @@ const (
 	DefaultMaxConnsPerAddr = 512
 	// DefaultMaxUnvalidatedHandshakes: see Server.MaxUnvalidatedHandshakes.
 	DefaultMaxUnvalidatedHandshakes = 256
+	DefaultMaxRequestsPerAddr       = 1024
 
 	// maxMaxProbeBytes bounds MaxProbeBytes: the server keeps that many
 	// random bytes in memory.
@@ -220,6 +221,18 @@ type Server struct {
 	// over a hundred of them do so, while a single host cannot hold
 	// thousands of connections. Negative: no cap. Default 512.
 	MaxConnsPerAddr int
+	// MaxRequestsPerAddr is how many requests one client address (an IPv4
+	// address or an IPv6 /64) may have in flight at once, summed over all
+	// its connections, HTTP/1.1, HTTP/2 and HTTP/3 alike; one more is
+	// answered 429 before anything of it is read (over HTTP/1.1 with
+	// Connection: close) and counted in
+	// h3rum_collector_requests_refused_total. Streams per connection
+	// (32) times MaxConnsPerAddr would let one address hold over 16 000
+	// slow requests; a browser running the test has at most 20 in flight
+	// at once, so the default leaves room for about 50 of them behind one
+	// carrier-grade NAT address at the same moment. Negative: no cap.
+	// TrustedProxies are not counted. Default 1024.
+	MaxRequestsPerAddr int
 	// MaxUnvalidatedHandshakes is how many QUIC handshakes from addresses
 	// not validated yet may be in progress at once, over all clients. From
 	// this many on, every new QUIC connection without a token must first
@@ -297,19 +310,21 @@ type Server struct {
 	started  bool
 	shutDown bool
 
-	logger         *slog.Logger
-	metrics        *metrics
-	hdr            headerValues
-	cors           corsPolicy
-	maxProbeBytes  int
-	maxHeaderBytes int
-	limiter        *connLimiter
-	gate           *quicGate
-	errorLog       *log.Logger
-	payload        []byte
-	connPrefix     string
-	connSeq        atomic.Uint64
-	dev            *DevCert
+	logger            *slog.Logger
+	metrics           *metrics
+	hdr               headerValues
+	cors              corsPolicy
+	maxProbeBytes     int
+	maxHeaderBytes    int
+	limiter           *connLimiter
+	gate              *quicGate
+	maxReqs           int64         // MaxRequestsPerAddr; <= 0: no cap
+	testHeaderTimeout time.Duration // tests: headerTimeout, shorter
+	errorLog          *log.Logger
+	payload           []byte
+	connPrefix        string
+	connSeq           atomic.Uint64
+	dev               *DevCert
 
 	h3Origin, h2Origin *testOrigin
 	h3Socks, h2Socks   sockets
@@ -354,6 +369,12 @@ func (s *Server) writeTimeout() time.Duration {
 }
 func (s *Server) maxConnsPerAddr() int {
 	return cmp.Or(s.MaxConnsPerAddr, DefaultMaxConnsPerAddr)
+}
+func (s *Server) headerTimeout() time.Duration {
+	return cmp.Or(s.testHeaderTimeout, headerTimeout)
+}
+func (s *Server) maxRequestsPerAddr() int {
+	return cmp.Or(s.MaxRequestsPerAddr, DefaultMaxRequestsPerAddr)
 }
 func (s *Server) maxUnvalidatedHandshakes() int {
 	return cmp.Or(s.MaxUnvalidatedHandshakes, DefaultMaxUnvalidatedHandshakes)

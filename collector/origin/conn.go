@@ -34,6 +34,7 @@ type connInfo struct {
 	reqs  atomic.Uint64
 	quic  *quic.Conn // QUIC connections
 	tcp   *tcpInfo   // TCP connections; nil if the socket is not reachable
+	addr  *addrState // the client address's counts; nil when not counted (trusted proxies, no cap)
 }
 
 type connInfoKey struct{}
@@ -93,6 +94,9 @@ func (o *testOrigin) tcpConnContext(ctx context.Context, c net.Conn) context.Con
 	if tc, ok := c.(*tls.Conn); ok {
 		nc = tc.NetConn()
 	}
+	if lc, ok := nc.(*limitedConn); ok {
+		ci.addr = lc.addr
+	}
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			ci.tcp = newTCPInfo(raw)
@@ -116,7 +120,7 @@ func (o *testOrigin) tcpConnState(_ net.Conn, st http.ConnState) {
 // hands the connection to HTTP/3, which for a 0-RTT connection is before
 // the handshake completes.
 func (o *testOrigin) quicConnContext(ctx context.Context, c *quic.Conn) context.Context {
-	ci := &connInfo{id: o.srv.newConnID(), quic: c, start: time.Now()}
+	ci := &connInfo{id: o.srv.newConnID(), quic: c, start: time.Now(), addr: addrStateFrom(ctx)}
 	o.srv.metrics.conns.WithLabelValues(o.label, transportQUIC).Inc()
 	if p := pendingHandshakeFrom(ctx); p != nil {
 		p.watch(c)

@@ -15,6 +15,7 @@ type headerValues struct {
 	probeAllow, getHead             []string
 	any, varyOrigin                 []string
 	preflightMethods, maxAge        []string
+	retryAfter1, connClose          []string
 }
 
 func newHeaderValues() headerValues {
@@ -29,6 +30,8 @@ func newHeaderValues() headerValues {
 		varyOrigin:       one("Origin"),
 		preflightMethods: one("GET, HEAD, POST, OPTIONS"),
 		maxAge:           one("86400"),
+		retryAfter1:      one("1"),
+		connClose:        one("close"),
 	}
 }
 

@@ -14,17 +14,44 @@ import (
 )
 
 // connLimiter caps the connections open at once from one client address,
-// over every listener of the server (see Server.MaxConnsPerAddr).
+// over every listener of the server (see Server.MaxConnsPerAddr), and
+// keeps the count of its requests in flight over them.
 type connLimiter struct {
 	max     int // < 0: no cap
 	trusted []netip.Prefix
 
 	mu   sync.Mutex
-	open map[netip.Addr]int // by key; entries at 0 are deleted
+	open map[netip.Addr]*addrState // by key; deleted with their last connection
+}
+
+// addrState is what the limiter keeps about one client address while it
+// has connections open.
+type addrState struct {
+	conns int          // guarded by connLimiter.mu
+	reqs  atomic.Int64 // requests being handled, over all its connections
+}
+
+// enter counts one more request in flight, unless max (> 0) are already.
+func (a *addrState) enter(max int64) bool {
+	if a.reqs.Add(1) > max {
+		a.reqs.Add(-1)
+		return false
+	}
+	return true
+}
+
+// leave uncounts a request enter counted.
+func (a *addrState) leave() { a.reqs.Add(-1) }
+
+type addrStateKey struct{}
+
+func addrStateFrom(ctx context.Context) *addrState {
+	a, _ := ctx.Value(addrStateKey{}).(*addrState)
+	return a
 }
 
 func newConnLimiter(max int, trusted []netip.Prefix) *connLimiter {
-	l := &connLimiter{max: max, open: make(map[netip.Addr]int)}
+	l := &connLimiter{max: max, open: make(map[netip.Addr]*addrState)}
 	for _, p := range trusted {
 		// Peers are matched unmapped, so ::ffff:10.0.0.0/104 means 10.0.0.0/8.
 		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
@@ -56,24 +83,29 @@ func (l *connLimiter) key(a netip.Addr) (k netip.Addr, counted bool) {
 	return a, true
 }
 
-// acquire counts one more connection under k, unless k is at the cap.
-func (l *connLimiter) acquire(k netip.Addr) bool {
+// acquire counts one more connection under k, unless k is at the cap, and
+// returns k's state.
+func (l *connLimiter) acquire(k netip.Addr) (*addrState, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := l.open[k]
-	if n >= l.max {
-		return false
+	a := l.open[k]
+	if a != nil && a.conns >= l.max {
+		return nil, false
 	}
-	l.open[k] = n + 1
-	return true
+	if a == nil {
+		a = &addrState{}
+		l.open[k] = a
+	}
+	a.conns++
+	return a, true
 }
 
 // release uncounts a connection acquire counted.
 func (l *connLimiter) release(k netip.Addr) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n := l.open[k]; n > 1 {
-		l.open[k] = n - 1
+	if a := l.open[k]; a != nil && a.conns > 1 {
+		a.conns--
 	} else {
 		delete(l.open, k)
 	}
@@ -83,7 +115,8 @@ func (l *connLimiter) release(k netip.Addr) {
 func (l *connLimiter) crowded(k netip.Addr) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return 2*l.open[k] >= l.max
+	a := l.open[k]
+	return a != nil && 2*a.conns >= l.max
 }
 
 // limitListener is a TCP listener that resets connections over the
@@ -118,7 +151,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			setUserTimeout(tc, l.userTimeout)
 			return tc, nil
 		}
-		if !l.lim.acquire(k) {
+		a, ok := l.lim.acquire(k)
+		if !ok {
 			// A reset rather than a close: no TIME_WAIT left behind by
 			// a client that keeps trying.
 			tc.SetLinger(0)
@@ -127,7 +161,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			continue
 		}
 		setUserTimeout(tc, l.userTimeout)
-		return &limitedConn{TCPConn: tc, lim: l.lim, key: k}, nil
+		return &limitedConn{TCPConn: tc, lim: l.lim, key: k, addr: a}, nil
 	}
 }
 
@@ -138,6 +172,7 @@ type limitedConn struct {
 	*net.TCPConn
 	lim    *connLimiter
 	key    netip.Addr
+	addr   *addrState
 	closed atomic.Bool
 }
 
@@ -264,12 +299,13 @@ func (g *quicGate) connContext(ctx context.Context, ci *quic.ClientInfo) (contex
 	if !counted {
 		return ctx, nil
 	}
-	if !g.lim.acquire(k) {
+	a, ok := g.lim.acquire(k)
+	if !ok {
 		g.countRefusal(g.refused, from)
 		return nil, errPerAddrCap // quic-go cancels ctx, which uncounts the handshake
 	}
 	context.AfterFunc(ctx, func() { g.lim.release(k) })
-	return ctx, nil
+	return context.WithValue(ctx, addrStateKey{}, a), nil
 }
 
 // verifySourceAddress is the quic.Transport.VerifySourceAddress, asked of

@@ -52,6 +52,7 @@ type metrics struct {
 	early      *prometheus.CounterVec   // origin, proto
 	probe      *prometheus.HistogramVec // proto
 	refused    *prometheus.CounterVec   // origin, transport, reason
+	reqRefused *prometheus.CounterVec   // reason
 	retries    *prometheus.CounterVec   // origin
 
 	// ok[origin][proto][0] counts 204, [1] counts 200.
@@ -65,14 +66,17 @@ type metrics struct {
 	refusedTCP                     [2]prometheus.Counter
 	refusedQUIC, refusedHandshakes prometheus.Counter
 	retryCrowded, retryLoaded      prometheus.Counter
+	// Requests refused for the per-address cap on requests in flight.
+	refusedRequests prometheus.Counter
 }
 
 // Reasons for refusing a connection, or asking it for a Retry.
 const (
-	reasonPerAddrCap    = "per_addr_cap"
-	reasonHandshakeCap  = "handshake_cap"
-	reasonCrowdedAddr   = "crowded_addr"
-	reasonHandshakeLoad = "handshake_load"
+	reasonPerAddrCap      = "per_addr_cap"
+	reasonHandshakeCap    = "handshake_cap"
+	reasonCrowdedAddr     = "crowded_addr"
+	reasonHandshakeLoad   = "handshake_load"
+	reasonPerAddrRequests = "per_addr_requests"
 )
 
 // Every metric is named h3rum_collector_<name>.
@@ -103,6 +107,8 @@ func newMetrics() *metrics {
 		}, []string{"proto"}),
 		refused: counter("connections_refused_total", "Connections refused before their handshake, by origin, transport (tcp or quic) and reason (per_addr_cap: the client's address had MaxConnsPerAddr connections open; handshake_cap: MaxUnvalidatedHandshakes QUIC handshakes from unvalidated addresses were in progress).",
 			"origin", "transport", "reason"),
+		reqRefused: counter("requests_refused_total", "Requests refused with 429 before anything of them was read, by reason (per_addr_requests: the client's address had MaxRequestsPerAddr requests in flight over all its connections).",
+			"reason"),
 		retries: counter("quic_retries_total", "QUIC connection attempts asked to prove their address with a Retry, which costs them a round trip, by reason (crowded_addr: their address held half of MaxConnsPerAddr; handshake_load: MaxUnvalidatedHandshakes handshakes from unvalidated addresses were in progress, as in a flood with forged sources).",
 			"origin", "reason"),
 	}
@@ -138,6 +144,9 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		if m.retries, err = registerOrReuse(reg, m.retries); err != nil {
 			return err
 		}
+		if m.reqRefused, err = registerOrReuse(reg, m.reqRefused); err != nil {
+			return err
+		}
 		if _, err = registerOrReuse(reg, collectors.NewGoCollector()); err != nil {
 			return err
 		}
@@ -161,6 +170,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	m.refusedHandshakes = m.refused.WithLabelValues(originH3, transportQUIC, reasonHandshakeCap)
 	m.retryCrowded = m.retries.WithLabelValues(originH3, reasonCrowdedAddr)
 	m.retryLoaded = m.retries.WithLabelValues(originH3, reasonHandshakeLoad)
+	m.refusedRequests = m.reqRefused.WithLabelValues(reasonPerAddrRequests)
 	return nil
 }
 

@@ -35,6 +35,13 @@ const (
 )
 
 func (o *testOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if ci := connInfoFrom(r.Context()); ci != nil && ci.addr != nil && o.srv.maxReqs > 0 {
+		if !ci.addr.enter(o.srv.maxReqs) {
+			o.tooManyRequests(w, r)
+			return
+		}
+		defer ci.addr.leave()
+	}
 	if r.URL.Path != pathProbe || o.srv.NoProbe {
 		o.serveOther(w, r)
 		return
@@ -89,6 +96,23 @@ func (o *testOrigin) admit(w http.ResponseWriter, r *http.Request, pi int) (ci *
 		return ci, creq, false
 	}
 	return ci, creq, true
+}
+
+// tooManyRequests refuses a request over MaxRequestsPerAddr before
+// reading anything of it. Over HTTP/1.1 the connection is closed, so that
+// the server does not wait for a body it will not read.
+//
+//go:noinline
+func (o *testOrigin) tooManyRequests(w http.ResponseWriter, r *http.Request) {
+	o.srv.metrics.refusedRequests.Inc()
+	h := w.Header()
+	o.srv.cors.apply(h, r, &o.srv.hdr) // so that the page can read the status
+	h["Retry-After"] = o.srv.hdr.retryAfter1
+	if r.ProtoMajor == 1 {
+		h["Connection"] = o.srv.hdr.connClose
+	}
+	o.reject(w, protoIndex(r.ProtoMajor), http.StatusTooManyRequests,
+		"too many requests: this address has "+strconv.FormatInt(o.srv.maxReqs, 10)+" in flight")
 }
 
 //go:noinline

@@ -88,6 +88,7 @@ func (s *Server) start(ctx context.Context) error {
 		maxConns = -1
 	}
 	s.limiter = newConnLimiter(maxConns, s.TrustedProxies)
+	s.maxReqs = int64(s.maxRequestsPerAddr())
 
 	s.metrics = newMetrics()
 	if err := s.metrics.register(s.Registerer); err != nil {
@@ -175,10 +176,11 @@ func (s *Server) start(ctx context.Context) error {
 			ReadHeaderTimeout: handshakeTimeout,
 			IdleTimeout:       s.idleTimeout(),
 			MaxHeaderBytes:    2 * s.maxHeaderBytes,
-			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams, MaxEncoderHeaderTableSize: hpackEncoderTable},
-			ConnContext:       o.tcpConnContext,
-			ConnState:         o.tcpConnState,
-			ErrorLog:          s.errorLog,
+			HTTP2: &http.HTTP2Config{MaxConcurrentStreams: maxConcurrentStreams, MaxEncoderHeaderTableSize: hpackEncoderTable,
+				SendPingTimeout: s.headerTimeout() / 2, PingTimeout: s.headerTimeout() / 2},
+			ConnContext: o.tcpConnContext,
+			ConnState:   o.tcpConnState,
+			ErrorLog:    s.errorLog,
 		}
 	}
 	s.tcpH3 = newTCP(s.h3Origin, h3Cert)
@@ -228,10 +230,13 @@ func (s *Server) start(ctx context.Context) error {
 // Limits of the origins (see Server).
 const (
 	// maxConcurrentStreams is how many requests a client may have in
-	// flight on one connection, HTTP/2 and HTTP/3 alike. 100 is what
-	// RFC 9113 recommends as the least and quic-go's default; net/http
-	// would allow 250 over HTTP/2.
-	maxConcurrentStreams = 100
+	// flight on one connection, HTTP/2 and HTTP/3 alike. The beacon sends
+	// at most 20 at once to a no-op endpoint; 32 leaves room for the
+	// page's other requests to the collector (the script, a beacon)
+	// without letting one connection hold hundreds of slow ones.
+	// (RFC 9113 recommends at least 100 for general-purpose servers;
+	// net/http would allow 250, quic-go 100.)
+	maxConcurrentStreams = 32
 	// hpackEncoderTable turns off HPACK's dynamic table for the headers
 	// the origins send (0 would mean net/http's 4096 bytes; no entry is
 	// smaller than 32 bytes, so 1 holds none). A probe's Server-Timing is
@@ -248,6 +253,14 @@ const (
 	// handshakeTimeout bounds the TLS handshake over TCP and, over
 	// HTTP/1.1, the reading of each request's header section.
 	handshakeTimeout = 10 * time.Second
+	// headerTimeout bounds an HTTP/2 header section: net/http has no
+	// per-stream header deadline, but an unfinished header block stops
+	// every other frame on the connection (RFC 9113 allows only its
+	// CONTINUATION frames next), so a client that sends no complete frame
+	// for half of it is sent a PING, and one that cannot answer it within
+	// the other half is cut. Healthy idle connections answer one PING
+	// every 5 s of silence.
+	headerTimeout = 10 * time.Second
 	// quicHandshakeTimeout bounds the QUIC handshake.
 	quicHandshakeTimeout = 5 * time.Second
 )
