@@ -1,10 +1,14 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -466,5 +470,141 @@ func TestHandlerConcurrencyLimit(t *testing.T) {
 	}
 	if len(h.slots) != 0 || len(sink.runs) != 2 {
 		t.Errorf("after three reports: %d slots held, %d runs accepted; want 0 and 2", len(h.slots), len(sink.runs))
+	}
+}
+
+// Over HTTP/1.1 a refusal decided before the body is read arrives at once
+// and closes the connection, even when the client announced a body and
+// stalls after its first bytes: net/http would otherwise read the body
+// (below 256 KiB) before writing the refusal, so the client waited for its
+// own 429 until the body timeout and held a goroutine meanwhile.
+func TestRefusalBeforeBodyHTTP1(t *testing.T) {
+	const h3 = "https://h3.rum.example:8443"
+	limited := func(h *Handler) { h.RateLimit, h.RateBurst = 0.001, 1 }
+	for _, tc := range []struct {
+		name, path          string
+		contentType, origin string
+		length              int // announced; the stalling client sends 10 bytes of it
+		setup               func(h *Handler)
+		prime               []byte // sent and accepted first, to use up the rate limit's burst
+		status              int
+	}{
+		{name: "beacon rate limited", path: "/beacon", contentType: "text/plain", length: 30_000,
+			setup: limited, prime: wireReport("shop"), status: 429},
+		{name: "beacon origin", path: "/beacon", contentType: "text/plain", origin: "https://evil.example", length: 30_000,
+			setup: func(h *Handler) { h.Origins = mustOrigins(t, "https://shop.example") }, status: 403},
+		{name: "reports rate limited", path: "/reports", contentType: nelMediaType, length: 100_000,
+			setup: limited, prime: nelUpload(h3, 1), status: 429},
+		{name: "reports origin", path: "/reports", contentType: nelMediaType, origin: "https://evil.example", length: 100_000,
+			setup: func(h *Handler) { h.NELHosts = []string{"h3.rum.example"} }, status: 403},
+		{name: "reports content type", path: "/reports", contentType: "application/json", length: 100_000, status: 415},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Handler{Sink: &recordingSink{}, NELSink: &recordingNELSink{}, Registerer: prometheus.NewRegistry()}
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			if err := h.Init(); err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h) // HTTP/1.1 on loopback, no timeouts of its own
+			t.Cleanup(srv.Close)
+			if tc.prime != nil {
+				resp, err := srv.Client().Post(srv.URL+tc.path, tc.contentType, bytes.NewReader(tc.prime))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 204 {
+					t.Fatalf("priming request: status %d, want 204", resp.StatusCode)
+				}
+			}
+
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			conn.SetDeadline(start.Add(3 * time.Second))
+			head := "POST " + tc.path + " HTTP/1.1\r\nHost: collector.example\r\nContent-Type: " + tc.contentType + "\r\n"
+			if tc.origin != "" {
+				head += "Origin: " + tc.origin + "\r\n"
+			}
+			fmt.Fprintf(conn, "%sContent-Length: %d\r\n\r\n0123456789", head, tc.length)
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer while the body stalls (after %v): %v", time.Since(start).Round(time.Millisecond), err)
+			}
+			answered := time.Since(start)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !resp.Close {
+				t.Errorf("status %d, Connection %q; want %d and close", resp.StatusCode, resp.Header.Get("Connection"), tc.status)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after the refusal the connection gave %v, want it closed (EOF)", err)
+			}
+			t.Logf("answered in %v, closed in %v", answered.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+
+			// A client that sends its whole body at once reads the same
+			// refusal intact: the close waits for the body it was sending.
+			req, _ := http.NewRequest("POST", srv.URL+tc.path, bytes.NewReader(make([]byte, tc.length)))
+			req.Header.Set("Content-Type", tc.contentType)
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			resp, err = srv.Client().Do(req)
+			if err != nil {
+				t.Fatalf("a client sending its body: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !bytes.HasSuffix(body, []byte("\n")) {
+				t.Errorf("a client sending its body: status %d, %q; want %d with its reason", resp.StatusCode, body, tc.status)
+			}
+		})
+	}
+}
+
+// HTTP/2 answers a refusal on its stream without waiting for the body and
+// must not see Connection: close, which its server turns into a GOAWAY of
+// the connection every other request of the page shares.
+func TestRefusalBeforeBodyKeepsHTTP2Connection(t *testing.T) {
+	h := &Handler{Sink: &recordingSink{}, RateLimit: 0.001, RateBurst: 1, Registerer: prometheus.NewRegistry()}
+	if err := h.Init(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	var mu sync.Mutex
+	conns := 0
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	c := srv.Client()
+	c.Timeout = 10 * time.Second
+	for i, want := range []int{204, 429, 429, 429} {
+		resp, err := c.Post(srv.URL+"/beacon", "text/plain", bytes.NewReader(wireReport("shop")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 || resp.StatusCode != want || resp.Header.Get("Connection") != "" {
+			t.Errorf("request %d: %s %d, Connection %q; want HTTP/2 %d without Connection", i, resp.Proto, resp.StatusCode, resp.Header.Get("Connection"), want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 1 {
+		t.Errorf("%d connections for four requests, want 1 (a refusal closed the connection)", conns)
 	}
 }
