@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -25,6 +26,9 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/access"
 )
 
 // LocalDatabase is the database the managed local server keeps h3rum's tables in.
@@ -33,6 +37,12 @@ const LocalDatabase = "h3rum"
 // Local is a ClickHouse server that h3rum runs as a child process, with a
 // project-local configuration and data directory, listening on loopback only.
 // It is the default store for `serve` and what the tests run against.
+//
+// Its files are refused unless they are this user's and no one else may
+// write them (access.CheckPrivate), and Open connects, on every connection
+// of its pool, only while the socket listening on the server's address is
+// the child's own: the password is sent in clear text over loopback, and
+// while the server restarts another local user could bind its port.
 type Local struct {
 	// Dir holds the server's config, data and logs, e.g. "<data-dir>/clickhouse".
 	Dir string
@@ -59,6 +69,9 @@ type Local struct {
 	log      *os.File
 	password string
 
+	checkOnce sync.Once
+	listener  *listenerCheck
+
 	up        atomic.Bool
 	pid       atomic.Int64
 	restarts  atomic.Int64
@@ -78,12 +91,77 @@ const PasswordFile = "password"
 const AddressFile = "address"
 
 // ReadLocalDSN returns the DSN recorded by a Local server kept in dir.
+// Connect with OpenLocal, which checks whom it sends the password to.
 func ReadLocalDSN(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, AddressFile))
-	if err != nil {
+	if err := access.CheckPrivate(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("reading the local ClickHouse address: %w", err)
+	}
+	b, err := access.ReadPrivate(filepath.Join(dir, AddressFile))
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("reading the local ClickHouse address (is `h3rum serve` running with this --data-dir?): %w", err)
 	}
+	if err != nil {
+		return "", fmt.Errorf("reading the local ClickHouse address: %w", err)
+	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// OpenLocal connects to the server that a running Local (another process:
+// `serve`) keeps in dir, for `migrate` and `report`. Like Local.Open it
+// sends the password only to the server's own socket: the one held by the
+// process its status file names, which must be a ClickHouse server of dir
+// run by this user.
+func OpenLocal(ctx context.Context, dir string) (driver.Conn, error) {
+	dsn, err := ReadLocalDSN(dir)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the local ClickHouse address: %w", err)
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening local ClickHouse: %w", err)
+	}
+	check := &listenerCheck{log: slog.New(slog.DiscardHandler), pid: func() (int, error) {
+		pid, err := statusPID(filepath.Join(dir, "data", "status"))
+		if err == nil && pid == 0 {
+			err = errors.New("local ClickHouse is not running (its status file names no running server)")
+		}
+		return pid, err
+	}}
+	opts.DialContext = check.dial
+	return connect(ctx, opts)
+}
+
+// Open connects to the server's LocalDatabase. Each connection its pool
+// makes, after the server restarts too, is made only while the socket
+// listening on the server's address is the server's own.
+func (l *Local) Open(ctx context.Context) (driver.Conn, error) {
+	opts, err := clickhouse.ParseDSN(l.DSN())
+	if err != nil {
+		return nil, fmt.Errorf("opening local ClickHouse: %w", err)
+	}
+	opts.DialContext = l.check().dial
+	return connect(ctx, opts)
+}
+
+// RefusedDials is how many connections to the server were not made (its
+// password not sent) because the socket listening on its address was not
+// the server's own.
+func (l *Local) RefusedDials() int64 { return l.check().refused.Load() }
+
+func (l *Local) check() *listenerCheck {
+	l.checkOnce.Do(func() {
+		l.listener = &listenerCheck{log: l.logger(), pid: func() (int, error) {
+			if pid := l.PID(); pid > 0 {
+				return pid, nil
+			}
+			return 0, errors.New("local ClickHouse is not running")
+		}}
+	})
+	return l.listener
 }
 
 // DSN is the address of the server in clickhouse-go's DSN form, with its
@@ -99,16 +177,23 @@ func (l *Local) DSNFor(database string) string {
 	return u.String()
 }
 
-// readPassword returns the password kept in dir, creating it first.
+// readPassword returns the password kept in dir, creating it first. A
+// password that others could read (an older release's file, or one a user
+// loosened) is replaced: the config is written at every start anyway.
 func readPassword(dir string) (string, error) {
 	path := filepath.Join(dir, PasswordFile)
-	b, err := os.ReadFile(path)
+	f, err := access.OpenPrivate(path, os.O_RDONLY, 0)
 	if err == nil {
-		if pw := strings.TrimSpace(string(b)); pw != "" {
-			// Tighten a file an older release or a user loosened.
-			if err := os.Chmod(path, 0o600); err != nil {
-				return "", fmt.Errorf("restricting %s: %w", path, err)
-			}
+		fi, err := f.Stat()
+		var b []byte
+		if err == nil {
+			b, err = io.ReadAll(f)
+		}
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("reading the local ClickHouse password: %w", err)
+		}
+		if pw := strings.TrimSpace(string(b)); pw != "" && fi.Mode().Perm()&0o077 == 0 {
 			return pw, nil
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -124,13 +209,23 @@ func readPassword(dir string) (string, error) {
 }
 
 // writePrivate replaces path with content readable by its owner only, even
-// when an older file was readable by others.
+// when an older file was readable by others. The temporary file is new
+// (O_EXCL): a stale or planted one would keep its owner and mode.
 func writePrivate(path, content string) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := os.Chmod(tmp, 0o600); err != nil { // a stale tmp file keeps its mode
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -178,7 +273,14 @@ func (l *Local) Start(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o750); err != nil {
 		return fmt.Errorf("creating local ClickHouse directory: %w", err)
 	}
-	stopStale(filepath.Join(dir, "data", "status"), l.logger())
+	for _, d := range []string{dir, filepath.Join(dir, "data")} {
+		if err := access.CheckPrivate(d); err != nil {
+			return fmt.Errorf("starting local ClickHouse: %w", err)
+		}
+	}
+	if err := stopStale(filepath.Join(dir, "data", "status"), l.logger()); err != nil {
+		return fmt.Errorf("starting local ClickHouse: %w", err)
+	}
 	if l.Port == 0 {
 		if l.Port, err = freePort(); err != nil {
 			return fmt.Errorf("choosing a port for local ClickHouse: %w", err)
@@ -191,13 +293,14 @@ func (l *Local) Start(ctx context.Context) error {
 	if err := writeConfig(cfg, dir, l.Port, l.password, l.ExtraConfig, l.ExtraProfile); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	logf, err := access.OpenPrivate(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
 		return fmt.Errorf("opening local ClickHouse log: %w", err)
 	}
 	args := append(bin[1:], "--config-file="+cfg)
 	cmd := exec.Command(bin[0], args...)
 	cmd.Dir = dir
+	cmd.Env = childEnv(os.Environ())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Own process group, and SIGTERM if h3rum dies without stopping it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -306,7 +409,7 @@ func (l *Local) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	opts := &clickhouse.Options{Addr: []string{fmt.Sprintf("127.0.0.1:%d", l.Port)}, DialTimeout: time.Second,
-		Auth: clickhouse.Auth{Username: "default", Password: l.password}}
+		Auth: clickhouse.Auth{Username: "default", Password: l.password}, DialContext: l.check().dial}
 	var lastErr error
 	for {
 		conn, err := clickhouse.Open(opts)
@@ -375,10 +478,34 @@ func (l *Local) Kill() {
 // stopStale terminates a server left running on this directory by an
 // earlier h3rum that died without stopping it: two servers cannot share
 // one data directory.
-func stopStale(statusFile string, log *slog.Logger) {
-	b, err := os.ReadFile(statusFile)
+func stopStale(statusFile string, log *slog.Logger) error {
+	pid, err := statusPID(statusFile)
+	if err != nil || pid == 0 {
+		return err
+	}
+	log.Warn("stopping a local ClickHouse left running by an earlier h3rum", "pid", pid)
+	syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 100; i++ {
+		if syscall.Kill(pid, 0) != nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	return nil
+}
+
+// statusPID returns the process id in the status file a server writes
+// into its data directory, if that process is running as this user and is
+// a ClickHouse server of this directory; 0 if there is none. A status file
+// another user could have written is refused.
+func statusPID(statusFile string) (int, error) {
+	b, err := access.ReadPrivate(statusFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
 	if err != nil {
-		return
+		return 0, fmt.Errorf("reading the local ClickHouse status: %w", err)
 	}
 	var pid int
 	for _, line := range strings.Split(string(b), "\n") {
@@ -387,21 +514,29 @@ func stopStale(statusFile string, log *slog.Logger) {
 		}
 	}
 	if pid <= 0 {
-		return
+		return 0, nil
 	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	proc := fmt.Sprintf("/proc/%d", pid)
+	cmdline, err := os.ReadFile(proc + "/cmdline")
 	if err != nil || !bytes.Contains(cmdline, []byte("clickhouse")) || !bytes.Contains(cmdline, []byte(filepath.Dir(filepath.Dir(statusFile)))) {
-		return
+		return 0, nil
 	}
-	log.Warn("stopping a local ClickHouse left running by an earlier h3rum", "pid", pid)
-	syscall.Kill(pid, syscall.SIGTERM)
-	for i := 0; i < 100; i++ {
-		if syscall.Kill(pid, 0) != nil {
-			return
+	if fi, err := os.Stat(proc); err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != os.Geteuid() {
+		return 0, nil
+	}
+	return pid, nil
+}
+
+// childEnv is env without h3rum's own variables: the server has no use for
+// the tokens and DSNs they may hold.
+func childEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "H3RUM_") {
+			out = append(out, kv)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
+	return out
 }
 
 func freePort() (int, error) {
