@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -398,12 +399,21 @@ func (c *serveConfig) startIngest(ctx context.Context, mux *http.ServeMux, geo *
 				func() float64 { return b2f(local.Up()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "h3rum_local_clickhouse_restarts_total",
 				Help: "Times the managed local ClickHouse exited on its own and was started again."},
-				func() float64 { return float64(local.Restarts()) }))
+				func() float64 { return float64(local.Restarts()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "h3rum_local_clickhouse_refused_dials_total",
+				Help: "Connections to the managed local ClickHouse not made, its password not sent, because the socket listening on its address was not its own (another local program may hold the port)."},
+				func() float64 { return float64(local.RefusedDials()) }))
 	}
 
+	// The spool's segments are replayed into ClickHouse as received
+	// reports: its directory must be this user's alone.
+	spool := filepath.Join(c.store.dataDir, "spool")
+	if err := access.CheckPrivate(spool); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("opening the spool: %w", err)
+	}
 	pipe := &ingest.Pipeline{
 		Conn:          conn,
-		Dir:           filepath.Join(c.store.dataDir, "spool"),
+		Dir:           spool,
 		BatchRows:     c.batchRows,
 		FlushInterval: c.flushInterval,
 		CommitDelay:   cmp.Or(c.commitDelay, -1), // --commit-delay 0 is none; the Pipeline reads 0 as its default

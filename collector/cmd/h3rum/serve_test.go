@@ -102,11 +102,7 @@ func (ts *testServe) conn(t *testing.T) driver.Conn {
 
 func openLocal(t *testing.T, dataDir string) driver.Conn {
 	t.Helper()
-	dsn, err := store.ReadLocalDSN(filepath.Join(dataDir, "clickhouse"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := store.Open(context.Background(), dsn)
+	conn, err := store.OpenLocal(context.Background(), filepath.Join(dataDir, "clickhouse"))
 	if err != nil {
 		t.Fatal(err)
 	}

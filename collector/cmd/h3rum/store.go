@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -80,24 +83,21 @@ func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (dr
 	if err != nil {
 		return nil, nil, err
 	}
-	var local *store.Local
 	if dsn == "local" {
-		dir := filepath.Join(s.dataDir, "clickhouse")
-		if start {
-			local = &store.Local{Dir: dir, Logger: log}
-			if err := local.Start(ctx); err != nil {
-				return nil, nil, err
-			}
-			local.Supervise()
-			s.local = local
-			dsn = local.DSN()
-		} else {
-			d, err := store.ReadLocalDSN(dir)
-			if err != nil {
-				return nil, nil, err
-			}
-			dsn = d
+		// Its files name the server and hold its password: they must be
+		// this user's alone (a missing dir is reported below, by name).
+		if err := access.CheckPrivate(s.dataDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("opening --data-dir: %w", err)
 		}
+	}
+	var local *store.Local
+	if dsn == "local" && start {
+		local = &store.Local{Dir: filepath.Join(s.dataDir, "clickhouse"), Logger: log}
+		if err := local.Start(ctx); err != nil {
+			return nil, nil, err
+		}
+		local.Supervise()
+		s.local = local
 	}
 	stopLocal := func() {
 		if local != nil {
@@ -109,12 +109,19 @@ func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (dr
 		}
 	}
 	var conn driver.Conn
-	if start && local == nil {
+	switch {
+	case local != nil:
+		// Every connection of the pool checks that the socket it reaches
+		// is the managed server's before it sends the password.
+		conn, err = local.Open(ctx)
+	case dsn == "local":
+		conn, err = store.OpenLocal(ctx, filepath.Join(s.dataDir, "clickhouse"))
+	case start:
 		// serve with a DSN starts whether or not the server answers yet:
 		// the probe does not need it, and reports are spooled until it
 		// does (see prepare).
 		conn, err = store.Dial(dsn)
-	} else {
+	default:
 		conn, err = store.Open(ctx, dsn)
 	}
 	if err != nil {
