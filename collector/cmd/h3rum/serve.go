@@ -366,6 +366,12 @@ func (c *serveConfig) startIngest(ctx context.Context, mux *http.ServeMux, geo *
 			stopAll() // what started before the failure
 		}
 	}()
+	// The spool's segments are replayed into ClickHouse as received
+	// reports: its directory must be this user's alone.
+	spool := filepath.Join(c.store.dataDir, "spool")
+	if err := access.CheckPrivate(spool); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("opening the spool: %w", err)
+	}
 	conn, closeStore, err := c.store.open(ctx, log, true)
 	if err != nil {
 		return nil, nil, err
@@ -405,12 +411,6 @@ func (c *serveConfig) startIngest(ctx context.Context, mux *http.ServeMux, geo *
 				func() float64 { return float64(local.RefusedDials()) }))
 	}
 
-	// The spool's segments are replayed into ClickHouse as received
-	// reports: its directory must be this user's alone.
-	spool := filepath.Join(c.store.dataDir, "spool")
-	if err := access.CheckPrivate(spool); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("opening the spool: %w", err)
-	}
 	pipe := &ingest.Pipeline{
 		Conn:          conn,
 		Dir:           spool,
