@@ -330,11 +330,11 @@ type Server struct {
 	h3Socks, h2Socks   sockets
 	tcpH3, tcpH2       *http.Server
 	quicSrv            *http3.Server
+	h3Conns            *h3Conns
 	quicLns            []*quic.EarlyListener
 	quicTrs            []*quic.Transport
 	metricsLn          net.Listener
 	metricsSrv         *http.Server
-	h3InFlight         atomic.Int64 // HTTP/3 requests being handled
 
 	wg       sync.WaitGroup
 	errMu    sync.Mutex

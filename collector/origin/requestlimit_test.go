@@ -251,3 +251,56 @@ func TestHTTP2HeaderDeadline(t *testing.T) {
 }
 
 func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
+
+// TestHTTP3HeaderDeadline opens HTTP/3 request streams whose HEADERS frame
+// never completes: each is reset with H3_REQUEST_INCOMPLETE within the
+// header timeout instead of being held while the connection lives, and
+// the connection goes on serving requests.
+func TestHTTP3HeaderDeadline(t *testing.T) {
+	const timeout = time.Second
+	ts := startServer(t, &Server{testHeaderTimeout: timeout})
+	conn, err := ts.quicDial(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseWithError(0, "")
+	begin := time.Now()
+	var streams []*quic.Stream
+	for range 3 {
+		str, err := conn.OpenStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A HEADERS frame (type 0x01) announcing 100 bytes, of which 3
+		// are sent.
+		if _, err := str.Write([]byte{0x01, 0x40, 100, 0, 0, 0}); err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, str)
+	}
+	for i, str := range streams {
+		str.SetReadDeadline(time.Now().Add(5 * timeout))
+		_, err := str.Read(make([]byte, 1))
+		d := time.Since(begin)
+		se, ok := errors.AsType[*quic.StreamError](err)
+		if !ok || se.ErrorCode != quic.StreamErrorCode(http3.ErrCodeRequestIncomplete) {
+			t.Fatalf("stream %d after %v: %v, want H3_REQUEST_INCOMPLETE", i, d.Round(time.Millisecond), err)
+		}
+		if d > timeout+timeout/2 {
+			t.Errorf("stream %d: an unfinished HEADERS frame held its stream %v, want at most about %v", i, d, timeout)
+		}
+	}
+	// The connection itself serves on: a request over it (HTTP/3 on a
+	// client that reuses conn) is answered.
+	tr := &http3.Transport{}
+	cc := tr.NewClientConn(conn)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.h3+"/probe", nil)
+	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("a request after the resets: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("a request after the resets: status %d, want 204", resp.StatusCode)
+	}
+}

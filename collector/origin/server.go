@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -186,13 +185,14 @@ func (s *Server) start(ctx context.Context) error {
 	s.tcpH3 = newTCP(s.h3Origin, h3Cert)
 	s.tcpH2 = newTCP(s.h2Origin, h2Cert)
 	s.quicSrv = &http3.Server{
-		Handler:        inFlight{s.h3Origin, &s.h3InFlight},
+		Handler:        s.h3Origin,
 		MaxHeaderBytes: 2 * s.maxHeaderBytes,
 		IdleTimeout:    s.idleTimeout(),
 		ConnContext:    s.h3Origin.quicConnContext,
 		// Logger stays nil: quic-go logs every request at debug level,
 		// which costs allocations on the probe path even when disabled.
 	}
+	s.h3Conns = newH3Conns(s.quicSrv, s.headerTimeout())
 	s.checkUDPBuffers()
 	if err := s.listenQUIC(h3Cert); err != nil {
 		return fmt.Errorf("h3 origin: %w", err)
@@ -205,7 +205,7 @@ func (s *Server) start(ctx context.Context) error {
 		s.serve("h3 origin tcp "+ln.Addr().String(), func() error { return s.tcpH3.ServeTLS(limited(s.h3Origin, ln), "", "") })
 	}
 	for _, ln := range s.quicLns {
-		s.serve("h3 origin udp "+ln.Addr().String(), func() error { return s.quicSrv.ServeListener(ln) })
+		s.serve("h3 origin udp "+ln.Addr().String(), func() error { return s.h3Conns.serve(ln) })
 	}
 	for _, ln := range s.h2Socks.tcp {
 		s.serve("h2 origin tcp "+ln.Addr().String(), func() error { return s.tcpH2.ServeTLS(limited(s.h2Origin, ln), "", "") })
@@ -370,7 +370,7 @@ func (s *Server) Wait() error {
 }
 
 // Shutdown stops both origins gracefully and in parallel: listeners close
-// at once, HTTP/3 clients get GOAWAY, idle connections close, and in-flight
+// at once, new HTTP/3 requests are rejected (see h3Conns), idle connections close, and in-flight
 // requests may finish until ctx ends, when the remaining connections are
 // closed and ctx's error is returned. It returns after every serve loop
 // has ended. Connections hijacked by Handler (WebSockets) are not waited
@@ -388,7 +388,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var errH3, errTCPH3, errTCPH2, errMetrics error
 	wg.Go(func() { errTCPH3 = s.tcpH3.Shutdown(ctx) })
 	wg.Go(func() { errTCPH2 = s.tcpH2.Shutdown(ctx) })
-	wg.Go(func() { errH3 = s.shutdownQUIC(ctx) })
+	wg.Go(func() { errH3 = s.h3Conns.shutdown(ctx) })
 	if s.metricsSrv != nil {
 		wg.Go(func() { errMetrics = s.metricsSrv.Shutdown(ctx) })
 	}
@@ -397,13 +397,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// http.Server.Shutdown leaves connections open when ctx ends.
 		s.tcpH3.Close()
 		s.tcpH2.Close()
-		s.quicSrv.Close()
+		s.h3Conns.close()
 		if s.metricsSrv != nil {
 			s.metricsSrv.Close()
 		}
 	}
-	// The HTTP/3 server closes neither the QUIC listeners it was handed
-	// nor their transports and sockets.
+	// Then the QUIC listeners, their transports and sockets.
 	for _, ln := range s.quicLns {
 		ln.Close()
 	}
@@ -415,58 +414,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	<-s.done
 	return errors.Join(errTCPH3, errTCPH2, errH3, errMetrics)
-}
-
-// quicDrainGrace is how long Shutdown keeps HTTP/3 connections open once no
-// request is in flight: time for clients to act on GOAWAY and close.
-const quicDrainGrace = 250 * time.Millisecond
-
-// shutdownQUIC stops the HTTP/3 server gracefully. quic-go waits until
-// every client has closed its connection after GOAWAY; a client that is
-// gone (a killed browser, a lost network) never does, and shutdown would
-// take the whole deadline. So once no request has been in flight for
-// quicDrainGrace, the remaining, idle connections are closed.
-func (s *Server) shutdownQUIC(ctx context.Context) error {
-	drained, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		t := time.NewTicker(quicDrainGrace / 5)
-		defer t.Stop()
-		var quietSince time.Time
-		for {
-			select {
-			case <-drained.Done():
-				return
-			case now := <-t.C:
-				switch {
-				case s.h3InFlight.Load() > 0:
-					quietSince = time.Time{}
-				case quietSince.IsZero():
-					quietSince = now
-				case now.Sub(quietSince) >= quicDrainGrace:
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	err := s.quicSrv.Shutdown(drained)
-	if ctx.Err() == nil && errors.Is(err, context.Canceled) {
-		return nil // drained: only idle connections were left
-	}
-	return err
-}
-
-// inFlight counts the requests its handler is serving.
-type inFlight struct {
-	h http.Handler
-	n *atomic.Int64
-}
-
-func (f inFlight) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.n.Add(1)
-	defer f.n.Add(-1)
-	f.h.ServeHTTP(w, r)
 }
 
 // Run serves until ctx ends or a serve loop fails, then shuts down

@@ -751,7 +751,7 @@ func TestGracefulShutdown(t *testing.T) {
 				b, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if h3tr != nil {
-					h3tr.Close() // what a client does after GOAWAY once its requests are done
+					h3tr.Close() // what a client does once its requests are done
 				}
 				done <- result{string(b), err}
 			}()

@@ -1,0 +1,176 @@
+package origin
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// h3Conns serves HTTP/3 on the H3 origin's QUIC connections, one loop per
+// connection over http3.RawServerConn, in place of http3.Server's own
+// loop. That loop hands every request stream to HTTP/3 with no deadline on
+// its HEADERS frame, so a client could keep maxConcurrentStreams streams
+// per connection open for as long as it liked by never finishing their
+// header sections (its keep-alive PINGs keep the connection itself open,
+// and an open stream stops HTTP/3's idle timer). Here each request stream
+// must deliver its header section within headerTimeout; the handler then
+// sets the deadlines of the request's body and response (see Server).
+//
+// Graceful shutdown: http3 keeps a connection's control stream to itself,
+// so no GOAWAY can be sent. Once shutdown begins, each connection stops
+// taking requests, rejects the streams its client opens from then on with
+// H3_REQUEST_REJECTED (which tells the client the request was not
+// processed and may be retried elsewhere, RFC 9114 section 8.1), and is
+// closed with H3_NO_ERROR as soon as its requests in flight are done: an
+// idle connection at once.
+type h3Conns struct {
+	srv           *http3.Server // the settings, Handler, ConnContext and IdleTimeout
+	headerTimeout time.Duration
+
+	grace, closing           context.Context
+	endGrace, closeAll       context.CancelFunc
+	mu                       sync.Mutex
+	open                     int // connection loops running
+	drained                  chan struct{}
+	shuttingDown, hasDrained bool
+}
+
+func newH3Conns(srv *http3.Server, headerTimeout time.Duration) *h3Conns {
+	h := &h3Conns{srv: srv, headerTimeout: headerTimeout, drained: make(chan struct{})}
+	h.grace, h.endGrace = context.WithCancel(context.Background())
+	h.closing, h.closeAll = context.WithCancel(context.Background())
+	return h
+}
+
+// serve accepts connections from ln until shutdown begins or ln closes.
+func (h *h3Conns) serve(ln *quic.EarlyListener) error {
+	for {
+		conn, err := ln.Accept(h.grace)
+		if err != nil {
+			if h.grace.Err() != nil || errors.Is(err, quic.ErrServerClosed) {
+				return nil
+			}
+			return err
+		}
+		if !h.add() {
+			conn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
+			continue
+		}
+		go func() {
+			defer h.done()
+			h.serveConn(conn)
+		}()
+	}
+}
+
+func (h *h3Conns) add() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.shuttingDown {
+		return false
+	}
+	h.open++
+	return true
+}
+
+func (h *h3Conns) done() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.open--
+	h.checkDrained()
+}
+
+// checkDrained closes drained once shutdown has begun and no connection
+// is left. h.mu is held.
+func (h *h3Conns) checkDrained() {
+	if h.shuttingDown && h.open == 0 && !h.hasDrained {
+		h.hasDrained = true
+		close(h.drained)
+	}
+}
+
+// serveConn serves one connection's requests until it closes or shutdown
+// begins, then drains it.
+func (h *h3Conns) serveConn(conn *quic.Conn) {
+	hconn, err := h.srv.NewRawServerConn(conn)
+	if err != nil {
+		conn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeInternalError), "")
+		return
+	}
+	go func() {
+		for {
+			str, err := conn.AcceptUniStream(context.Background())
+			if err != nil {
+				return // the connection closed
+			}
+			go hconn.HandleUnidirectionalStream(str)
+		}
+	}()
+	var requests sync.WaitGroup
+	for {
+		str, err := conn.AcceptStream(h.grace)
+		if err != nil {
+			break // the connection closed, or shutdown began
+		}
+		str.SetReadDeadline(time.Now().Add(h.headerTimeout))
+		requests.Go(func() { hconn.HandleRequestStream(str) })
+	}
+	if conn.Context().Err() != nil {
+		return
+	}
+	// Shutdown: no new requests; close once those in flight are done.
+	go func() {
+		for {
+			str, err := conn.AcceptStream(context.Background())
+			if err != nil {
+				return
+			}
+			str.ReleaseStreamCredit()
+			str.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestRejected))
+			str.CancelWrite(quic.StreamErrorCode(http3.ErrCodeRequestRejected))
+		}
+	}()
+	finished := make(chan struct{})
+	go func() {
+		requests.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-h.closing.Done():
+	case <-conn.Context().Done():
+	}
+	hconn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
+}
+
+// shutdown stops taking connections and requests, and waits until every
+// connection has finished its requests in flight and closed, or ctx ends,
+// when the remaining ones are closed and ctx's error returned.
+func (h *h3Conns) shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.shuttingDown = true
+	h.checkDrained()
+	h.mu.Unlock()
+	h.endGrace()
+	select {
+	case <-h.drained:
+		return nil
+	case <-ctx.Done():
+		h.closeAll()
+		return ctx.Err()
+	}
+}
+
+// close closes every connection at once.
+func (h *h3Conns) close() {
+	h.mu.Lock()
+	h.shuttingDown = true
+	h.checkDrained()
+	h.mu.Unlock()
+	h.endGrace()
+	h.closeAll()
+}
