@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -272,6 +271,13 @@ type Server struct {
 	// loopback: it has no TLS and no per-address cap. Start fails when it
 	// is set and there is no Gatherer. Default "": no metrics listener.
 	MetricsAddr string
+	// MetricsHosts are further host names the metrics listener answers
+	// to. It answers a request only when its Host cannot be a web page's
+	// own domain pointed at the listener's address (DNS rebinding): an IP
+	// address, a name without a dot (localhost, a Compose service), a
+	// name under .localhost, .internal, .local, .home.arpa or
+	// .cluster.local, or one of these. Others get 421. Optional.
+	MetricsHosts []string
 
 	// CollectorID names this collector (its POP), e.g. "fra-1": 1 to 32
 	// lower-case letters, digits and hyphens. It prefixes every server
@@ -323,7 +329,6 @@ type Server struct {
 	errorLog          *log.Logger
 	payload           []byte
 	connPrefix        string
-	connSeq           atomic.Uint64
 	dev               *DevCert
 
 	h3Origin, h2Origin *testOrigin
@@ -486,6 +491,11 @@ func (s *Server) Validate() error {
 	}
 	if s.WriteTimeout < 0 {
 		add("write timeout %v: must not be negative", s.WriteTimeout)
+	}
+	for _, h := range s.MetricsHosts {
+		if !validHostName(h) {
+			add("metrics host %q: want a host name without port", h)
+		}
 	}
 	for _, p := range s.TrustedProxies {
 		if !p.IsValid() {

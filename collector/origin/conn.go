@@ -3,6 +3,7 @@ package origin
 import (
 	"context"
 	"crypto/tls"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -75,15 +76,16 @@ func quicStats(c *quic.Conn) connStats {
 	return st
 }
 
-// newConnID returns the id of the next connection: a per-process random
-// prefix, so that ids from different runs of the server do not collide,
-// and a counter.
+// newConnID returns the id of a new connection: the per-process prefix
+// (CollectorID and a random part) and 64 random bits. A counter would
+// tell every client how many connections the server had accepted before
+// its own, and so its traffic; two ids of one process collide with a
+// chance of n²/2⁶⁵ for n connections.
 func (s *Server) newConnID() string {
-	n := s.connSeq.Add(1)
-	b := make([]byte, 0, len(s.connPrefix)+1+8)
+	b := make([]byte, 0, len(s.connPrefix)+1+13)
 	b = append(b, s.connPrefix...)
 	b = append(b, '-')
-	b = strconv.AppendUint(b, n, 36)
+	b = strconv.AppendUint(b, rand.Uint64(), 36)
 	return string(b)
 }
 

@@ -5,8 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -340,4 +344,71 @@ func (c deafConn) ReadFrom(p []byte) (int, net.Addr, error) {
 			return 0, nil, err // closed
 		}
 	}
+}
+
+// TestConnIDsRandom: connection ids do not count connections, so that a
+// client cannot read the server's traffic off the ids it is given.
+func TestConnIDsRandom(t *testing.T) {
+	s := &Server{connPrefix: "fra-1.0a1b2c3d"}
+	seen := map[string]bool{}
+	var prev uint64
+	for i := range 1000 {
+		id := s.newConnID()
+		if seen[id] {
+			t.Fatalf("id %q given twice", id)
+		}
+		seen[id] = true
+		rest, ok := strings.CutPrefix(id, "fra-1.0a1b2c3d-")
+		if !ok {
+			t.Fatalf("id %q lost its prefix", id)
+		}
+		n, err := strconv.ParseUint(rest, 36, 64)
+		if err != nil {
+			t.Fatalf("id %q: %v", id, err)
+		}
+		if i > 0 && (n == prev+1 || n < 1<<32) {
+			t.Fatalf("id %q follows %d: a counter, not 64 random bits", id, prev)
+		}
+		prev = n
+	}
+}
+
+// TestMetricsHost: the metrics listener answers only Hosts that no web
+// page can have, so a page that points its own name at 127.0.0.1 (DNS
+// rebinding) cannot read /metrics through a visitor's browser.
+func TestMetricsHost(t *testing.T) {
+	ts := startServer(t, &Server{MetricsAddr: "127.0.0.1:0", MetricsHosts: []string{"metrics.example.com"}})
+	addr := ts.MetricsAddrPort().String()
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{addr, http.StatusOK},
+		{"localhost:9464", http.StatusOK},
+		{"[::1]:9464", http.StatusOK},
+		{"collector:9464", http.StatusOK}, // a Compose service
+		{"h3rum-0.h3rum-metrics.default.svc.cluster.local:9464", http.StatusOK},
+		{"prometheus.internal", http.StatusOK},
+		{"METRICS.example.com:9464", http.StatusOK}, // MetricsHosts
+		{"rebound.attacker.example:9464", http.StatusMisdirectedRequest},
+		{"localhost.attacker.example", http.StatusMisdirectedRequest},
+		{"127.0.0.1.nip.io", http.StatusMisdirectedRequest},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/metrics", nil)
+		req.Host = tc.host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Host %q: %d, want %d (%s)", tc.host, resp.StatusCode, tc.want, firstLine(string(body)))
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -179,6 +182,39 @@ func (s *Server) metricsHandler(g prometheus.Gatherer) http.Handler {
 	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	})
+}
+
+// metricsHostCheck answers 421 to requests whose Host is not one the
+// metrics listener answers to (see Server.MetricsHosts): a page on another
+// site that points its own name at 127.0.0.1 must not read /metrics.
+func (s *Server) metricsHostCheck(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.metricsHost(hostOnly(r.Host)) {
+			http.Error(w, "misdirected request: the metrics listener answers to IP addresses, local names and --metrics-hosts, not "+strconv.Quote(r.Host), http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) metricsHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	if h == "" {
+		return false
+	}
+	if !strings.Contains(h, ".") {
+		return true
+	}
+	// Suffixes no public DNS delegates: no web page has a name under them.
+	for _, suffix := range [...]string{".localhost", ".internal", ".local", ".home.arpa", ".cluster.local"} {
+		if strings.HasSuffix(h, suffix) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(s.MetricsHosts, func(m string) bool { return strings.EqualFold(strings.TrimSuffix(m, "."), h) })
 }
 
 func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {

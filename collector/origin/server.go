@@ -136,7 +136,7 @@ func (s *Server) start(ctx context.Context) error {
 			return fmt.Errorf("metrics: listening on %s: %w", s.MetricsAddr, err)
 		}
 		mux := http.NewServeMux()
-		mux.Handle("GET "+pathMetrics, s.metricsHandler(gatherer))
+		mux.Handle("GET "+pathMetrics, s.metricsHostCheck(s.metricsHandler(gatherer)))
 		s.metricsSrv = &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: handshakeTimeout,
