@@ -2,7 +2,10 @@ package access
 
 import (
 	"crypto/subtle"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strings"
 )
 
@@ -27,4 +30,51 @@ func Bearer(r *http.Request) (token string, present bool) {
 		return "", true
 	}
 	return strings.TrimSpace(tok), true
+}
+
+// MaxTokenFileBytes bounds a token file: a token is tens of bytes.
+const MaxTokenFileBytes = 4096
+
+// ReadTokenFile returns the token kept in the file at path, without the
+// white space around it (its trailing newline). A token on a command line
+// is visible to every local user (ps), so files are the way to give one;
+// the file is refused when others may read or write it or its group may
+// write it. Its owner is not checked, and its group may read it: a secret
+// that root owns reaches a service through the service's group (root:h3rum
+// 0640), and systemd's LoadCredential= gives the service its own 0400 copy.
+func ReadTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if m := fi.Mode().Perm(); m&0o027 != 0 {
+		who := "others may read or write it"
+		if m&0o007 == 0 {
+			who = "its group may write it"
+		}
+		return "", fmt.Errorf("refusing %s: %s (mode %04o); make it readable by its owner and group only (chmod 0640 or 0600)", path, who, m)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("reading %s: not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxTokenFileBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(b) > MaxTokenFileBytes {
+		return "", fmt.Errorf("reading %s: longer than %d bytes; a token file holds one token", path, MaxTokenFileBytes)
+	}
+	tok := strings.TrimSpace(string(b))
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("reading %s: it is empty", path)
+	case strings.ContainsAny(tok, "\r\n"):
+		return "", fmt.Errorf("reading %s: it holds more than one line; a token file holds one token", path)
+	}
+	return tok, nil
 }

@@ -1,7 +1,12 @@
 package access
 
 import (
+	"errors"
+	"io/fs"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,5 +39,53 @@ func TestBearerAndMatches(t *testing.T) {
 	}
 	if Token("").Matches("") {
 		t.Error("the empty token matched the empty string")
+	}
+}
+
+// A token file gives its one line without the white space around it, and
+// is refused when others may read or write it or its group may write it,
+// when it is empty or holds several lines.
+func TestReadTokenFile(t *testing.T) {
+	const secret = "0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		name    string
+		content string
+		mode    fs.FileMode
+		want    string // the token, or with err the error's text
+		err     bool
+	}{
+		{"trailing newline", secret + "\n", 0o600, secret, false},
+		{"CRLF and spaces", "  " + secret + " \r\n", 0o400, secret, false},
+		{"no newline", secret, 0o640, secret, false},
+		{"group may read", secret + "\n", 0o440, secret, false},
+		{"others may read", secret + "\n", 0o644, "others may read or write it (mode 0644)", true},
+		{"others may write", secret + "\n", 0o602, "others may read or write it (mode 0602)", true},
+		{"group may write", secret + "\n", 0o660, "its group may write it (mode 0660)", true},
+		{"empty", "\n", 0o600, "it is empty", true},
+		{"two lines", secret + "\n" + secret + "\n", 0o600, "more than one line", true},
+		{"too long", strings.Repeat("x", MaxTokenFileBytes+1), 0o600, "longer than 4096 bytes", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "report-token")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadTokenFile(path)
+			switch {
+			case tc.err && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path)):
+				t.Errorf("ReadTokenFile = %q, %v; want an error naming %s and %q", got, err, path, tc.want)
+			case !tc.err && (err != nil || got != tc.want):
+				t.Errorf("ReadTokenFile = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := ReadTokenFile(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
+	}
+	if _, err := ReadTokenFile(t.TempDir()); err == nil {
+		t.Error("a directory was read as a token file")
 	}
 }

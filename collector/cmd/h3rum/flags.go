@@ -45,6 +45,21 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	return err
 }
 
+// onCommandLine reports whether args set the flag name ("-name",
+// "--name", "--name=…"), not from the environment.
+func onCommandLine(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
 func envName(flagName string) string {
 	return "H3RUM_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }

@@ -13,6 +13,19 @@ import (
 // Bad flags, variables and certificate files stop serve with one line and
 // exit status 2 before it creates, starts or listens on anything.
 func TestServeBadInputExitsBeforeListening(t *testing.T) {
+	tokens := t.TempDir()
+	token := func(name, content string, mode os.FileMode) string {
+		path := filepath.Join(tokens, name)
+		if err := os.WriteFile(path, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(path, mode)
+		return path
+	}
+	const secret = "0123456789abcdef0123456789abcdef"
+	good := token("good", secret+"\n", 0o600)
+	readable := token("readable", secret+"\n", 0o644)
+	short := token("short", "s3cret\n", 0o600)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -29,6 +42,13 @@ func TestServeBadInputExitsBeforeListening(t *testing.T) {
 		{"commit delay over a second", nil, [2]string{"H3RUM_COMMIT_DELAY", "2s"}, "--commit-delay"},
 		{"short report token", []string{"--report-token", "s3cret"}, [2]string{}, "--report-token is 6 bytes"},
 		{"short agent token", nil, [2]string{"H3RUM_AGENT_TOKEN", "0123456789abcdef0123456789abcde"}, "--agent-token is 31 bytes"},
+		{"report token and its file", []string{"--report-token", secret, "--report-token-file", good}, [2]string{}, "give --report-token or --report-token-file, not both"},
+		{"report token from the environment and a file", []string{"--report-token-file", good}, [2]string{"H3RUM_REPORT_TOKEN", secret}, "give --report-token or --report-token-file, not both (H3RUM_REPORT_TOKEN and H3RUM_REPORT_TOKEN_FILE count too)"},
+		{"agent token and a file from the environment", []string{"--agent-token", secret}, [2]string{"H3RUM_AGENT_TOKEN_FILE", good}, "give --agent-token or --agent-token-file, not both"},
+		{"token file others may read", []string{"--report-token-file", readable}, [2]string{}, "--report-token-file: refusing " + readable + ": others may read or write it (mode 0644)"},
+		{"missing token file", []string{"--agent-token-file", "/nonexistent-token"}, [2]string{}, "--agent-token-file: open /nonexistent-token"},
+		{"short token in a file", []string{"--agent-token-file", short}, [2]string{}, "the token in --agent-token-file " + short + " is 6 bytes"},
+		{"open reports with a report token file", []string{"--open-reports", "--addr", "localhost:0", "--h2-addr", "localhost:0", "--report-token-file", good}, [2]string{}, "--open-reports answers without a token"},
 		{"geo header without trusted proxies", []string{"--geo-header", "CF-IPCountry"}, [2]string{}, "--geo-header is believed only from --trusted-proxies"},
 		{"client ip header without trusted proxies", []string{"--client-ip-header", "CF-Connecting-IP"}, [2]string{}, "--client-ip-header is read only from --trusted-proxies"},
 		{"bad client ip header", []string{"--trusted-proxies", "10.0.0.0/8", "--client-ip-header", "X Bad"}, [2]string{}, "--client-ip-header"},

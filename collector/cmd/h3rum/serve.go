@@ -53,6 +53,7 @@ type serveConfig struct {
 	rateLimit      float64
 	maxBeaconBytes int64
 	agentToken     string
+	agentTokenFile string
 	agentRateLimit float64
 	concurrency    int
 	batchRows      int
@@ -66,6 +67,7 @@ type serveConfig struct {
 
 	// queries
 	reportToken       string
+	reportTokenFile   string
 	openReports       bool // answer the report endpoints without a token (access.CheckOpen)
 	reportConcurrency int
 
@@ -125,7 +127,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.rateLimit, "rate-limit", 10, "reports per second allowed per client address (0: unlimited)")
 	fs.Int64Var(&c.maxBeaconBytes, "max-beacon-bytes", beacon.MaxReportBytes, "largest /beacon body, in bytes")
 	fs.IntVar(&c.concurrency, "ingest-concurrency", 0, "reports decoded at once (default: half the cores, at least 1), so a burst of reports leaves CPU for the probe")
-	fs.StringVar(&c.agentToken, "agent-token", "", "bearer token for agents on /ingest/ws, at least 32 bytes (empty: WebSocket ingest off)")
+	fs.StringVar(&c.agentToken, "agent-token", "", "bearer token for agents on /ingest/ws, at least 32 bytes (empty: WebSocket ingest off); on the command line every local user sees it: prefer H3RUM_AGENT_TOKEN or --agent-token-file")
+	fs.StringVar(&c.agentTokenFile, "agent-token-file", "", "file holding --agent-token (surrounding white space trimmed); refused if others may read it")
 	fs.Float64Var(&c.agentRateLimit, "agent-rate-limit", 50, "reports per second allowed per agent connection (agents are exempt from --rate-limit)")
 	fs.IntVar(&c.batchRows, "batch-rows", 20000, "sample rows per ClickHouse insert")
 	fs.DurationVar(&c.flushInterval, "flush-interval", time.Second, "longest a sample waits before it is inserted (jittered ±20%)")
@@ -133,7 +136,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&c.spoolMaxBytes, "spool-max-bytes", 1<<30, "disk budget of the spool that holds samples while ClickHouse is slow or down")
 	fs.IntVar(&c.retentionDays, "retention", 0, "days of samples to keep, enforced by dropping month partitions (0: keep all)")
 
-	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it and without --open-reports they answer 403)")
+	fs.StringVar(&c.reportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it and without --open-reports they answer 403); on the command line every local user sees it: prefer H3RUM_REPORT_TOKEN or --report-token-file")
+	fs.StringVar(&c.reportTokenFile, "report-token-file", "", "file holding --report-token (surrounding white space trimmed); refused if others may read it")
 	fs.BoolVar(&c.openReports, "open-reports", false, "answer /api/report, /api/live and /dashboard without a token, to requests from this machine to localhost; only with every listener on loopback and no --trusted-proxies (a pass-through proxy or ssh -L on this host would expose them)")
 	fs.IntVar(&c.reportConcurrency, "report-concurrency", 2, "reports computed at once; others wait 2 s, then get 503")
 }
@@ -207,14 +211,17 @@ func (c *serveConfig) validate() error {
 	if c.retentionDays < 0 {
 		errs = append(errs, errors.New("--retention must not be negative"))
 	}
-	for _, tok := range []struct{ flag, value string }{{"--report-token", c.reportToken}, {"--agent-token", c.agentToken}} {
-		if tok.value != "" && len(tok.value) < minTokenBytes {
-			errs = append(errs, fmt.Errorf("%s is %d bytes; use at least %d (e.g. openssl rand -hex 32)", tok.flag, len(tok.value), minTokenBytes))
+	for _, tok := range []struct {
+		name        string
+		value, file *string
+	}{{"report-token", &c.reportToken, &c.reportTokenFile}, {"agent-token", &c.agentToken, &c.agentTokenFile}} {
+		if err := resolveToken(tok.name, tok.value, *tok.file); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.openReports {
 		switch {
-		case c.reportToken != "":
+		case c.reportToken != "" || c.reportTokenFile != "":
 			errs = append(errs, errors.New("--open-reports answers without a token: give it or --report-token, not both"))
 		case c.role == roleProbe:
 			errs = append(errs, errors.New("--open-reports: --role probe serves no reports"))
@@ -236,6 +243,27 @@ func (c *serveConfig) validate() error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// resolveToken reads the token flag --name from --name-file if that is
+// given (the two are one setting: giving both, from the command line or
+// the environment, is an error) and checks its length.
+func resolveToken(name string, value *string, file string) error {
+	what := "--" + name
+	if file != "" {
+		if *value != "" {
+			return fmt.Errorf("give --%s or --%s-file, not both (%s and %s_FILE count too)", name, name, envName(name), envName(name))
+		}
+		tok, err := access.ReadTokenFile(file)
+		if err != nil {
+			return fmt.Errorf("--%s-file: %w", name, err)
+		}
+		*value, what = tok, fmt.Sprintf("the token in --%s-file %s", name, file)
+	}
+	if *value != "" && len(*value) < minTokenBytes {
+		return fmt.Errorf("%s is %d bytes; use at least %d (e.g. openssl rand -hex 32)", what, len(*value), minTokenBytes)
 	}
 	return nil
 }
@@ -287,6 +315,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := c.validate(); err != nil {
 		return err
+	}
+	for _, name := range []string{"report-token", "agent-token"} {
+		if onCommandLine(args, name) {
+			log.Warn("a token on the command line is visible to every local user (ps); give it in a file or the environment instead",
+				"flag", "--"+name, "instead", "--"+name+"-file or "+envName(name))
+		}
 	}
 	// Open everything that can fail on bad input before anything listens.
 	var geo *ingest.GeoIP

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -323,7 +324,13 @@ func TestLiveFeedAndReportAPI(t *testing.T) {
 // A report token closes the report routes to requests without it.
 func TestReportTokenRequired(t *testing.T) {
 	const token = "s3cret-0123456789abcdef0123456789"
-	ts := startServe(t, "--report-token", token)
+	file := filepath.Join(t.TempDir(), "report-token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	// The flag, the way the README's examples and the deploy files give
+	// it: as a file (its trailing newline is not part of the token).
+	ts := startServe(t, "--report-token-file", file)
 	c := insecureClient()
 	for _, tc := range []struct {
 		auth string
@@ -525,4 +532,45 @@ func trimBody(s string) string {
 		return s[:200] + "…"
 	}
 	return s
+}
+
+// Each token is one setting with four sources: the flag, its H3RUM_*
+// variable, and a file named by the -file flag or its variable.
+func TestTokenSources(t *testing.T) {
+	const secret = "0123456789abcdef0123456789abcdef"
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"report-token", "agent-token"} {
+		for _, src := range []struct {
+			how  string
+			args []string
+			env  [2]string
+		}{
+			{"flag", []string{"--" + name, secret}, [2]string{}},
+			{"environment", nil, [2]string{envName(name), secret}},
+			{"file flag", []string{"--" + name + "-file", file}, [2]string{}},
+			{"file from the environment", nil, [2]string{envName(name + "-file"), file}},
+		} {
+			t.Run(name+" "+src.how, func(t *testing.T) {
+				if src.env[0] != "" {
+					t.Setenv(src.env[0], src.env[1])
+				}
+				fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+				var c serveConfig
+				c.register(fs)
+				if err := parseFlags(fs, append([]string{"--addr", "localhost:0", "--h2-addr", "localhost:0"}, src.args...), io.Discard); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.validate(); err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]string{"report-token": c.reportToken, "agent-token": c.agentToken}[name]
+				if got != secret {
+					t.Errorf("--%s from the %s = %q, want %q", name, src.how, got, secret)
+				}
+			})
+		}
+	}
 }
