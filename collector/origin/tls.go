@@ -1,6 +1,7 @@
 package origin
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -28,10 +29,13 @@ import (
 
 // DevCert describes the development certificate the server uses when
 // neither certificate files nor ACME are configured: a server certificate
-// for localhost, 127.0.0.1 and ::1, signed by a small local CA of its own
-// (the way mkcert works). Chromium can trust the server certificate by its
-// SPKI alone (ChromiumFlags); Firefox, curl or a system store trust the CA
-// file once it is imported.
+// for localhost, 127.0.0.1, ::1 and the origins' host names, signed by a
+// small local CA of its own (the way mkcert works). Chromium can trust the
+// server certificate by its SPKI alone (ChromiumFlags); Firefox, curl or a
+// system store trust the CA file once it is imported. The CA is
+// name-constrained to the names it serves and short-lived
+// (loadOrCreateDevCA), so that importing it trusts its key for nothing
+// else.
 type DevCert struct {
 	CertFile string // PEM server certificate, in DataDir
 	KeyFile  string // PEM private key, in DataDir; kept across restarts so SPKI stays the same
@@ -69,20 +73,36 @@ const (
 // devCertHosts are the names the development certificate covers.
 var devCertHosts = []string{"localhost", "127.0.0.1", "::1"}
 
+// Lifetime of the development CA. Its key sits in the data directory;
+// whoever copies it can sign for every name the CA permits, for as long
+// as a browser or tool that imported the CA accepts it. Ninety days, the
+// lifetime of a public web certificate, bounds that for the verifiers that
+// check a root's validity (Go, OpenSSL and so curl), and asks a developer
+// to import the file again once a quarter. It is re-issued once fewer than
+// devCARenew remain, so a fresh file is there a month before the imported
+// one expires.
+const (
+	devCALifetime = 90 * 24 * time.Hour
+	devCARenew    = 30 * 24 * time.Hour
+	// devBackdate covers clocks a little behind this one.
+	devBackdate = time.Hour
+)
+
 // loadOrCreateDevCert returns the development certificate kept in dir,
 // creating dir, the keys, the local CA and the certificate as needed. The
 // server key is never replaced, so the SPKI a developer passed to Chromium
 // stays valid; the certificate is re-issued with the same key when it is
-// close to expiry, when it is not signed by the local CA (a self-signed
-// one an older release made), and when it does not cover every host:
-// devCertHosts and the origins' own names (--h3-host, --h2-host), so that
-// clients trusting the CA, such as `h3rum agent --ca`, verify them.
-func loadOrCreateDevCert(dir string, now time.Time, hosts ...string) (*tls.Certificate, DevCert, error) {
+// close to expiry, when it is not signed by the current local CA (a
+// self-signed one an older release made, or a CA since re-issued), and
+// when it does not cover every host: devCertHosts and the origins' own
+// names (--h3-host, --h2-host), so that clients trusting the CA, such as
+// `h3rum agent --ca`, verify them.
+func loadOrCreateDevCert(dir string, now time.Time, logger *slog.Logger, hosts ...string) (*tls.Certificate, DevCert, error) {
 	d := DevCert{CertFile: filepath.Join(dir, devCertName), KeyFile: filepath.Join(dir, devKeyName), CAFile: filepath.Join(dir, devCAName)}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, d, fmt.Errorf("creating data directory for the development certificate: %w", err)
 	}
-	ca, caKey, err := loadOrCreateDevCA(dir, now)
+	ca, caKey, err := loadOrCreateDevCA(dir, now, logger, hosts)
 	if err != nil {
 		return nil, d, err
 	}
@@ -97,7 +117,7 @@ func loadOrCreateDevCert(dir string, now time.Time, hosts ...string) (*tls.Certi
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 
 	if certPEM, err := os.ReadFile(d.CertFile); err == nil {
-		if c, err := tls.X509KeyPair(certPEM, keyPEM); err == nil && devCertUsable(c.Leaf, ca, now, hosts) {
+		if c, err := tls.X509KeyPair(certPEM, keyPEM); err == nil && devCertUsable(&c, ca, now, hosts) {
 			d.SPKI = SPKIHash(c.Leaf)
 			return &c, d, nil
 		}
@@ -123,24 +143,137 @@ func loadOrCreateDevCert(dir string, now time.Time, hosts ...string) (*tls.Certi
 	return &c, d, nil
 }
 
+// devCAConstraints are the names the development CA may sign for, as the
+// x509 name constraints it carries: localhost and the origins' host
+// names (with their subdomains, as DNS constraints go), loopback, and the
+// origins' IP addresses. Everything else — www.google.com, 8.8.8.8 — is
+// outside them, and a verifier refuses a certificate for it that the CA's
+// key signed.
+func devCAConstraints(hosts []string) (dns []string, ips []*net.IPNet) {
+	dns = []string{"localhost"}
+	ips = []*net.IPNet{
+		{IP: net.IPv4(127, 0, 0, 0).To4(), Mask: net.CIDRMask(8, 32)},
+		{IP: net.IPv6loopback, Mask: net.CIDRMask(128, 128)},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			n := &net.IPNet{IP: ip, Mask: net.CIDRMask(128, 128)}
+			if v4 := ip.To4(); v4 != nil {
+				n = &net.IPNet{IP: v4, Mask: net.CIDRMask(32, 32)}
+			}
+			if !slices.ContainsFunc(ips, func(p *net.IPNet) bool { return p.Contains(ip) }) {
+				ips = append(ips, n)
+			}
+		} else if h = strings.ToLower(h); !slices.Contains(dns, h) {
+			dns = append(dns, h)
+		}
+	}
+	return dns, ips
+}
+
+// devCAProblem says why a stored CA certificate cannot stay, or "" when it
+// can: it must be a CA for key, valid now and for more than devCARenew, no
+// longer-lived than devCALifetime, for server authentication only and
+// constrained, critically, to exactly the names dns and ips.
+func devCAProblem(c *x509.Certificate, key *ecdsa.PrivateKey, now time.Time, dns []string, ips []*net.IPNet) string {
+	switch {
+	case !c.IsCA || !key.PublicKey.Equal(c.PublicKey):
+		return "not a CA certificate for the CA key"
+	case c.NotAfter.Sub(c.NotBefore) > devCALifetime+devBackdate:
+		return fmt.Sprintf("valid for %d days, longer than %d", int(c.NotAfter.Sub(c.NotBefore).Hours()/24), int(devCALifetime.Hours()/24))
+	case now.Before(c.NotBefore) || !now.Add(devCARenew).Before(c.NotAfter):
+		return fmt.Sprintf("expires %s", c.NotAfter.Format(time.DateOnly))
+	case !c.PermittedDNSDomainsCritical || len(c.PermittedDNSDomains) == 0 && len(c.PermittedIPRanges) == 0:
+		return "no name constraints"
+	case !sameSet(c.PermittedDNSDomains, dns) || !sameSet(ipStrings(c.PermittedIPRanges), ipStrings(ips)):
+		return fmt.Sprintf("constrained to %v %v, the server names are %v %v", c.PermittedDNSDomains, c.PermittedIPRanges, dns, ips)
+	case !slices.Equal(c.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) || len(c.UnknownExtKeyUsage) > 0:
+		return "not limited to server authentication"
+	case len(c.ExcludedDNSDomains)+len(c.ExcludedIPRanges)+len(c.PermittedEmailAddresses)+len(c.ExcludedEmailAddresses)+
+		len(c.PermittedURIDomains)+len(c.ExcludedURIDomains) > 0:
+		return "name constraints other than the server names"
+	}
+	return ""
+}
+
+// devCAWithin reports whether c, a CA certificate for the same key,
+// permitted nothing beyond dns and ips: then the key may stay, since
+// whatever trusts the old certificate trusts the key for no name the new
+// one does not cover.
+func devCAWithin(c *x509.Certificate, dns []string, ips []*net.IPNet) bool {
+	if !c.PermittedDNSDomainsCritical || len(c.PermittedDNSDomains) == 0 || len(c.PermittedIPRanges) == 0 ||
+		!slices.Equal(c.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
+		return false
+	}
+	for _, d := range c.PermittedDNSDomains {
+		if !slices.Contains(dns, strings.ToLower(d)) {
+			return false
+		}
+	}
+	want := ipStrings(ips)
+	for _, r := range ipStrings(c.PermittedIPRanges) {
+		if !slices.Contains(want, r) {
+			return false
+		}
+	}
+	return true
+}
+
+func ipStrings(ns []*net.IPNet) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.String()
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	norm := func(s []string) []string {
+		s = slices.Clone(s)
+		for i := range s {
+			s[i] = strings.ToLower(s[i])
+		}
+		slices.Sort(s)
+		return slices.Compact(s)
+	}
+	return slices.Equal(norm(a), norm(b))
+}
+
 // loadOrCreateDevCA returns the local CA kept in dir, creating its key and
-// certificate as needed; the certificate is re-issued with the same key a
-// month before it expires, so that an imported CA file stays trusted.
-func loadOrCreateDevCA(dir string, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	key, err := loadOrCreateDevKey(filepath.Join(dir, devCAKeyName))
+// certificate as needed. A stored CA certificate that devCAProblem
+// rejects — one an older release made without name constraints and valid
+// for ten years, one constrained to other names, one that expires within
+// devCARenew — is replaced, and the server certificate follows
+// (devCertUsable). The key stays only when the old certificate already
+// permitted nothing beyond the new one's names; otherwise a new key makes
+// the old certificate, wherever it was imported, sign nothing from now on,
+// and the log says to remove it there.
+func loadOrCreateDevCA(dir string, now time.Time, logger *slog.Logger, hosts []string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	dns, ips := devCAConstraints(hosts)
+	keyPath, path := filepath.Join(dir, devCAKeyName), filepath.Join(dir, devCAName)
+	key, err := loadOrCreateDevKey(keyPath)
 	if err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(dir, devCAName)
+	var old *x509.Certificate
+	problem := "no CA certificate"
 	if b, err := os.ReadFile(path); err == nil {
+		problem = "not a PEM certificate"
 		if block, _ := pem.Decode(b); block != nil {
-			if c, err := x509.ParseCertificate(block.Bytes); err == nil && c.IsCA && key.PublicKey.Equal(c.PublicKey) &&
-				!now.Before(c.NotBefore) && now.Add(30*24*time.Hour).Before(c.NotAfter) {
-				return c, key, nil
+			if old, err = x509.ParseCertificate(block.Bytes); err == nil {
+				if problem = devCAProblem(old, key, now, dns, ips); problem == "" {
+					return old, key, nil
+				}
 			}
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("reading development CA: %w", err)
+	}
+	newKey := old == nil || !key.PublicKey.Equal(old.PublicKey) || !devCAWithin(old, dns, ips)
+	if newKey {
+		if key, err = newDevKey(keyPath); err != nil {
+			return nil, nil, err
+		}
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
@@ -148,14 +281,18 @@ func loadOrCreateDevCA(dir string, now time.Time) (*x509.Certificate, *ecdsa.Pri
 	}
 	host, _ := os.Hostname()
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{Organization: []string{"h3rum development CA"}, CommonName: "h3rum development CA " + host},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
+		SerialNumber:                serial,
+		Subject:                     pkix.Name{Organization: []string{"h3rum development CA"}, CommonName: "h3rum development CA " + host},
+		NotBefore:                   now.Add(-devBackdate),
+		NotAfter:                    now.Add(devCALifetime),
+		KeyUsage:                    x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		ExtKeyUsage:                 []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid:       true,
+		IsCA:                        true,
+		MaxPathLenZero:              true,
+		PermittedDNSDomainsCritical: true,
+		PermittedDNSDomains:         dns,
+		PermittedIPRanges:           ips,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -167,6 +304,15 @@ func loadOrCreateDevCA(dir string, now time.Time) (*x509.Certificate, *ecdsa.Pri
 	c, err := x509.ParseCertificate(der)
 	if err != nil {
 		return nil, nil, fmt.Errorf("parsing development CA: %w", err)
+	}
+	switch {
+	case old != nil && newKey:
+		logger.Warn("replaced the development CA and its key: remove the previous h3rum development CA from the browsers and trust stores "+
+			"that imported it (its key can no longer sign), and import the new file", "ca", path, "reason", problem,
+			"names", dns, "addresses", ipStrings(ips), "not_after", c.NotAfter)
+	case old != nil:
+		logger.Info("re-issued the development CA with the same key; import the file again where the previous one was imported",
+			"ca", path, "reason", problem, "names", dns, "addresses", ipStrings(ips), "not_after", c.NotAfter)
 	}
 	return c, key, nil
 }
@@ -191,6 +337,11 @@ func loadOrCreateDevKey(path string) (*ecdsa.PrivateKey, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading development key: %w", err)
 	}
+	return newDevKey(path)
+}
+
+// newDevKey generates a key and writes it to path, replacing any there.
+func newDevKey(path string) (*ecdsa.PrivateKey, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating development key: %w", err)
@@ -220,24 +371,27 @@ func devHosts(names ...string) []string {
 	return out
 }
 
-// devCertUsable reports whether a stored development certificate is a
-// server certificate signed by ca that still covers the development hosts
-// for at least a week.
-func devCertUsable(c, ca *x509.Certificate, now time.Time, hosts []string) bool {
-	if c == nil || c.IsCA || now.Before(c.NotBefore) || now.Add(7*24*time.Hour).After(c.NotAfter) {
+// devCertUsable reports whether a stored development certificate chain is
+// a server certificate followed by ca, verifying under ca alone for every
+// development host a week from now (so neither it nor the CA is about to
+// expire).
+func devCertUsable(c *tls.Certificate, ca *x509.Certificate, now time.Time, hosts []string) bool {
+	leaf := c.Leaf
+	if leaf == nil || leaf.IsCA || now.Before(leaf.NotBefore) || len(c.Certificate) != 2 || !bytes.Equal(c.Certificate[1], ca.Raw) {
 		return false
 	}
-	if c.CheckSignatureFrom(ca) != nil {
-		return false
-	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
 	for _, h := range append(devCertHosts[:len(devCertHosts):len(devCertHosts)], hosts...) {
-		if c.VerifyHostname(h) != nil {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: h, CurrentTime: now.Add(7 * 24 * time.Hour)}); err != nil {
 			return false
 		}
 	}
 	return true
 }
 
+// newDevCertDER issues the server certificate for key under ca, valid as
+// long as ca is.
 func newDevCertDER(key *ecdsa.PrivateKey, ca *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time, hosts []string) ([]byte, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
@@ -246,8 +400,8 @@ func newDevCertDER(key *ecdsa.PrivateKey, ca *x509.Certificate, caKey *ecdsa.Pri
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{Organization: []string{"h3rum development"}, CommonName: "localhost"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(365 * 24 * time.Hour),
+		NotBefore:             now.Add(-devBackdate),
+		NotAfter:              ca.NotAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
@@ -404,7 +558,7 @@ func (s *Server) certificates() (h3, h2 func(*tls.ClientHelloInfo) (*tls.Certifi
 		h3, acme = m.GetCertificate, true
 		s.logger.Info("TLS certificates from ACME", "domains", s.ACMEDomains, "cache", s.acmeCache())
 	default:
-		cert, dev, err := loadOrCreateDevCert(s.dataDir(), time.Now(), devHosts(s.H3Host, s.H2Host)...)
+		cert, dev, err := loadOrCreateDevCert(s.dataDir(), time.Now(), s.logger, devHosts(s.H3Host, s.H2Host)...)
 		if err != nil {
 			return nil, nil, false, err
 		}

@@ -1,10 +1,15 @@
 package origin
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -19,6 +24,9 @@ import (
 
 	"github.com/h3rum/h3rum/beacon/chromium"
 )
+
+// quiet discards the log of loadOrCreateDevCert where a test does not read it.
+var quiet = slog.New(slog.DiscardHandler)
 
 func TestDevCertPersists(t *testing.T) {
 	dir := t.TempDir()
@@ -62,12 +70,12 @@ func TestDevCertPersists(t *testing.T) {
 func TestDevCertRenewedWithSameKey(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
-	c1, d1, err := loadOrCreateDevCert(dir, now)
+	c1, d1, err := loadOrCreateDevCert(dir, now, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A year later the certificate is expired: a new one, same key.
-	c2, d2, err := loadOrCreateDevCert(dir, now.Add(366*24*time.Hour))
+	c2, d2, err := loadOrCreateDevCert(dir, now.Add(366*24*time.Hour), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +88,7 @@ func TestDevCertRenewedWithSameKey(t *testing.T) {
 	if err := os.WriteFile(d1.KeyFile, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := loadOrCreateDevCert(dir, now); err == nil || !strings.Contains(err.Error(), "delete it") {
+	if _, _, err := loadOrCreateDevCert(dir, now, quiet); err == nil || !strings.Contains(err.Error(), "delete it") {
 		t.Errorf("corrupt key: %v, want an error that says what to do", err)
 	}
 }
@@ -110,7 +118,7 @@ func TestDevCertSignedByLocalCA(t *testing.T) {
 	}
 	oldSPKI := SPKIHash(mustParse(t, old))
 
-	c, d, err := loadOrCreateDevCert(dir, now)
+	c, d, err := loadOrCreateDevCert(dir, now, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +142,7 @@ func TestDevCertSignedByLocalCA(t *testing.T) {
 		t.Errorf("CA key: %v, mode %v; want 0600", err, fi.Mode().Perm())
 	}
 	// Loaded again: the same CA and certificate.
-	c2, d2, err := loadOrCreateDevCert(dir, now)
+	c2, d2, err := loadOrCreateDevCert(dir, now, quiet)
 	if err != nil || c2.Leaf.SerialNumber.Cmp(c.Leaf.SerialNumber) != 0 || d2 != d {
 		t.Errorf("second load re-issued: %v", err)
 	}
@@ -220,7 +228,7 @@ func TestCertFilesReload(t *testing.T) {
 // client trusting the local CA (h3rum agent --ca) verifies them too.
 func TestDevCertCoversOriginHosts(t *testing.T) {
 	dir, now := t.TempDir(), time.Now()
-	c1, d1, err := loadOrCreateDevCert(dir, now)
+	c1, d1, err := loadOrCreateDevCert(dir, now, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +236,7 @@ func TestDevCertCoversOriginHosts(t *testing.T) {
 	if want := []string{"h3.lab", "h2.lab", "198.18.0.1"}; !slices.Equal(hosts, want) {
 		t.Fatalf("devHosts = %q, want %q", hosts, want)
 	}
-	c2, d2, err := loadOrCreateDevCert(dir, now, hosts...)
+	c2, d2, err := loadOrCreateDevCert(dir, now, quiet, hosts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +257,232 @@ func TestDevCertCoversOriginHosts(t *testing.T) {
 	if _, err := c2.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "other.lab", CurrentTime: now}); err == nil {
 		t.Error("the certificate verifies for a host it was not asked to cover")
 	}
-	c3, _, err := loadOrCreateDevCert(dir, now, hosts...)
+	c3, _, err := loadOrCreateDevCert(dir, now, quiet, hosts...)
 	if err != nil || c3.Leaf.SerialNumber.Cmp(c2.Leaf.SerialNumber) != 0 {
 		t.Errorf("the same hosts again re-issued the certificate: %v", err)
+	}
+}
+
+// devCA reads the CA certificate and key loadOrCreateDevCert left in dir.
+func devCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, devCAName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatal("CA file holds no PEM block")
+	}
+	key, err := loadOrCreateDevKey(filepath.Join(dir, devCAKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mustParse(t, block.Bytes), key
+}
+
+// signLeaf is what whoever copies the CA key can do: issue a server
+// certificate for any names under the CA.
+func signLeaf(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time, dns []string, ips ...net.IP) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, DNSNames: dns, IPAddresses: ips}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mustParse(t, der)
+}
+
+// The development CA is name-constrained to what it serves and
+// short-lived: a browser that imported it trusts its key for localhost,
+// loopback and the origins' names, and for nothing else — not a
+// certificate for www.google.com that the key signed.
+func TestDevCANameConstrained(t *testing.T) {
+	dir, now := t.TempDir(), time.Now()
+	hosts := devHosts("h3.lab:8443", "198.18.0.1")
+	c, _, err := loadOrCreateDevCert(dir, now, quiet, hosts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, caKey := devCA(t, dir)
+	if !ca.PermittedDNSDomainsCritical || len(ca.PermittedDNSDomains) == 0 || len(ca.PermittedIPRanges) == 0 {
+		t.Errorf("CA constraints: critical %v, DNS %v, IP %v; want critical DNS and IP constraints",
+			ca.PermittedDNSDomainsCritical, ca.PermittedDNSDomains, ca.PermittedIPRanges)
+	}
+	if life := ca.NotAfter.Sub(now); life > devCALifetime || life < devCALifetime-time.Minute {
+		t.Errorf("CA valid for %v from now, want %v", life, devCALifetime)
+	}
+	if c.Leaf.NotAfter.After(ca.NotAfter) {
+		t.Errorf("server certificate outlives its CA: %v after %v", c.Leaf.NotAfter, ca.NotAfter)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	verify := func(leaf *x509.Certificate, name string, usage x509.ExtKeyUsage) error {
+		_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}})
+		return err
+	}
+	// The certificate served verifies for every name it serves.
+	for _, h := range append(slices.Clone(devCertHosts), hosts...) {
+		if err := verify(c.Leaf, h, x509.ExtKeyUsageServerAuth); err != nil {
+			t.Errorf("served certificate for %s: %v", h, err)
+		}
+	}
+	// So does anything else the key signs within the names (the
+	// constraint is what refuses the rest, not a broken signature)…
+	for _, name := range []string{"localhost", "app.localhost", "h3.lab", "127.0.0.2", "198.18.0.1"} {
+		var leaf *x509.Certificate
+		if ip := net.ParseIP(name); ip != nil {
+			leaf = signLeaf(t, ca, caKey, now, nil, ip)
+		} else {
+			leaf = signLeaf(t, ca, caKey, now, []string{name})
+		}
+		if err := verify(leaf, name, x509.ExtKeyUsageServerAuth); err != nil {
+			t.Errorf("a certificate for %s signed by the CA: %v", name, err)
+		}
+	}
+	// …and nothing outside them verifies.
+	for _, tc := range []struct {
+		name string
+		leaf *x509.Certificate
+	}{
+		{"www.google.com", signLeaf(t, ca, caKey, now, []string{"www.google.com"})},
+		{"h3.lab.evil.example", signLeaf(t, ca, caKey, now, []string{"h3.lab.evil.example"})},
+		{"www.google.com", signLeaf(t, ca, caKey, now, []string{"localhost", "www.google.com"})},
+		{"8.8.8.8", signLeaf(t, ca, caKey, now, nil, net.ParseIP("8.8.8.8"))},
+		{"2001:db8::1", signLeaf(t, ca, caKey, now, nil, net.ParseIP("2001:db8::1"))},
+	} {
+		err := verify(tc.leaf, tc.name, x509.ExtKeyUsageServerAuth)
+		if ie, ok := errors.AsType[x509.CertificateInvalidError](err); !ok || ie.Reason != x509.CANotAuthorizedForThisName {
+			t.Errorf("a certificate for %s (SANs %v %v) signed by the CA: %v, want refused for the name", tc.name, tc.leaf.DNSNames, tc.leaf.IPAddresses, err)
+		}
+	}
+	// The CA is for servers only: its key signs no code and no mail.
+	if err := verify(signLeaf(t, ca, caKey, now, []string{"localhost"}), "localhost", x509.ExtKeyUsageCodeSigning); err == nil {
+		t.Error("a code-signing use verified under the development CA")
+	}
+}
+
+// writeOldDevCA writes, in dir, the CA key, a CA certificate made as tmpl
+// says and a server certificate it signed, as an earlier release left
+// them, and returns the CA and the server certificate's SPKI.
+func writeOldDevCA(t *testing.T, dir string, tmpl *x509.Certificate, now time.Time) (*x509.Certificate, string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := loadOrCreateDevKey(filepath.Join(dir, devCAKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, devCAName), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ca := mustParse(t, der)
+	key, err := loadOrCreateDevKey(filepath.Join(dir, devKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := newDevCertDER(key, ca, caKey, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	if err := os.WriteFile(filepath.Join(dir, devCertName), chain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ca, SPKIHash(mustParse(t, leaf))
+}
+
+// A CA already in the data dir is replaced on start when it lacks the
+// name constraints, lives too long, nears its end or permits other names,
+// and the server certificate is re-issued under the new one with the same
+// server key. The CA key is kept only when the old CA could sign for no
+// more than the new one; otherwise the old CA, wherever it was imported,
+// signs nothing from now on, and the log says to remove it.
+func TestDevCAReplacedOnUpgrade(t *testing.T) {
+	dns, ips := devCAConstraints(nil)
+	ours := func(notBefore time.Time, life time.Duration, dns ...string) *x509.Certificate {
+		return &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "h3rum development CA test"},
+			NotBefore: notBefore, NotAfter: notBefore.Add(life), KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
+			PermittedDNSDomainsCritical: true, PermittedDNSDomains: dns, PermittedIPRanges: ips}
+	}
+	now := time.Now()
+	for _, tc := range []struct {
+		name    string
+		old     *x509.Certificate
+		hosts   []string
+		sameKey bool
+		log     string
+	}{
+		{name: "ten years, no name constraints", old: &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "h3rum development CA test"},
+			NotBefore: now.Add(-24 * time.Hour), NotAfter: now.Add(10 * 365 * 24 * time.Hour), KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+			BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true}, log: "replaced the development CA and its key"},
+		{name: "constrained but a year long", old: ours(now.Add(-time.Hour), 365*24*time.Hour, dns...), sameKey: true, log: "re-issued the development CA with the same key"},
+		{name: "near its end", old: ours(now.Add(-80*24*time.Hour), devCALifetime, dns...), sameKey: true, log: "re-issued the development CA with the same key"},
+		{name: "expired", old: ours(now.Add(-100*24*time.Hour), devCALifetime, dns...), sameKey: true, log: "re-issued the development CA with the same key"},
+		{name: "a new host", old: ours(now.Add(-time.Hour), devCALifetime, dns...), hosts: []string{"h3.lab"}, sameKey: true, log: "re-issued"},
+		{name: "a host no longer served", old: ours(now.Add(-time.Hour), devCALifetime, "localhost", "old.lab"), log: "replaced the development CA and its key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			old, spki := writeOldDevCA(t, dir, tc.old, now)
+			var logs strings.Builder
+			c, d, err := loadOrCreateDevCert(dir, now, slog.New(slog.NewTextHandler(&logs, nil)), tc.hosts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ca, _ := devCA(t, dir)
+			if ca.SerialNumber.Cmp(old.SerialNumber) == 0 || ca.Equal(old) {
+				t.Fatal("the old CA was kept")
+			}
+			dns, ips := devCAConstraints(tc.hosts)
+			if _, key := devCA(t, dir); devCAProblem(ca, key, now, dns, ips) != "" {
+				t.Errorf("new CA: %s", devCAProblem(ca, key, now, dns, ips))
+			}
+			if same := old.PublicKey.(*ecdsa.PublicKey).Equal(ca.PublicKey); same != tc.sameKey {
+				t.Errorf("CA key kept: %v, want %v", same, tc.sameKey)
+			}
+			if !strings.Contains(logs.String(), tc.log) {
+				t.Errorf("log %q, want a line with %q", logs.String(), tc.log)
+			}
+			// The server certificate served now is the new CA's, with the
+			// server key a developer pinned.
+			if len(c.Certificate) != 2 || !slices.Equal(c.Certificate[1], ca.Raw) {
+				t.Error("the chain served does not end in the new CA")
+			}
+			if d.SPKI != spki {
+				t.Errorf("server SPKI %s, was %s: the pin passed to Chromium broke", d.SPKI, spki)
+			}
+			roots := x509.NewCertPool()
+			roots.AddCert(ca)
+			for _, h := range append(slices.Clone(devCertHosts), tc.hosts...) {
+				if _, err := c.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: h, CurrentTime: now}); err != nil {
+					t.Errorf("%s under the new CA: %v", h, err)
+				}
+			}
+			if !tc.sameKey {
+				oldRoots := x509.NewCertPool()
+				oldRoots.AddCert(old)
+				if _, err := c.Leaf.Verify(x509.VerifyOptions{Roots: oldRoots, DNSName: "localhost", CurrentTime: now}); err == nil {
+					t.Error("the new server certificate verifies under the replaced CA")
+				}
+			}
+			// Loaded again: nothing changes, nothing is logged.
+			logs.Reset()
+			c2, _, err := loadOrCreateDevCert(dir, now, slog.New(slog.NewTextHandler(&logs, nil)), tc.hosts...)
+			if err != nil || c2.Leaf.SerialNumber.Cmp(c.Leaf.SerialNumber) != 0 || logs.Len() > 0 {
+				t.Errorf("second start re-issued (%v) or logged %q", err, logs.String())
+			}
+		})
 	}
 }
