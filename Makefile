@@ -5,13 +5,17 @@ SHELL := /bin/bash
 GO        ?= go
 BIN       := bin/h3rum
 DATA_DIR  ?= ./var
-APT_PKGS  := chromium firefox-esr libnss3-tools clickhouse-server clickhouse-client libzookeeper-java libslf4j-java default-jre-headless nodejs ca-certificates systemd
+APT_PKGS  := chromium firefox-esr libnss3-tools clickhouse-server clickhouse-client libzookeeper-java libslf4j-java default-jre-headless nodejs npm ca-certificates systemd
+# ClickHouse 26.x as a library, the tests' second engine (make chdb), cached outside the repository
+CHDB_VERSION := 26.7.3-stable.1
+CHDB_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/h3rum/chdb/$(CHDB_VERSION)
+CHDB_LIB     := $(CHDB_DIR)/libchdb.so
 GOTEST    := $(GO) test -race -shuffle=on -timeout 15m
 FUZZN     ?= 1
 export PATH := /usr/local/go/bin:$(PATH)
 
 
-.PHONY: build run test deps go-check generate vet fuzz bench bench-compare bench-deps geoip geoip-data lab clean
+.PHONY: build run test deps chdb go-check generate vet fuzz bench bench-compare bench-deps geoip geoip-data lab clean
 
 ## deps: install the Debian packages the collector and the tests use, when missing
 deps: go-check
@@ -27,6 +31,19 @@ deps: go-check
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+	@$(MAKE) --no-print-directory chdb
+
+## chdb: ClickHouse 26.x as a library (npm's @chdb/lib-linux-x64-gnu: 177 MB once, 566 MB unpacked) in $(CHDB_DIR), when missing
+# The tests run it as their second engine's server (H3RUM_TEST_CHDB, see ingest/store/storetest); it is
+# unpacked in a scratch directory beside its place and renamed into place whole.
+chdb:
+	@set -e; test ! -f '$(CHDB_LIB)' || exit 0; \
+	command -v npm >/dev/null || { echo "make chdb: npm is needed (make deps installs it)"; exit 1; }; \
+	mkdir -p '$(CHDB_DIR)'; tmp=$$(mktemp -d '$(CHDB_DIR)/.fetch.XXXXXX'); trap 'rm -rf "$$tmp"' EXIT; \
+	echo "npm pack @chdb/lib-linux-x64-gnu@$(CHDB_VERSION) into $(CHDB_DIR)"; \
+	(cd "$$tmp" && npm pack --silent '@chdb/lib-linux-x64-gnu@$(CHDB_VERSION)' >/dev/null); \
+	tar -xzf "$$tmp"/chdb-lib-linux-x64-gnu-*.tgz -C "$$tmp" package/libchdb.so; \
+	mv "$$tmp/package/libchdb.so" '$(CHDB_LIB)'
 
 go-check:
 	@command -v $(GO) >/dev/null || { echo "Go 1.26 is needed: https://go.dev/dl/ (Debian's golang-go is too old)"; exit 1; }

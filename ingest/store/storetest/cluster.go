@@ -46,6 +46,7 @@ const (
 // waits for ZooKeeper while it stops.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	skipManaged(t, "four servers and ZooKeeper")
 	for _, f := range []string{zooKeeperJar, slf4jJar} {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatalf("cluster tests need ZooKeeper from Debian (apt-get install libzookeeper-java libslf4j-java default-jre-headless; make deps does): %v", err)

@@ -23,16 +23,30 @@ import (
 )
 
 var shared struct {
-	once sync.Once
-	l    *store.Local
-	err  error
-	dbs  atomic.Int64
+	once   sync.Once
+	l      *store.Local
+	chdb   *chdbServer
+	err    error
+	dbs    atomic.Int64
+	inMain bool // Main runs the tests, so it can also run the 26.x server
 }
 
 // Main runs the package's tests and then stops the shared server, if a
 // test started it. Use it as: func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }.
+// With ChdbEnv set it is also the 26.x server's process (the test binary
+// run again by the tests' first use of the server).
 func Main(m *testing.M) int {
+	if os.Getenv(chdbServeEnv) != "" {
+		return serveChdb(os.Getenv(ChdbEnv), os.Args[1:])
+	}
+	shared.inMain = true
 	code := m.Run()
+	if s := shared.chdb; s != nil {
+		if err := s.stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "storetest: %v\n", err)
+			code = max(code, 1)
+		}
+	}
 	if l := shared.l; l != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := l.Stop(ctx); err != nil {
@@ -44,10 +58,27 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// Server returns the shared server, starting it on first use (~1 s).
+// Server returns the shared managed server, starting it on first use
+// (~1 s). With ChdbEnv set the shared server is not one: t is skipped.
 func Server(t testing.TB) *store.Local {
 	t.Helper()
+	skipManaged(t, "its process")
+	start()
+	if shared.err != nil {
+		t.Fatalf("starting the test ClickHouse: %v", shared.err)
+	}
+	return shared.l
+}
+
+// start starts the shared server of the engine ChdbEnv selects, once.
+func start() {
 	shared.once.Do(func() {
+		if lib := os.Getenv(ChdbEnv); lib != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			shared.chdb, shared.err = startChdb(ctx, lib)
+			return
+		}
 		dir, err := os.MkdirTemp("", "h3rum-test-clickhouse-")
 		if err != nil {
 			shared.err = err
@@ -58,24 +89,33 @@ func Server(t testing.TB) *store.Local {
 		defer cancel()
 		shared.err = shared.l.Start(ctx)
 	})
-	if shared.err != nil {
-		t.Fatalf("starting the test ClickHouse: %v", shared.err)
-	}
-	return shared.l
 }
 
 // DSN returns the address of a database of its own for the calling test
-// on the shared server; the database is created on first Open.
+// on the shared server; the database is created on first Open (on the
+// 26.x server, which a DSN naming a missing database would abort, before
+// DSN returns).
 func DSN(t testing.TB) string {
 	t.Helper()
-	l := Server(t)
+	start()
+	if shared.err != nil {
+		t.Fatalf("starting the test ClickHouse: %v", shared.err)
+	}
 	name := fmt.Sprintf("t%d_%d_%s", os.Getpid(), shared.dbs.Add(1), strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '_'
 	}, t.Name()))
-	return l.DSNFor(name[:min(len(name), 100)])
+	name = name[:min(len(name), 100)]
+	if shared.chdb != nil {
+		dsn, err := shared.chdb.dsnFor(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dsn
+	}
+	return shared.l.DSNFor(name)
 }
 
 // DB opens a fresh, migrated database on the shared server, closed when
@@ -102,10 +142,12 @@ func Open(t testing.TB, dsn string) driver.Conn {
 	return conn
 }
 
-// Private starts a ClickHouse server of the test's own, for tests that stop
-// or kill it; it is stopped when the test ends.
+// Private starts a managed ClickHouse server of the test's own, for tests
+// that stop or kill it or use its password; it is stopped when the test
+// ends. With ChdbEnv set, t is skipped: such tests run on clickhouse-server.
 func Private(t testing.TB) *store.Local {
 	t.Helper()
+	skipManaged(t, "a server of the test's own to stop, kill or log in to with a password")
 	l := &store.Local{Dir: filepath.Join(t.TempDir(), "clickhouse")}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
