@@ -1,0 +1,287 @@
+package queries
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The power rule turns a group's H3 − H2 difference at one percentile and
+// its bootstrap interval into an answer in words, and says what the runs
+// at hand can and cannot tell apart. The report's verdicts use it, and so
+// can anything that must decide whether a difference is detectable with a
+// given number of runs.
+//
+// Verdict: the difference is declared when its 95 % interval (the cluster
+// bootstrap's, bootstrap.go) excludes zero; each group is judged at its own
+// 95 % (REPORT.md, "Verdicts", says why no correction across groups).
+//
+// Minimum detectable effect: the bootstrap's spread gives a standard error,
+// SE = (interval width) / (2 z₀.₉₇₅), and MDE = (z₀.₉₇₅ + z₀.₈₀) SE ≈ 2.80 SE is
+// the true difference that an interval of that width excludes zero for in
+// 80 % of data sets. A percentile's standard error shrinks as 1/√runs, so
+// with m runs instead of n the MDE is MDE·√(n/m), and an effect E needs
+// n·(MDE/E)² runs. TestPowerRuleBySimulation checks both rates.
+
+// Verdicts, as Verdict.Verdict spells them.
+const (
+	VerdictFaster        = "h3_faster"       // the interval lies below zero
+	VerdictSlower        = "h3_slower"       // the interval lies above zero
+	VerdictNoDifference  = "no_difference"   // the interval holds zero
+	VerdictNotEnoughRuns = "not_enough_runs" // below the sufficiency rule or min_runs: no interval to judge by
+	VerdictNoInterval    = "no_interval"     // intervals were not computed (disabled, or an estimate)
+)
+
+// Defaults of VerdictRule, and the rule's fixed levels.
+const (
+	DefaultVerdictP = 95 // Dropbox's headline percentile: HTTP/3's gain lives in the tail
+	DefaultEffectMS = 10 // the effect of interest for "how many more runs"
+	VerdictLevel    = 0.95
+	VerdictPower    = 0.80
+)
+
+// zLevel and zPower are the standard normal quantiles of the rule:
+// z₀.₉₇₅ ≈ 1.960 (a two-sided 95 % interval) and z₀.₈₀ ≈ 0.842 (80 % power).
+var (
+	zLevel = normalQuantile(1 - (1-VerdictLevel)/2)
+	zPower = normalQuantile(VerdictPower)
+)
+
+func normalQuantile(q float64) float64 { return math.Sqrt2 * math.Erfinv(2*q-1) }
+
+// VerdictRule says what a verdict judges. The zero value judges p95, asks
+// about 10 ms and takes DefaultMinRuns.
+type VerdictRule struct {
+	// P is the percentile judged, one of the report's. 0 means
+	// DefaultVerdictP.
+	P float64
+	// EffectMS is the difference, in ms, for which a verdict says how
+	// many more runs would detect it. 0 means DefaultEffectMS.
+	EffectMS float64
+	// MinRuns is the report's min_runs: a group below it gets no verdict.
+	// 0 means DefaultMinRuns.
+	MinRuns int
+}
+
+func (r VerdictRule) withDefaults() VerdictRule {
+	if r.P == 0 {
+		r.P = DefaultVerdictP
+	}
+	if r.EffectMS == 0 {
+		r.EffectMS = DefaultEffectMS
+	}
+	if r.MinRuns == 0 {
+		r.MinRuns = DefaultMinRuns
+	}
+	return r
+}
+
+// Verdict is the answer for one group at one percentile.
+type Verdict struct {
+	Group   string  `json:"group"`
+	P       float64 `json:"p"`
+	Verdict string  `json:"verdict"` // VerdictFaster, …
+	// Runs are the runs behind the comparison: the fewer of H2's and
+	// H3's (0 without both).
+	Runs int `json:"runs"`
+	// DiffMS and DiffPct are H3 − H2 at P (null without both protocols);
+	// CILowMS and CIHighMS its 95 % interval (null without one).
+	DiffMS   *float64 `json:"diff_ms"`
+	DiffPct  *float64 `json:"diff_pct"`
+	CILowMS  *float64 `json:"ci_low_ms"`
+	CIHighMS *float64 `json:"ci_high_ms"`
+	Level    float64  `json:"level"` // VerdictLevel
+	Power    float64  `json:"power"` // VerdictPower
+	// MDEMS is the minimum detectable effect with these runs, in ms
+	// either way: (z₀.₉₇₅ + z₀.₈₀) × SE, SE = interval width / (2 z₀.₉₇₅).
+	// Null without an interval.
+	MDEMS    *float64 `json:"mde_ms"`
+	EffectMS float64  `json:"effect_ms"`
+	// RunsForEffect is how many runs in all would detect EffectMS with
+	// 80 % power (MDE ∝ 1/√runs); MoreRunsForEffect how many beyond Runs
+	// (0 when Runs already do). Null without an MDE.
+	RunsForEffect     *int `json:"runs_for_effect"`
+	MoreRunsForEffect *int `json:"more_runs_for_effect"`
+	// RunsForInterval is what an interval at P asks of both protocols:
+	// the sufficiency rule's runs (MinTailRuns) or min_runs, the larger;
+	// MoreRunsForInterval how many are missing (0 unless not_enough_runs).
+	RunsForInterval     int `json:"runs_for_interval"`
+	MoreRunsForInterval int `json:"more_runs_for_interval"`
+	// Text says it in one line.
+	Text string `json:"text"`
+}
+
+// Judge is the power rule applied to g, a group of a complete report: its
+// verdict at r.P, the minimum detectable effect, and the runs it would
+// take to detect r.EffectMS or to get an interval at all.
+func (r VerdictRule) Judge(g *Group) Verdict {
+	r = r.withDefaults()
+	v := Verdict{Group: g.Group, P: r.P, Level: VerdictLevel, Power: VerdictPower, EffectMS: r.EffectMS,
+		RunsForInterval: max(runsNeeded(r.P), r.MinRuns)}
+	if g.H2 != nil && g.H3 != nil {
+		v.Runs = min(g.H2.Runs, g.H3.Runs)
+	}
+	var d *Diff
+	for i := range g.Diff {
+		if g.Diff[i].P == r.P {
+			d = &g.Diff[i]
+		}
+	}
+	if d != nil {
+		v.DiffMS, v.DiffPct = ptr(d.MS), ptr(d.Pct)
+	}
+	tooSmall := g.H2 == nil || g.H3 == nil || g.H2.Runs < r.MinRuns || g.H3.Runs < r.MinRuns
+	switch {
+	case d == nil || d.Insufficient || tooSmall:
+		v.Verdict = VerdictNotEnoughRuns
+		// At least one: the rule counted the runs the bootstrap fetched,
+		// which a rollup's estimate of Runs may overstate a little.
+		v.MoreRunsForInterval = max(v.RunsForInterval-v.Runs, 1)
+	case d.CILowMS == nil || d.CIHighMS == nil:
+		v.Verdict = VerdictNoInterval
+	default:
+		lo, hi := *d.CILowMS, *d.CIHighMS
+		v.CILowMS, v.CIHighMS = ptr(lo), ptr(hi)
+		v.MDEMS = ptr(mde(lo, hi))
+		switch {
+		case hi < 0:
+			v.Verdict = VerdictFaster
+		case lo > 0:
+			v.Verdict = VerdictSlower
+		default:
+			v.Verdict = VerdictNoDifference
+		}
+		if n, ok := v.RunsToDetect(r.EffectMS); ok {
+			more := max(n-v.Runs, 0)
+			v.RunsForEffect, v.MoreRunsForEffect = &n, &more
+		}
+	}
+	v.Text = v.text()
+	return v
+}
+
+// mde is the minimum detectable effect at 80 % power of a difference whose
+// 95 % interval is [lo, hi].
+func mde(lo, hi float64) float64 {
+	se := (hi - lo) / (2 * zLevel)
+	return (zLevel + zPower) * se
+}
+
+// MDEAt is the minimum detectable effect, in ms, that runs runs would
+// give: the MDE scales as 1/√runs. ok is false without an MDE.
+func (v *Verdict) MDEAt(runs int) (ms float64, ok bool) {
+	if v.MDEMS == nil || v.Runs <= 0 || runs <= 0 {
+		return 0, false
+	}
+	return *v.MDEMS * math.Sqrt(float64(v.Runs)/float64(runs)), true
+}
+
+// RunsToDetect is how many runs in all would detect a difference of
+// effectMS (either sign) with 80 % power at the verdict's percentile:
+// Runs·(MDE/effect)², never fewer than an interval needs. ok is false
+// without an MDE or for an effect that is not positive.
+func (v *Verdict) RunsToDetect(effectMS float64) (runs int, ok bool) {
+	effectMS = math.Abs(effectMS)
+	if v.MDEMS == nil || v.Runs <= 0 || !(effectMS > 0) || math.IsInf(effectMS, 0) {
+		return 0, false
+	}
+	n := float64(v.Runs) * math.Pow(*v.MDEMS/effectMS, 2)
+	return max(int(math.Ceil(n-1e-9)), v.RunsForInterval), true
+}
+
+// text says v in one line, e.g. "AS: HTTP/3 faster at p95 by 146 ms (95 %
+// CI 120–171 ms), 4 210 runs".
+func (v *Verdict) text() string {
+	at := "p" + strconv.FormatFloat(v.P, 'f', -1, 64)
+	runs := groupDigits(v.Runs) + " runs"
+	switch v.Verdict {
+	case VerdictFaster, VerdictSlower:
+		word, lo, hi := "faster", -*v.CIHighMS, -*v.CILowMS
+		if v.Verdict == VerdictSlower {
+			word, lo, hi = "slower", *v.CILowMS, *v.CIHighMS
+		}
+		return fmt.Sprintf("%s: HTTP/3 %s at %s by %s ms (95 %% CI %s–%s ms), %s",
+			v.Group, word, at, roughMS(math.Abs(*v.DiffMS)), roughMS(lo), roughMS(hi), runs)
+	case VerdictNoDifference:
+		s := fmt.Sprintf("%s: no difference detectable at %s (H3 − H2 %s ms, 95 %% CI %s to %s ms), %s; "+
+			"with these runs the smallest detectable difference is ±%s ms",
+			v.Group, at, signedRough(*v.DiffMS), signedRough(*v.CILowMS), signedRough(*v.CIHighMS), runs, roughMS(*v.MDEMS))
+		if v.MoreRunsForEffect != nil {
+			if *v.MoreRunsForEffect > 0 {
+				s += fmt.Sprintf("; ~%s more runs would detect %s ms", groupDigits(twoSignificant(*v.MoreRunsForEffect)), roughMS(v.EffectMS))
+			} else {
+				s += fmt.Sprintf(", below %s ms", roughMS(v.EffectMS))
+			}
+		}
+		return s
+	case VerdictNoInterval:
+		if v.DiffMS == nil {
+			return fmt.Sprintf("%s: no interval at %s, so no verdict", v.Group, at)
+		}
+		return fmt.Sprintf("%s: H3 − H2 at %s %s ms; no interval, so no verdict", v.Group, at, signedRough(*v.DiffMS))
+	}
+	return fmt.Sprintf("%s: not enough runs yet for a verdict at %s: %s with both protocols, %s needed (%s more)",
+		v.Group, at, runs, groupDigits(v.RunsForInterval), groupDigits(v.MoreRunsForInterval))
+}
+
+// verdictRuleText states the power rule and what it means across n
+// judged groups.
+func verdictRuleText(n int) string {
+	s := fmt.Sprintf("each group judged at its own 95 %% interval; smallest detectable difference at 80 %% power = "+
+		"(%.2f + %.2f) × SE, SE = interval width / %.2f, shrinking as 1/√runs", zLevel, zPower, 2*zLevel)
+	if n > 1 {
+		s += fmt.Sprintf("; were there no real difference anywhere, about %s of these %d verdicts could still read faster or slower",
+			strconv.FormatFloat(math.Round((1-VerdictLevel)*float64(n)*10)/10, 'f', -1, 64), n)
+	}
+	return s
+}
+
+// roughMS formats a duration for a sentence: whole ms from 10 ms on, a
+// decimal below.
+func roughMS(v float64) string {
+	if math.Abs(v) >= 9.95 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// signedRough is roughMS with an explicit sign (a minus sign, not a
+// hyphen).
+func signedRough(v float64) string {
+	s := roughMS(math.Abs(v))
+	switch {
+	case strings.Trim(s, "0.") == "":
+		return s
+	case v < 0:
+		return "−" + s
+	}
+	return "+" + s
+}
+
+// groupDigits writes a count with its digits in groups of three,
+// separated by spaces (SI style: 4 210, 12 500).
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// twoSignificant rounds n to two significant digits (2 437 → 2 400): a
+// run count that scales an estimate is no more precise than that.
+func twoSignificant(n int) int {
+	if n < 100 {
+		return n
+	}
+	p := math.Pow(10, math.Floor(math.Log10(float64(n)))-1)
+	return int(math.Round(float64(n)/p) * p)
+}
