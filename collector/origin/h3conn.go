@@ -25,8 +25,8 @@ import (
 // taking requests, rejects the streams its client opens from then on with
 // H3_REQUEST_REJECTED (which tells the client the request was not
 // processed and may be retried elsewhere, RFC 9114 section 8.1), and is
-// closed with H3_NO_ERROR as soon as its requests in flight are done: an
-// idle connection at once.
+// closed with H3_NO_ERROR once its requests in flight are done and their
+// responses have had time to arrive (quicDrainLinger).
 type h3Conns struct {
 	srv           *http3.Server // the settings, Handler, ConnContext and IdleTimeout
 	headerTimeout time.Duration
@@ -144,8 +144,22 @@ func (h *h3Conns) serveConn(conn *quic.Conn) {
 	case <-h.closing.Done():
 	case <-conn.Context().Done():
 	}
+	// A response whose handler has returned may still be on its way: give
+	// it time to arrive and be acknowledged (or the client time to close)
+	// before closing, which would discard what is not yet delivered.
+	linger := time.NewTimer(max(quicDrainLinger, 3*conn.ConnectionStats().SmoothedRTT))
+	defer linger.Stop()
+	select {
+	case <-linger.C:
+	case <-h.closing.Done():
+	case <-conn.Context().Done():
+	}
 	hconn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 }
+
+// quicDrainLinger is the least time a connection stays open at shutdown
+// once its requests are done; three smoothed round trips when longer.
+const quicDrainLinger = 250 * time.Millisecond
 
 // shutdown stops taking connections and requests, and waits until every
 // connection has finished its requests in flight and closed, or ctx ends,
