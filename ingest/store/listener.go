@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -45,6 +46,7 @@ type listenerCheck struct {
 
 	refused  atomic.Int64
 	refusing atomic.Bool
+	byOwner  atomic.Bool // warned that the server's open files cannot be read
 }
 
 // dial is a clickhouse-go Options.DialContext.
@@ -91,6 +93,19 @@ func (c *listenerCheck) check(ap netip.AddrPort) (uint64, error) {
 	pid, err := c.pid()
 	if err == nil {
 		err = holds(pid, inode)
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		// A server that gained file capabilities when it was started
+		// (ClickHouse's official packages give them; NoNewPrivileges=
+		// withholds them) is not dumpable: only root may read its open
+		// files. Its socket is then trusted by its owner alone, which no
+		// other user can fake; this user's own programs can read the
+		// password file anyway.
+		if !c.byOwner.Swap(true) {
+			c.log.Warn("cannot read local ClickHouse's open files (it runs with file capabilities); trusting its listening socket by its owner, this user, alone",
+				"addr", ap.String(), "err", err)
+		}
+		err = nil
 	}
 	if err != nil {
 		return 0, c.refuse(ap, fmt.Errorf("the socket listening on %s (uid %d): %w", ap, uid, err))

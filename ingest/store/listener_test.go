@@ -1,17 +1,22 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // procAddr writes addresses as /proc/net/tcp and tcp6 do.
@@ -102,4 +107,107 @@ func TestListenerCheck(t *testing.T) {
 			t.Errorf("%s closed: dial = %v; want an ordinary failure, not counted as a refusal", ap, err)
 		}
 	}
+}
+
+// roleEnv runs TestListenerCheckFileCapabilities as one of its processes.
+const roleEnv = "STORE_TEST_LISTENER_ROLE"
+
+// A server started by a user who is not root from a file with
+// capabilities (ClickHouse's official packages) keeps its open files from
+// that user; its socket is then trusted by its owner alone, with one
+// warning, rather than never. Run as root: the "serve" process runs as uid
+// 65534 and starts a listener from a copy of this binary with
+// cap_net_bind_service.
+func TestListenerCheckFileCapabilities(t *testing.T) {
+	switch os.Getenv(roleEnv) {
+	case "server":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			os.Exit(1)
+		}
+		fmt.Println("listening", ln.Addr())
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	case "serve":
+		os.Exit(fileCapsServe())
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to set file capabilities and run as another user")
+	}
+	setcap, err := exec.LookPath("setcap")
+	if err != nil {
+		t.Skip("no setcap")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "h3rum-filecaps-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"serve", "server"} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command(setcap, "cap_net_bind_service+ep", filepath.Join(dir, "server")).CombinedOutput(); err != nil {
+		t.Skipf("setcap: %v %s", err, out)
+	}
+	cmd := exec.Command(filepath.Join(dir, "serve"), "-test.run=^TestListenerCheckFileCapabilities$")
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), roleEnv+"=serve", "STORE_TEST_SERVER="+filepath.Join(dir, "server"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// fileCapsServe is the "serve" side of TestListenerCheckFileCapabilities.
+func fileCapsServe() int {
+	srv := exec.Command(os.Getenv("STORE_TEST_SERVER"), "-test.run=^TestListenerCheckFileCapabilities$")
+	srv.Env = append(os.Environ(), roleEnv+"=server")
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdout, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		fmt.Println("starting the server:", err)
+		return 1
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	var addr string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+			addr = a
+			break
+		}
+	}
+	if _, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", srv.Process.Pid)); !errors.Is(err, fs.ErrPermission) {
+		fmt.Println("the server's open files are readable; the case is not tested:", err)
+		return 1
+	}
+	var logs bytes.Buffer
+	c := &listenerCheck{log: slog.New(slog.NewTextHandler(&logs, nil)), pid: func() (int, error) { return srv.Process.Pid, nil }}
+	for range 2 {
+		conn, err := c.dial(context.Background(), addr)
+		if err != nil {
+			fmt.Println("dial:", err)
+			return 1
+		}
+		conn.Close()
+	}
+	if n := strings.Count(logs.String(), "trusting its listening socket by its owner"); n != 1 || c.refused.Load() != 0 {
+		fmt.Printf("%d warnings, %d refusals:\n%s", n, c.refused.Load(), logs.String())
+		return 1
+	}
+	fmt.Print(logs.String())
+	return 0
 }
