@@ -72,7 +72,8 @@ type dashView struct {
 	Query     string
 	Groupings []string
 	Live      bool
-	Complete  bool // intervals and the paired view are in
+	Complete  bool    // intervals and the paired view are in
+	VerdictP  float64 // the percentile the verdicts judge
 	Outcomes  []outcomeRow
 	Charts    []chart
 	Hists     []chart
@@ -96,7 +97,8 @@ func renderDashboard(r *Report, o *Options, live bool) ([]byte, error) {
 
 // newDashView prepares what the dashboard template shows of r.
 func newDashView(r *Report, o *Options, live bool) *dashView {
-	v := &dashView{R: r, O: o, Query: o.values().Encode(), Groupings: Groupings(), Live: live, Complete: r.done}
+	v := &dashView{R: r, O: o, Query: o.values().Encode(), Groupings: Groupings(), Live: live, Complete: r.done,
+		VerdictP: o.verdictRule().withDefaults().P}
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		first := true

@@ -75,6 +75,19 @@ func (r *Report) CIText() string {
 		r.CI.Replicates, r.CI.MaxRunsPerGroup, r.CI.MinTailRuns)
 }
 
+// VerdictRuleText states how the verdicts were reached and what they
+// mean taken together.
+func (r *Report) VerdictRuleText() string {
+	judged := 0
+	for _, v := range r.Verdicts {
+		switch v.Verdict {
+		case VerdictFaster, VerdictSlower, VerdictNoDifference:
+			judged++
+		}
+	}
+	return verdictRuleText(judged)
+}
+
 // EstimateText says where percentiles come from.
 func (r *Report) EstimateText() string {
 	return fmt.Sprintf("batch orders weighed equally (each figure the mean of the h2first and h3first runs'); "+
@@ -147,6 +160,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	bw := &errWriter{w: w}
 	fmt.Fprintf(bw, "h3rum report  %s – %s  %s  by %s  (source: %s)\n",
 		r.Since.Format(time.RFC3339), r.Until.Format(time.RFC3339), siteText(r.Site), r.By, r.Source)
+	if len(r.Verdicts) > 0 {
+		for _, v := range r.Verdicts {
+			fmt.Fprintln(bw, v.Text)
+		}
+		fmt.Fprintf(bw, "(verdicts: %s)\n\n", r.VerdictRuleText())
+	}
 	fmt.Fprintf(bw, "selection: %s; %s; %s; %s\n\n", r.Selection(), r.DesignText(), r.EstimateText(), r.CIText())
 	if len(r.Groups) == 0 {
 		fmt.Fprintln(bw, "no samples in this window")

@@ -44,8 +44,12 @@ type Report struct {
 	// are exact (Stats.Exact; the constant of that name).
 	ExactBelowSamples int      `json:"exact_below_samples"`
 	CI                CIMethod `json:"ci"`
-	Groups            []Group  `json:"groups"`
-	Timeline          []Hour   `json:"timeline"`
+	// Verdicts say the answer per group, in the groups' order: faster,
+	// slower or no difference detectable at one percentile (VerdictRule,
+	// verdict.go), or how many runs are missing.
+	Verdicts []Verdict `json:"verdicts"`
+	Groups   []Group   `json:"groups"`
+	Timeline []Hour    `json:"timeline"`
 	// NEL is what browsers' Network Error Logging reported about the two
 	// origins (complete report; null in an estimate).
 	NEL *NEL `json:"nel"`
@@ -150,6 +154,11 @@ type Stats struct {
 	// their shares; with one order only, they are that order's.
 	RunsByOrder OrderRuns    `json:"runs_by_order"`
 	Percentiles []Percentile `json:"percentiles"`
+
+	// fetchedRuns counts, exactly, the runs with a sample of the outcome
+	// among those the bootstrap fetched (settle): the runs its intervals
+	// stand on. 0 before the bootstrap.
+	fetchedRuns int
 }
 
 // OrderRuns counts runs per batch order: the parallel batch the script

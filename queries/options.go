@@ -6,6 +6,7 @@ package queries
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -101,6 +102,12 @@ type Options struct {
 	MaxRunsPerGroup int
 	// Seed seeds the bootstrap; 0 means DefaultSeed.
 	Seed uint64
+	// VerdictP is the percentile the verdicts judge (VerdictRule), one of
+	// the report's. 0 means DefaultVerdictP (95).
+	VerdictP float64
+	// EffectMS is the difference, in ms, for which each verdict says how
+	// many more runs would detect it. 0 means DefaultEffectMS (10).
+	EffectMS float64
 	// Now is the reference for a zero Until; zero means time.Now().
 	Now time.Time
 }
@@ -172,7 +179,33 @@ func (o *Options) Validate() error {
 	if o.Seed == 0 {
 		o.Seed = DefaultSeed
 	}
+	if o.VerdictP == 0 {
+		o.VerdictP = DefaultVerdictP
+	}
+	if !slices.Contains(percentiles[:], o.VerdictP) {
+		return invalid("verdict percentile %g is not one of the report's (%s)", o.VerdictP, percentileList())
+	}
+	if o.EffectMS == 0 {
+		o.EffectMS = DefaultEffectMS
+	}
+	if !(o.EffectMS > 0) || math.IsInf(o.EffectMS, 0) {
+		return invalid("effect %g ms must be a positive number of ms", o.EffectMS)
+	}
 	return nil
+}
+
+// percentileList names the report's percentiles: "50, 75, 90, 95, 99".
+func percentileList() string {
+	s := make([]string, len(percentiles))
+	for i, p := range percentiles {
+		s[i] = strconv.FormatFloat(p, 'f', -1, 64)
+	}
+	return strings.Join(s, ", ")
+}
+
+// verdictRule is the power rule's configuration of the report o makes.
+func (o *Options) verdictRule() VerdictRule {
+	return VerdictRule{P: o.VerdictP, EffectMS: o.EffectMS, MinRuns: o.MinRuns}
 }
 
 // exclusionMask is the exclusion bits that leave a run out of o's
@@ -265,7 +298,8 @@ func parseAgo(s string) (time.Duration, bool) {
 }
 
 // OptionsFromValues reads options from URL query parameters: since, until,
-// site, by, min_runs, warmup, failed, bots (1/true), source, replicates.
+// site, by, min_runs, warmup, failed, bots (1/true), source, replicates,
+// verdict_p and effect_ms.
 // Unknown parameters are errors, so typos do not silently widen a report.
 func OptionsFromValues(v url.Values, now time.Time) (Options, error) {
 	o := Options{Now: now}
@@ -288,6 +322,10 @@ func OptionsFromValues(v url.Values, now time.Time) (Options, error) {
 			o.MinRuns, err = parseInt(key, val)
 		case "replicates":
 			o.Replicates, err = parseInt(key, val)
+		case "verdict_p":
+			o.VerdictP, err = parseFloat(key, val)
+		case "effect_ms":
+			o.EffectMS, err = parseFloat(key, val)
 		case "warmup":
 			o.IncludeWarmup, err = parseBool(key, val)
 		case "failed":
@@ -325,6 +363,14 @@ func parseInt(key, val string) (int, error) {
 	return n, nil
 }
 
+func parseFloat(key, val string) (float64, error) {
+	f, err := strconv.ParseFloat(val, 64)
+	if err != nil {
+		return 0, invalid("%s: %q is not a number", key, val)
+	}
+	return f, nil
+}
+
 func parseBool(key, val string) (bool, error) {
 	b, err := strconv.ParseBool(val)
 	if err != nil {
@@ -359,6 +405,12 @@ func (o *Options) values() url.Values {
 	}
 	if o.Design.Set || o.Design.All {
 		v.Set("design", o.Design.String())
+	}
+	if o.VerdictP != 0 && o.VerdictP != DefaultVerdictP {
+		v.Set("verdict_p", strconv.FormatFloat(o.VerdictP, 'f', -1, 64))
+	}
+	if o.EffectMS != 0 && o.EffectMS != DefaultEffectMS {
+		v.Set("effect_ms", strconv.FormatFloat(o.EffectMS, 'f', -1, 64))
 	}
 	if o.Agent {
 		v.Set("agent", "1")

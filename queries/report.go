@@ -89,6 +89,7 @@ func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, bool, 
 		Percentiles:       percentiles[:],
 		ExactBelowSamples: ExactBelowSamples,
 		CI:                CIMethod{Method: "none", Level: 0.95, MinTailRuns: MinTailRuns},
+		Verdicts:          []Verdict{},
 		Groups:            []Group{},
 		Timeline:          []Hour{},
 		groups:            &groupSet{m: map[string]*Group{}},
@@ -254,6 +255,11 @@ func (rep *Report) finish() {
 		}
 		return cmp.Compare(a.Group, b.Group)
 	})
+	rule := rep.opts.verdictRule()
+	rep.Verdicts = make([]Verdict, 0, len(rep.Groups))
+	for i := range rep.Groups {
+		rep.Verdicts = append(rep.Verdicts, rule.Judge(&rep.Groups[i]))
+	}
 }
 
 // points reads counts and percentiles per group, outcome and batch order;

@@ -110,6 +110,7 @@ func settle(g *Group, runs []runSamples) {
 			exactBalanced(&all, o.s)
 			o.s.Exact = true
 		}
+		o.s.fetchedRuns = n
 		if o.ci {
 			o.s.markSufficiency(n)
 		}

@@ -83,7 +83,8 @@ type Verdict struct {
 	P       float64 `json:"p"`
 	Verdict string  `json:"verdict"` // VerdictFaster, …
 	// Runs are the runs behind the comparison: the fewer of H2's and
-	// H3's (0 without both).
+	// H3's (0 without both), as the bootstrap counted them (exact) unless
+	// it had a sample of the group's runs.
 	Runs int `json:"runs"`
 	// DiffMS and DiffPct are H3 − H2 at P (null without both protocols);
 	// CILowMS and CIHighMS its 95 % interval (null without one).
@@ -119,8 +120,14 @@ func (r VerdictRule) Judge(g *Group) Verdict {
 	r = r.withDefaults()
 	v := Verdict{Group: g.Group, P: r.P, Level: VerdictLevel, Power: VerdictPower, EffectMS: r.EffectMS,
 		RunsForInterval: max(runsNeeded(r.P), r.MinRuns)}
+	runs := func(s *Stats) int {
+		if s.fetchedRuns > 0 && !g.Sampled {
+			return s.fetchedRuns
+		}
+		return s.Runs
+	}
 	if g.H2 != nil && g.H3 != nil {
-		v.Runs = min(g.H2.Runs, g.H3.Runs)
+		v.Runs = min(runs(g.H2), runs(g.H3))
 	}
 	var d *Diff
 	for i := range g.Diff {
@@ -131,12 +138,12 @@ func (r VerdictRule) Judge(g *Group) Verdict {
 	if d != nil {
 		v.DiffMS, v.DiffPct = ptr(d.MS), ptr(d.Pct)
 	}
-	tooSmall := g.H2 == nil || g.H3 == nil || g.H2.Runs < r.MinRuns || g.H3.Runs < r.MinRuns
+	tooSmall := g.H2 == nil || g.H3 == nil || v.Runs < r.MinRuns
 	switch {
 	case d == nil || d.Insufficient || tooSmall:
 		v.Verdict = VerdictNotEnoughRuns
-		// At least one: the rule counted the runs the bootstrap fetched,
-		// which a rollup's estimate of Runs may overstate a little.
+		// At least one: an estimate's run counts (a rollup's) may
+		// overstate those the rule will count a little.
 		v.MoreRunsForInterval = max(v.RunsForInterval-v.Runs, 1)
 	case d.CILowMS == nil || d.CIHighMS == nil:
 		v.Verdict = VerdictNoInterval
