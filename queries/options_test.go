@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"net/url"
 	"strings"
 	"testing"
@@ -77,6 +78,9 @@ func TestValidate(t *testing.T) {
 		{"empty window", Options{Since: now, Until: now}, "must be after since"},
 		{"negative min runs", Options{MinRuns: -1}, "min-runs"},
 		{"bad source", Options{Source: "cache"}, "unknown source"},
+		{"verdict at no reported percentile", Options{VerdictP: 42}, "verdict percentile 42 is not one of the report's (50, 75, 90, 95, 99)"},
+		{"negative effect", Options{EffectMS: -10}, "effect -10 ms"},
+		{"effect not a number", Options{EffectMS: math.NaN()}, "effect NaN ms"},
 	} {
 		tc.o.Now = now
 		err := tc.o.Validate()
@@ -101,6 +105,16 @@ func TestOptionsFromValues(t *testing.T) {
 	if err != nil || back.By != o.By || !back.Since.Equal(o.Since) || !back.IncludeWarmup || !back.IncludeExcluded || back.Design != o.Design {
 		t.Errorf("values round trip: %+v, %v", back, err)
 	}
+	v, err := OptionsFromValues(url.Values{"verdict_p": {"50"}, "effect_ms": {"2.5"}}, now)
+	if err != nil || v.VerdictP != 50 || v.EffectMS != 2.5 {
+		t.Errorf("verdict_p=50&effect_ms=2.5: %v %v, %v", v.VerdictP, v.EffectMS, err)
+	}
+	if back, err := OptionsFromValues(v.values(), now); err != nil || back.VerdictP != 50 || back.EffectMS != 2.5 {
+		t.Errorf("verdict options round trip: %+v, %v", back, err)
+	}
+	if d, _ := OptionsFromValues(url.Values{}, now); d.VerdictP != DefaultVerdictP || d.EffectMS != DefaultEffectMS || d.values().Has("verdict_p") {
+		t.Errorf("verdict defaults: %v %v, in links: %v", d.VerdictP, d.EffectMS, d.values())
+	}
 	if all, err := OptionsFromValues(url.Values{"design": {"all"}}, now); err != nil || !all.Design.All || all.Design.sql() != "1" {
 		t.Errorf("design=all: %+v, %v", all.Design, err)
 	}
@@ -109,6 +123,7 @@ func TestOptionsFromValues(t *testing.T) {
 		{"min_runs": {"many"}}, {"bots": {"maybe"}}, {"colour": {"red"}}, {"by": {"country", "asn"}},
 		{"design": {"5,0,2"}}, {"design": {"5,0,2,x"}}, {"design": {"5,0,-2,1"}}, {"design": {"1,2,3,4,5"}},
 		{"design": {"5,0,2,1) OR (1=1"}}, {"excluded": {"perhaps"}},
+		{"verdict_p": {"p95"}}, {"verdict_p": {"96"}}, {"effect_ms": {"ten"}}, {"effect_ms": {"0x"}}, {"effect_ms": {"-Inf"}},
 	} {
 		if _, err := OptionsFromValues(v, now); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%v: err = %v, want ErrInvalidOptions", v, err)
