@@ -272,7 +272,7 @@ func (h *Handler) cors(w http.ResponseWriter, origin string) {
 func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	if !h.originAllowed(origin) {
-		skipBody(w, r)
+		access.RefuseBeforeBody(w, r)
 		h.reject(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
 		return
 	}
@@ -299,7 +299,7 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 	h.m.requests.WithLabelValues("post").Inc()
 	origin := r.Header.Get("Origin")
 	if !h.originAllowed(origin) {
-		skipBody(w, r)
+		access.RefuseBeforeBody(w, r)
 		h.reject(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
 		return
 	}
@@ -308,7 +308,7 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 	sub.limiter = h.limiter
 	// Refuse what can be refused before reading a byte of the body.
 	if rej := h.gate(&sub); rej != nil {
-		skipBody(w, r)
+		access.RefuseBeforeBody(w, r)
 		h.refuse(w, rej)
 		return
 	}
@@ -320,7 +320,7 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxBody()), (*bp)[:0])
 	*bp = body[:0]
 	if err != nil {
-		skipBody(w, r) // the rest of it
+		access.RefuseBeforeBody(w, r) // the rest of it
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			h.reject(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
 			return
@@ -342,33 +342,6 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 }
-
-// skipBody precedes a refusal sent without reading (all of) the request
-// body. Over HTTP/1.x net/http reads an unread body of up to 256 KiB
-// before it writes a reply, to keep the connection, so a client stalling
-// its body waited for its own 429 until the body timeout, holding a
-// goroutine. "Connection: close" makes the server answer at once; and as
-// it still reads what remains of the body before it closes (so that its
-// close does not reset the connection under an honest client's unread
-// answer), the read deadline bounds that to refusalGrace.
-//
-// HTTP/2 and HTTP/3 answer on the stream at once and must not carry the
-// header: the HTTP/2 server takes it for a GOAWAY of the whole connection,
-// which the page's other requests share, and HTTP/3 forbids
-// connection-specific fields.
-func skipBody(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor != 1 || r.ContentLength == 0 {
-		return
-	}
-	w.Header().Set("Connection", "close")
-	// A writer without deadlines (ErrNotSupported) still answers at once.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusalGrace))
-}
-
-// refusalGrace is how long an HTTP/1.x connection refused before its body
-// may go on sending that body before it is closed: net/http's own wait
-// before closing a connection whose request it cut short.
-const refusalGrace = 500 * time.Millisecond
 
 // refuse answers a rejection.
 func (h *Handler) refuse(w http.ResponseWriter, rej *rejection) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/ingest/store"
 )
@@ -114,7 +115,7 @@ func nelCORS(w http.ResponseWriter, origin string) {
 func (h *Handler) reportsPreflight(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	if !h.nelOriginAllowed(origin) {
-		skipBody(w, r)
+		access.RefuseBeforeBody(w, r)
 		h.rejectNEL(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q is not an origin this collector serves", origin))
 		return
 	}
@@ -131,13 +132,13 @@ func (h *Handler) reports(w http.ResponseWriter, r *http.Request) {
 	h.m.nelUploads.Inc()
 	origin := r.Header.Get("Origin")
 	if !h.nelOriginAllowed(origin) {
-		skipBody(w, r)
+		access.RefuseBeforeBody(w, r)
 		h.rejectNEL(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q is not an origin this collector serves", origin))
 		return
 	}
 	nelCORS(w, origin)
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != nelMediaType {
-		skipBody(w, r)
+		access.RefuseBeforeBody(w, r)
 		h.rejectNEL(w, http.StatusUnsupportedMediaType, ReasonContentType,
 			fmt.Sprintf("Content-Type %.60q, want %s", r.Header.Get("Content-Type"), nelMediaType))
 		return
@@ -145,7 +146,7 @@ func (h *Handler) reports(w http.ResponseWriter, r *http.Request) {
 	sub := h.submission(r, received)
 	sub.limiter = h.nelLimiter
 	if rej := h.gate(&sub); rej != nil {
-		skipBody(w, r)
+		access.RefuseBeforeBody(w, r)
 		h.refuseNEL(w, rej)
 		return
 	}
@@ -157,7 +158,7 @@ func (h *Handler) reports(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxNELBody()), (*bp)[:0])
 	*bp = body[:0]
 	if err != nil {
-		skipBody(w, r) // the rest of it
+		access.RefuseBeforeBody(w, r) // the rest of it
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			h.rejectNEL(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
 			return

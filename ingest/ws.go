@@ -72,7 +72,7 @@ func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
 	client, now := h.Clients.IP(r), time.Now()
 	if blocked, wait := h.Failures.Blocked(client, now); blocked {
 		retryAfter(w, wait)
-		h.reject(w, http.StatusTooManyRequests, ReasonRateLimited, "too many wrong tokens from this address; wait")
+		h.reject(w, http.StatusTooManyRequests, ReasonRateLimited, access.LockedOut(wait))
 		return
 	}
 	if !h.authorized(r) {

@@ -15,7 +15,7 @@ type headerValues struct {
 	probeAllow, getHead             []string
 	any, varyOrigin                 []string
 	preflightMethods, maxAge        []string
-	retryAfter1, connClose          []string
+	retryAfter1                     []string
 }
 
 func newHeaderValues() headerValues {
@@ -31,7 +31,6 @@ func newHeaderValues() headerValues {
 		preflightMethods: one("GET, HEAD, POST, OPTIONS"),
 		maxAge:           one("86400"),
 		retryAfter1:      one("1"),
-		connClose:        one("close"),
 	}
 }
 

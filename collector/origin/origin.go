@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/h3rum/h3rum/ingest/access"
 )
 
 // origin is one of the two test origins: the H3 origin (TCP with Alt-Svc,
@@ -99,8 +101,8 @@ func (o *testOrigin) admit(w http.ResponseWriter, r *http.Request, pi int) (ci *
 }
 
 // tooManyRequests refuses a request over MaxRequestsPerAddr before
-// reading anything of it. Over HTTP/1.1 the connection is closed, so that
-// the server does not wait for a body it will not read.
+// reading anything of it (over HTTP/1.1 closing the connection, see
+// access.RefuseBeforeBody).
 //
 //go:noinline
 func (o *testOrigin) tooManyRequests(w http.ResponseWriter, r *http.Request) {
@@ -108,9 +110,7 @@ func (o *testOrigin) tooManyRequests(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	o.srv.cors.apply(h, r, &o.srv.hdr) // so that the page can read the status
 	h["Retry-After"] = o.srv.hdr.retryAfter1
-	if r.ProtoMajor == 1 {
-		h["Connection"] = o.srv.hdr.connClose
-	}
+	access.RefuseBeforeBody(w, r)
 	o.reject(w, protoIndex(r.ProtoMajor), http.StatusTooManyRequests,
 		"too many requests: this address has "+strconv.FormatInt(o.srv.maxReqs, 10)+" in flight")
 }
