@@ -16,7 +16,11 @@ const (
 	BrowserOpera    = "Opera"
 	BrowserSafari   = "Safari"
 	BrowserSamsung  = "Samsung Internet"
-	BrowserOther    = "Other"
+	// BrowserWebKit is a WebKit browser that is not Apple's Safari: WebKitGTK
+	// (GNOME Web, MiniBrowser), WPE, the old Android browser. It says
+	// "Safari/" and "Version/" for compatibility, but not on an Apple platform.
+	BrowserWebKit = "WebKit"
+	BrowserOther  = "Other"
 	// BrowserAgent is `h3rum agent`, whatever its report says.
 	BrowserAgent = "Agent"
 )
@@ -103,12 +107,36 @@ func browserFromUA(ua string) (string, int) {
 		}
 	}
 	if strings.Contains(ua, "Safari/") {
+		if !applePlatform(ua) {
+			// WebKitGTK's "Version/" is no release of anything (2.50.6 says
+			// "Version/60.5"): the major is unknown.
+			return BrowserWebKit, 0
+		}
 		if i := strings.Index(ua, "Version/"); i >= 0 {
 			return BrowserSafari, leadingInt(ua[i+len("Version/"):])
 		}
 		return BrowserSafari, 0
 	}
 	return BrowserOther, 0
+}
+
+// applePlatform reports whether the User-Agent's platform, its first
+// parenthesis, is a Mac or an iOS device: only there is a Safari UA Safari.
+func applePlatform(ua string) bool {
+	i := strings.IndexByte(ua, '(')
+	if i < 0 {
+		return false
+	}
+	p := ua[i+1:]
+	if j := strings.IndexByte(p, ')'); j >= 0 {
+		p = p[:j]
+	}
+	for _, s := range []string{"Macintosh", "iPhone", "iPad", "iPod"} {
+		if strings.Contains(p, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // leadingInt parses the digits at the start of s ("121.0.6167" → 121),

@@ -23,6 +23,11 @@ func TestBrowser(t *testing.T) {
 		headless  = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/156.0.0.0 Safari/537.36"
 		samsung   = "Mozilla/5.0 (Linux; Android 13; SM-S901B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/23.0 Chrome/115.0.0.0 Mobile Safari/537.36"
 		opera     = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 OPR/106.0.0.0"
+		webkitgtk = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/60.5 Safari/605.1.15" // MiniBrowser 2.50.6
+		wpe       = "Mozilla/5.0 (Linux; aarch64) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Safari/605.1.15 WPE"
+		epiphany  = "Mozilla/5.0 (X11; Ubuntu; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Safari/605.1.15 Epiphany/605.1.15"
+		oldDroid  = "Mozilla/5.0 (Linux; U; Android 4.0.3; de-de; Galaxy S II Build/GRJ22) AppleWebKit/534.30 (KHTML, like Gecko) Version/4.0 Mobile Safari/534.30"
+		ipadOS    = "Mozilla/5.0 (iPad; CPU OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.2 Mobile/15E148 Safari/604.1"
 		googlebot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 	)
 	for _, tc := range []struct {
@@ -45,6 +50,13 @@ func TestBrowser(t *testing.T) {
 		{"edge ua", nil, edgeUA, BrowserEdge, 120, false, false},
 		{"firefox ua", nil, firefoxUA, BrowserFirefox, 122, false, false},
 		{"safari ua", nil, safariUA, BrowserSafari, 17, false, false},
+		{"safari ipad", nil, ipadOS, BrowserSafari, 17, false, false},
+		{"webkitgtk is not safari", nil, webkitgtk, BrowserWebKit, 0, false, false},
+		{"webkitgtk under webdriver", nil, webkitgtk, BrowserWebKit, 0, true, true},
+		{"wpe", nil, wpe, BrowserWebKit, 0, false, false},
+		{"epiphany", nil, epiphany, BrowserWebKit, 0, false, false},
+		{"old android browser", nil, oldDroid, BrowserWebKit, 0, false, false},
+		{"no platform", nil, "AppleWebKit/605.1.15 Version/17.0 Safari/605.1.15", BrowserWebKit, 0, false, false},
 		{"chrome ios", nil, iosChrome, BrowserChrome, 120, false, false},
 		{"samsung", nil, samsung, BrowserSamsung, 23, false, false},
 		{"opera", nil, opera, BrowserOpera, 106, false, false},
