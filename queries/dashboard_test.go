@@ -150,6 +150,17 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Errorf("cell %s: dashboard %v (present %v), API %v", k, g, ok, w)
 		}
 	}
+	// The verdicts open the page, as the API says them.
+	if len(rep.Verdicts) == 0 || strings.Index(dom, `id="verdicts"`) > strings.Index(dom, `id="report"`) {
+		t.Errorf("%d verdicts; the page's verdicts at %d, its table at %d", len(rep.Verdicts), strings.Index(dom, `id="verdicts"`), strings.Index(dom, `id="report"`))
+	}
+	text := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	for _, v := range rep.Verdicts {
+		li := fmt.Sprintf(`data-group="%s" data-verdict="%s">%s</li>`, v.Group, v.Verdict, text.Replace(v.Text))
+		if !strings.Contains(dom, li) {
+			t.Errorf("the page lacks the verdict %s", li)
+		}
+	}
 	for _, id := range []string{"chart-percentiles", "chart-availability", "chart-timeline", "hist-EU"} {
 		if !strings.Contains(dom, `id="`+id+`"`) {
 			t.Errorf("chart %s missing", id)

@@ -88,8 +88,8 @@ func judgeAll(t *testing.T, phase, sets, m int, shift, p float64) []Verdict {
 //     read faster in at least 80 % of data sets (not significantly fewer),
 //     and in at most 90 %: an MDE much too large would tell an operator to
 //     wait for runs that are not needed.
-//   - planted at half the runs: 300 runs and an effect of M·√2, which the
-//     rule (MDE ∝ 1/√runs) says 300 runs detect with 80 % power. Same
+//   - planted at half the runs: 300 runs and the MDE the null data sets
+//     state for 300 runs (MDEAt: M·√2, the MDE scaling as 1/√runs). Same
 //     bounds.
 //
 // "Significantly" is 2.5 binomial standard errors of the data sets: with
@@ -121,14 +121,16 @@ func TestPowerRuleBySimulation(t *testing.T) {
 	start := time.Now()
 
 	null := judgeAll(t, 0, sets, n, 0, p)
-	var mdes []float64
+	var mdes, halves []float64
 	for _, v := range null {
-		if v.MDEMS == nil {
+		half, ok := v.MDEAt(n / 2)
+		if v.MDEMS == nil || !ok {
 			t.Fatalf("null data set without an MDE: %+v", v)
 		}
-		mdes = append(mdes, *v.MDEMS)
+		mdes, halves = append(mdes, *v.MDEMS), append(halves, half)
 	}
 	slices.Sort(mdes)
+	slices.Sort(halves)
 	m := quantile7(mdes, 0.5)
 	alarms := count(null, VerdictFaster, VerdictSlower)
 	t.Logf("null, %d runs, %d data sets: a difference declared in %.1f %%; stated MDE median %.2f ms (10–90 %%: %.2f–%.2f)",
@@ -144,7 +146,7 @@ func TestPowerRuleBySimulation(t *testing.T) {
 		effect float64
 	}{
 		{"planted at the MDE", n, m},
-		{"planted at half the runs", n / 2, m * math.Sqrt(2)},
+		{"planted at half the runs", n / 2, quantile7(halves, 0.5)}, // M·√2, as MDEAt scales it
 	} {
 		vs := judgeAll(t, 1+c.runs, sets, c.runs, -c.effect, p)
 		hit := count(vs, VerdictFaster)
