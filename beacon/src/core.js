@@ -2,7 +2,7 @@
 // sample and report building. No DOM access here, so Node can test it.
 // The wire format is specified in ../PROTOCOL.md.
 
-export const VERSION = '1.2.0';
+export const VERSION = '1.3.0';
 
 // r rounds to 1 µs: it removes float noise, keeps Server-Timing's 3 decimals.
 const r = (x) => +x.toFixed(3);
@@ -23,17 +23,24 @@ const origin = (u) => {
 // rate is data-sample: the fraction of visits that run the test.
 export const rate = (s) => (s >= 0 && s <= 1 ? +s : 1);
 
-// runID is 32 hex digits from Math.random: unique per run, not secret.
-export const runID = () => {
+// runID is 32 hex digits, 128 bits from the CSPRNG (c is window.crypto).
+// The run id is the collector's exactly-once key: two runs that drew the
+// same id would make the second, real one look like a replay and drop it.
+// Math.random is no CSPRNG (V8's xorshift128+ has 128 bits of state for
+// every id of a page and is seeded per isolate), so it is not used even as
+// a fallback: without getRandomValues there is no run. The page's first
+// call costs Chromium about 0.6 ms (BenchmarkE2ERunID; later ones 20 µs),
+// so it is made in the idle callback, not while the script is evaluated.
+export const runID = (c) => {
   let s = '';
-  while (s.length < 32) s += ((Math.random() * 16) | 0).toString(16);
+  for (const x of c.getRandomValues(new Uint8Array(16))) s += (x + 256).toString(16).slice(1);
   return s;
 };
 
 // config turns the data-* attributes of the script element into the run's
-// parameters, with its id and the origin of its first batch (random unless
-// data-order says h2first), or a falsy value when the embedding is
-// unusable (an origin missing or invalid).
+// parameters, with the origin of its first batch (random unless data-order
+// says h2first), or a falsy value when the embedding is unusable (an
+// origin missing or invalid). The run's id is drawn when it starts.
 export function config(ds, src, host) {
   const h3 = origin(ds.h3), h2 = origin(ds.h2), ep = origin(ds.endpoint || src);
   return (
@@ -48,7 +55,6 @@ export function config(ds, src, host) {
       b: num(ds.bytes, 0, 1 << 24),
       trg: ds.trigger == 'manual' ? 'manual' : 'load',
       ep, // reports go to <ep>/beacon
-      id: runID(),
       first: ds.order == 'h2first' || Math.random() < 0.5 ? 'h2' : 'h3',
     }
   );

@@ -6,7 +6,7 @@
 // that is not sampled ends there. Everything else waits for an idle
 // callback after load, and nothing throws on the normal path.
 'use strict';
-import { VERSION, rate, config, sample, client, report } from './core.js';
+import { VERSION, rate, config, runID, sample, client, report } from './core.js';
 
 // K is the configuration given in the script's URL (/h3rum.js?h3=…&site=…):
 // the collector writes it here as an object, so the script never reads its
@@ -41,8 +41,10 @@ let cfg, started; // the run's configuration (core.js config)
 // start runs the test, once, in an idle callback after load.
 const start = m(() => {
   const N = navigator, L = location;
-  // Browsers with AbortSignal.timeout (2022) have fetch and Resource Timing.
-  if (D.hidden || N.connection?.saveData || !AbortSignal.timeout) return;
+  // Browsers with AbortSignal.timeout (2022) have fetch, Resource Timing
+  // and crypto.getRandomValues; the run id needs the last (core.js runID).
+  if (D.hidden || N.connection?.saveData || !AbortSignal.timeout || !W.crypto?.getRandomValues) return;
+  cfg.id = runID(W.crypto);
   const t0 = P.now(), samples = [], seen = {}, waiting = {};
   let sent, q = 0;
 

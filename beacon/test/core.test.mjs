@@ -21,12 +21,11 @@ test('config defaults and limits', () => {
   assert.ok(!config({ h2: 'https://h2.example.com', h3: 'not a url' }, src, 'x'), 'bad h3 origin');
   assert.ok(!config({ h2: 'https://h2.example.com', h3: 'https://h3.example.com' }, '', 'x'), 'no endpoint');
   const c = config({ h3: 'https://H3.example.com/x/', h2: 'https://h2.example.com:8443' }, src, 'shop.example');
-  const { id, first, ...rest } = c;
+  const { first, ...rest } = c;
   assert.deepEqual(rest, {
     h3: 'https://H3.example.com', h2: 'https://h2.example.com:8443', site: 'shop.example',
     n: 5, w: 2, b: 0, trg: 'load', ep: 'https://rum.example.com',
   });
-  assert.match(id, /^[0-9a-f]{32}$/);
   const firsts = new Set(Array.from({ length: 100 }, () => config({ h3: 'https://a', h2: 'https://b' }, src, 'h').first));
   assert.deepEqual([...firsts].sort(), ['h2', 'h3'], 'random order');
   const d = config(
@@ -114,10 +113,25 @@ test('client reads UA-CH and network information where present', () => {
   }), { br: [['Chromium', '156']], pf: 'Linux', mb: false, et: '4g', rtt: 50, dl: 10, wd: true });
 });
 
-test('runID', () => {
-  const ids = new Set(Array.from({ length: 1000 }, runID));
+test('runID: 128 bits from crypto.getRandomValues, as 32 hex digits', () => {
+  const ids = new Set(Array.from({ length: 1000 }, () => runID(globalThis.crypto)));
   assert.equal(ids.size, 1000);
   for (const id of ids) assert.match(id, /^[0-9a-f]{32}$/);
+  // Every byte becomes two digits, leading zero kept, in order.
+  const fixed = (bytes) => ({ getRandomValues: (a) => (a.set(bytes), a) });
+  assert.equal(runID(fixed([0, 1, 15, 16, 127, 128, 254, 255, 0, 0, 0, 0, 10, 11, 12, 13])),
+    '00010f107f80feff000000000a0b0c0d');
+  let asked;
+  runID({ getRandomValues: (a) => ((asked = a), a) });
+  assert.ok(asked instanceof Uint8Array && asked.length == 16, 'asks for 16 bytes');
+  // Math.random is never the source, not even as a fallback.
+  const random = Math.random;
+  Math.random = () => assert.fail('Math.random used for a run id');
+  try {
+    runID(globalThis.crypto);
+  } finally {
+    Math.random = random;
+  }
 });
 
 test('a full run of 2+1 warm-up and 5+5 parallel samples stays under 4 KiB', () => {
@@ -135,7 +149,7 @@ test('a full run of 2+1 warm-up and 5+5 parallel samples stays under 4 KiB', () 
     for (let i = 0; i < n; i++)
       samples.push(sample(q++, ph, w, entry({ nextHopProtocol: w, startTime: 1234.5678 + q * 37.1234,
         duration: 123.4567, serverTiming: sv(w, i + 1) }), 1000.0001, 0, q == 4 ? 'http_503' : ''));
-  const r = report({ ...cfg, first: 'h2' }, 'https://www.shop.example', false, 0.4567,
+  const r = report({ ...cfg, id: runID(globalThis.crypto), first: 'h2' }, 'https://www.shop.example', false, 0.4567,
     client({ userAgentData: { brands: [{ brand: 'Not)A;Brand', version: '8' }, { brand: 'Chromium', version: '156' },
       { brand: 'Google Chrome', version: '156' }], platform: 'Windows', mobile: false },
     connection: { effectiveType: '4g', rtt: 50, downlink: 10 } }), samples);
