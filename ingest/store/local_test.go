@@ -25,9 +25,8 @@ import (
 )
 
 func TestMigrateAppliesOnceThenNoop(t *testing.T) {
-	l := storetest.Private(t)
 	ctx := context.Background()
-	conn, err := store.Open(ctx, l.DSN())
+	conn, err := store.Open(ctx, storetest.DSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
