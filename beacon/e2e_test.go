@@ -45,6 +45,7 @@ type fixture struct {
 	slowHit  chan struct{} // a blocked H2 probe arrived
 	release  chan struct{}
 	connSeq  atomic.Int64
+	requests atomic.Int64 // to the H3 and H2 origins and POST /beacon
 	shutdown []func()
 }
 
@@ -134,6 +135,7 @@ func (f *fixture) serveTCP(ls []net.Listener, h http.Handler) {
 func (f *fixture) probe(origin string) http.Handler {
 	var h2reqs atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.requests.Add(1)
 		if r.URL.Path != "/probe" {
 			http.NotFound(w, r)
 			return
@@ -204,6 +206,8 @@ func (f *fixture) servePage(w http.ResponseWriter, r *http.Request) {
 			q.Del("endpoint")
 		case "unsampled":
 			q.Set("sample", "0")
+		case "consent":
+			q.Set("consent", "wait")
 		}
 		// The element's attributes, wrong on purpose, must not count.
 		fmt.Fprintf(w, `<!doctype html><html><head><meta charset="utf-8"><title>e2e</title>%s
@@ -211,9 +215,13 @@ func (f *fixture) servePage(w http.ResponseWriter, r *http.Request) {
 </head><body><p>page</p></body></html>`, site, beacon.ScriptName(), html.EscapeString(q.Encode()))
 		return
 	}
+	consent := "" // ?consent: the run waits for h3rum.consent()
+	if r.URL.Query().Has("consent") {
+		consent = ` data-consent="wait"`
+	}
 	fmt.Fprintf(w, `<!doctype html><html><head><meta charset="utf-8"><title>e2e</title>%s
-<script async src="/%s" data-h3="%s" data-h2="%s" data-site="e2e" data-sample="1" data-warmup="%d" data-parallel="%d"></script>
-</head><body><p>page</p></body></html>`, site, beacon.ScriptName(), f.h3, f.h2, e2eWarmup, e2eParallel)
+<script async src="/%s" data-h3="%s" data-h2="%s" data-site="e2e" data-sample="1" data-warmup="%d" data-parallel="%d"%s></script>
+</head><body><p>page</p></body></html>`, site, beacon.ScriptName(), f.h3, f.h2, e2eWarmup, e2eParallel, consent)
 }
 
 // serveSiteScript is a page's own script, the least any site runs: it
@@ -252,6 +260,7 @@ func (f *fixture) serveFloor(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fixture) serveBeacon(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, beacon.MaxReportBytes))
 	if err != nil {
 		f.reports <- result{err: fmt.Errorf("reading beacon: %w", err)}

@@ -154,6 +154,7 @@ func FuzzScriptConfig(f *testing.F) {
 		"h3=https%3A%2F%2Fh3.example.com&h2=https://h2.example.com&site=shop&sample=1e-2&parallel=20&warmup=0&bytes=0&trigger=manual&order=h2first&endpoint=http://i.example/",
 		"h3=https://h3.example.com&h2=https://h2.example.com&site=a&site=b", "h3=https://x&h2=https://y&sample=0x1p-2",
 		"h3=https://%E4%BE%8B.jp&h2=http://[::1]:1", "h3=https://a</script>&h2=https://b", "site=%E2%80%A8",
+		"h3=https://h3.example.com&h2=https://h2.example.com&consent=wait", "consent=wait",
 	} {
 		f.Add(s)
 	}

@@ -52,6 +52,7 @@ var scriptParams = map[string]func(string) error{
 	"bytes":    checkInt(0, 1<<24),
 	"trigger":  checkEnum("load", "manual"),
 	"order":    checkEnum("random", "h2first"),
+	"consent":  checkEnum("wait"),
 }
 
 // checkURLOrigin accepts an http(s) origin as the script reads it. Its

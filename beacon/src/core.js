@@ -54,6 +54,7 @@ export function config(ds, src, host) {
       w: num(ds.warmup, 2, 10),
       b: num(ds.bytes, 0, 1 << 24),
       trg: ds.trigger == 'manual' ? 'manual' : 'load',
+      wait: ds.consent == 'wait', // hold the run until h3rum.consent()
       ep, // reports go to <ep>/beacon
       first: ds.order == 'h2first' || Math.random() < 0.5 ? 'h2' : 'h3',
     }

@@ -1,5 +1,6 @@
 // h3rum: measures HTTP/3 against HTTP/2 from this browser and reports home.
-// Embedding and protocol: ../PROTOCOL.md. Only global: window.h3rum.
+// Embedding and protocol: ../PROTOCOL.md. Only global: window.h3rum. It
+// stores nothing in the browser: no cookie, no localStorage, no sessionStorage.
 //
 // A site owner must never notice the script on the main thread, so its
 // evaluation only reads its configuration and draws the sample: a visit
@@ -20,7 +21,7 @@ const K = '{config}';
 // sample 0.60 ms).
 const W = window, D = document;
 let P;
-const api = { version: VERSION, run() {} };
+const api = { version: VERSION, run() {}, consent() {} };
 let mt = 0; // main-thread ms used by this script's own callbacks
 
 // m wraps every callback the browser calls into this script: it keeps
@@ -113,8 +114,14 @@ const start = m(() => {
   })();
 });
 
+// Consent: with data-consent="wait" (consent=wait in the URL) nothing
+// after the evaluation happens until the page calls h3rum.consent(): no
+// request, no timer, and the script stores nothing, ever. A run asked for
+// while waiting (load, h3rum.run()) starts on consent.
+let ok, asked;
 const run = () =>
-  started || (started = W.requestIdleCallback ? requestIdleCallback(start, { timeout: 3e3 }) : setTimeout(start, 50));
+  !ok ? (asked = 1)
+  : started || (started = W.requestIdleCallback ? requestIdleCallback(start, { timeout: 3e3 }) : setTimeout(start, 50));
 
 // A second copy of the script on the page stays idle. currentScript is
 // there only while the script is evaluated; a configured URL without an
@@ -125,7 +132,9 @@ if (!W.h3rum) {
   if (c && Math.random() < rate(c.sample) && (P = W.performance))
     m(() => {
       if ((cfg = config(c, c.endpoint || D.currentScript.src, location.hostname))) {
+        ok = !cfg.wait;
         api.run = m(run);
+        api.consent = m(() => ((ok = 1), asked && run()));
         cfg.trg == 'load' && (D.readyState == 'complete' ? run() : W.addEventListener('load', api.run));
       }
     })();

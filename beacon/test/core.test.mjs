@@ -24,8 +24,10 @@ test('config defaults and limits', () => {
   const { first, ...rest } = c;
   assert.deepEqual(rest, {
     h3: 'https://H3.example.com', h2: 'https://h2.example.com:8443', site: 'shop.example',
-    n: 5, w: 2, b: 0, trg: 'load', ep: 'https://rum.example.com',
+    n: 5, w: 2, b: 0, trg: 'load', wait: false, ep: 'https://rum.example.com',
   });
+  for (const [consent, wait] of [['wait', true], ['', false], ['granted', false], ['WAIT', false], [undefined, false]])
+    assert.equal(config({ h3: 'https://a', h2: 'https://b', consent }, src, 'h').wait, wait, `consent ${consent}`);
   const firsts = new Set(Array.from({ length: 100 }, () => config({ h3: 'https://a', h2: 'https://b' }, src, 'h').first));
   assert.deepEqual([...firsts].sort(), ['h2', 'h3'], 'random order');
   const d = config(
