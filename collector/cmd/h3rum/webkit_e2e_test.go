@@ -53,7 +53,9 @@ func TestWebKitEndToEnd(t *testing.T) {
 	}
 	parallel := map[string]int{}
 	for i, r := range rows {
-		if r.errCode != "" || r.browser != ingest.BrowserWebKit || r.bot != 1 || r.duration <= 0 {
+		// WebKit's clock has whole milliseconds: a warm request on loopback
+		// may last 0 ms, so only a missing entry (-1) is wrong.
+		if r.errCode != "" || r.browser != ingest.BrowserWebKit || r.bot != 1 || r.duration < 0 {
 			t.Errorf("sample %d: error %q, browser %q (want WebKit), bot %d, duration %v", i, r.errCode, r.browser, r.bot, r.duration)
 		}
 		// WebKit shows Server-Timing (and transferSize) to same-origin
