@@ -16,6 +16,9 @@ const (
 	maxBrands      = 8
 	maxDepth       = 5
 	maxCount       = 1_000_000_000 // lost packets, requests per connection
+	// MaxScriptErrors is the most errors of one kind a report may count
+	// (x); a run makes at most a few hundred callbacks.
+	MaxScriptErrors = 65_535
 )
 
 // Reasons a report is rejected, for metrics labels (see DecodeError).

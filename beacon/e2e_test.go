@@ -109,6 +109,7 @@ func newFixture(t testing.TB, slowH2 bool) *fixture {
 	mux.HandleFunc("POST /beacon", f.serveBeacon)
 	mux.HandleFunc("GET /floor.js", f.serveFloor)
 	mux.HandleFunc("GET /site.js", serveSiteScript)
+	mux.HandleFunc("GET /broken.js", serveBrokenScript)
 	// Set before serving: handlers read it (the race detector sees no
 	// order through the browser).
 	f.page = fmt.Sprintf("https://localhost:%d/", port)
@@ -184,6 +185,9 @@ func (f *fixture) servePage(w http.ResponseWriter, r *http.Request) {
 	site := "" // ?site: the page has a script of its own, as sites do
 	if r.URL.Query().Has("site") {
 		site = `<script src="/site.js"></script>`
+	}
+	if r.URL.Query().Has("broken") { // a page that breaks what the script uses
+		site += `<script src="/broken.js"></script>`
 	}
 	if r.URL.Query().Has("floor") { // the same page with only the requests
 		src := "/floor.js"

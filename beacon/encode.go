@@ -104,6 +104,7 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if b, err = appendClient(b, &r.Client); err != nil {
 		return nil, err
 	}
+	b = appendScriptErrors(b, &r.ScriptErrors)
 	b = append(b, `,"s":[`...)
 	for i := range r.Samples {
 		if i > 0 {
@@ -114,6 +115,33 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 		}
 	}
 	return append(b, "]}"...), nil
+}
+
+// appendScriptErrors appends ,"x":{…} with the kinds that have errors, or
+// nothing when none has.
+func appendScriptErrors(b []byte, e *ScriptErrors) []byte {
+	if *e == (ScriptErrors{}) {
+		return b
+	}
+	b = append(b, `,"x":{`...)
+	sep := false
+	for _, f := range []struct {
+		key string
+		n   int
+	}{{"idle", e.Idle}, {"warmup", e.Warmup}, {"batch", e.Batch}, {"timing", e.Timing}, {"send", e.Send}} {
+		if f.n == 0 {
+			continue
+		}
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, '"')
+		b = append(b, f.key...)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, int64(f.n), 10)
+	}
+	return append(b, '}')
 }
 
 // appendClient appends ,"c":{…}, or nothing when the client is the value

@@ -134,10 +134,22 @@ func genReport(rng *rand.Rand) *Report {
 	if r.Partial {
 		seqs = seqs[:1+rng.IntN(total)]
 	}
+	if rng.IntN(4) == 0 { // the script's own errors, and a run they cut short
+		e := &r.ScriptErrors
+		for _, n := range []*int{&e.Idle, &e.Warmup, &e.Batch, &e.Timing, &e.Send} {
+			if rng.IntN(2) == 0 {
+				*n = 1 + rng.IntN(MaxScriptErrors)
+			}
+		}
+		if e.Total() > 0 {
+			seqs = seqs[:rng.IntN(len(seqs)+1)]
+		}
+	}
 	first, second := ProtoH3, ProtoH2
 	if p.Order == "h2first" {
 		first, second = second, first
 	}
+	r.Samples = []Sample{} // as Decode makes it, also for a run cut short before any
 	for _, q := range seqs {
 		s := Sample{Seq: q, Phase: PhaseParallel, Want: second, Got: protos[rng.IntN(4)], Start: dur(false),
 			Duration: dur(true), DNS: dur(true), Connect: dur(true), TLS: dur(true), TTFB: dur(true), Download: dur(true),

@@ -401,6 +401,10 @@ func (p *fastParser) report(w *wireReport) {
 			w.C = &wireClient{}
 			p.client(w.C)
 			return 8
+		case "x":
+			w.X = &wireErrors{}
+			p.scriptErrors(w.X)
+			return 10
 		case "s":
 			w.S = p.samples[:0]
 			p.array(func() {
@@ -434,6 +438,29 @@ func (p *fastParser) params(w *wireParams) {
 			return 3
 		case "trg":
 			w.Trg = p.str()
+			return 4
+		}
+		return -1
+	})
+}
+
+func (p *fastParser) scriptErrors(w *wireErrors) {
+	p.object(func(k string) int {
+		switch k {
+		case "idle":
+			w.Idle = p.integer()
+			return 0
+		case "warmup":
+			w.Warmup = p.integer()
+			return 1
+		case "batch":
+			w.Batch = p.integer()
+			return 2
+		case "timing":
+			w.Timing = p.integer()
+			return 3
+		case "send":
+			w.Send = p.integer()
 			return 4
 		}
 		return -1

@@ -28,6 +28,12 @@ func FuzzDecode(f *testing.F) {
 		delete(s.(map[string]any), "sv")
 	}
 	f.Add(marshal(f, minimal))
+	failed := validReport() // the script's own errors cut the run short
+	failed["x"] = map[string]any{"batch": 2, "timing": 1}
+	failed["s"] = failed["s"].([]any)[:4]
+	f.Add(marshal(f, failed))
+	failed["s"] = []any{}
+	f.Add(marshal(f, failed))
 	hint := validReport()
 	hint["c"].(map[string]any)["et"] = `=HYPERLINK("https://x.example")`
 	f.Add(marshal(f, hint))
@@ -54,7 +60,7 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		total := r.Params.Warmup + 1 + 2*r.Params.Parallel
-		if len(r.Samples) == 0 || len(r.Samples) > total || len(r.Samples) > MaxSamples {
+		if len(r.Samples) == 0 && r.ScriptErrors.Total() == 0 || len(r.Samples) > total || len(r.Samples) > MaxSamples {
 			t.Fatalf("%d samples for %+v", len(r.Samples), r.Params)
 		}
 		seen := map[int]bool{}
@@ -67,6 +73,14 @@ func FuzzDecode(f *testing.F) {
 				if d < 0 && d != -1 {
 					t.Fatalf("duration %g", d)
 				}
+			}
+		}
+		if !r.Partial && r.ScriptErrors.Total() == 0 && len(r.Samples) != total {
+			t.Fatalf("complete run without errors has %d of %d samples", len(r.Samples), total)
+		}
+		for _, n := range []int{r.ScriptErrors.Idle, r.ScriptErrors.Warmup, r.ScriptErrors.Batch, r.ScriptErrors.Timing, r.ScriptErrors.Send} {
+			if n < 0 || n > MaxScriptErrors {
+				t.Fatalf("script errors %+v", r.ScriptErrors)
 			}
 		}
 		if et := r.Client.EffectiveType; et != "" && !slices.Contains(EffectiveTypes[:], et) {
@@ -88,11 +102,16 @@ func FuzzFastPath(f *testing.F) {
 	minimal := validReport()
 	delete(minimal, "c")
 	f.Add(marshal(f, minimal))
+	failed := validReport()
+	failed["x"] = map[string]any{"idle": 1, "send": 65535}
+	f.Add(marshal(f, failed))
 	for _, s := range []string{
 		`{"v":1}`, `{"v":1,"s":[]}`, `{"v":1,"c":{"br":[[],["a"],["a","b","c"]]}}`, `{"v":1,"c":{"br":[]}}`,
 		`{"v":1,"par":{}}`, `{"v":1,"v":1}`, `{"V":1}`, `{"v":1.0}`, `{"v":1e0}`, `{"v":-0}`, `{"v":1,"mt":1e400}`,
 		`{"v":1,"id":"\u0041"}`, `{"v":1,"id":"é"}`, `{"v":1,"p":null}`, ` {"v":1} `, `{"v":1}x`, `{"v":1}}`,
 		`{"v":1,"s":[{"q":01}]}`, `{"v":1,"s":[{"q":1.5}]}`, `{"v":1,"s":[{"sv":{"lost":99999999999999999999}}]}`,
+		`{"v":1,"x":{"idle":1,"warmup":2,"batch":3,"timing":4,"send":5}}`, `{"v":1,"x":{}}`, `{"v":1,"x":{"batch":1,"batch":1}}`,
+		`{"v":1,"x":{"boot":1}}`, `{"v":1,"x":{"send":1.0}}`, `{"v":1,"x":{"send":"1"}}`, `{"v":1,"x":[]}`, `{"v":1,"x":null}`,
 		`{"v":1,"c":{"et":"slow-2g"}}`, `{"v":1,"c":{"et":"=HYPERLINK(1)"}}`, `{"v":1,"c":{"et":""}}`, `{"v":1,"c":{"et":4}}`,
 	} {
 		f.Add([]byte(s))

@@ -50,8 +50,23 @@ type Report struct {
 	MainThreadMS  float64  // main-thread time the script itself used during the run, ms
 	Params        Params
 	Client        Client
+	ScriptErrors  ScriptErrors // the script's own failures in this run; zero from scripts before 1.3.0
 	Samples       []Sample
 }
+
+// ScriptErrors counts the exceptions the script caught in its own code
+// during a run, by the stage it was in (PROTOCOL.md, "x"). A run with any
+// may have ended early: it is reported with the samples it has.
+type ScriptErrors struct {
+	Idle   int // the idle callback that starts the run
+	Warmup int // a warm-up request: its fetch, response or body
+	Batch  int // a parallel request: its fetch, response or body
+	Timing int // reading a request's Resource Timing entry and building its sample
+	Send   int // building or sending the report
+}
+
+// Total is the number of errors of every kind.
+func (e ScriptErrors) Total() int { return e.Idle + e.Warmup + e.Batch + e.Timing + e.Send }
 
 // Params are the test parameters the run used.
 type Params struct {

@@ -67,10 +67,36 @@ func (w *wireReport) report() (*Report, error) {
 			return nil, err
 		}
 	}
+	if w.X != nil {
+		if err := w.X.scriptErrors(&r.ScriptErrors); err != nil {
+			return nil, err
+		}
+	}
 	if err := w.samples(r); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+func (w *wireErrors) scriptErrors(e *ScriptErrors) error {
+	for _, f := range []struct {
+		name string
+		v    *int
+		to   *int
+	}{{"x.idle", w.Idle, &e.Idle}, {"x.warmup", w.Warmup, &e.Warmup}, {"x.batch", w.Batch, &e.Batch}, {"x.timing", w.Timing, &e.Timing}, {"x.send", w.Send, &e.Send}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < 1 || *f.v > MaxScriptErrors {
+			reason := ReasonValue
+			if *f.v > MaxScriptErrors {
+				reason = ReasonLimit
+			}
+			return errorf(reason, "%s is %d, want 1 to %d", f.name, *f.v, MaxScriptErrors)
+		}
+		*f.to = *f.v
+	}
+	return nil
 }
 
 func (w *wireParams) params(p *Params) error {
@@ -175,10 +201,13 @@ func (w *wireReport) samples(r *Report) error {
 	if len(w.S) > total {
 		return errorf(ReasonLimit, "%d samples, the parameters allow %d", len(w.S), total)
 	}
-	if len(w.S) == 0 {
+	// A run the script's own error cut short goes out with what it has,
+	// possibly nothing: x says why samples are missing.
+	failed := r.ScriptErrors.Total() > 0
+	if len(w.S) == 0 && !failed {
 		return errorf(ReasonValue, "no samples")
 	}
-	if !r.Partial && len(w.S) != total {
+	if !r.Partial && !failed && len(w.S) != total {
 		return errorf(ReasonValue, "complete run with %d samples, the parameters say %d", len(w.S), total)
 	}
 	first, second := ProtoH3, ProtoH2

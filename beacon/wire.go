@@ -24,7 +24,15 @@ type (
 		MT   *float64     `json:"mt"`
 		Par  *wireParams  `json:"par"`
 		C    *wireClient  `json:"c"`
+		X    *wireErrors  `json:"x"`
 		S    []wireSample `json:"s"`
+	}
+	wireErrors struct {
+		Idle   *int `json:"idle"`
+		Warmup *int `json:"warmup"`
+		Batch  *int `json:"batch"`
+		Timing *int `json:"timing"`
+		Send   *int `json:"send"`
 	}
 	wireParams struct {
 		N   *int    `json:"n"`

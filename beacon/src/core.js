@@ -131,8 +131,9 @@ export function client(nav) {
   };
 }
 
-// report assembles the payload.
-export const report = (cfg, o, partial, mt, c, samples) => ({
+// report assembles the payload; x, the script's own errors by kind, only
+// when there are any.
+export const report = (cfg, o, partial, mt, c, samples, x = {}) => ({
   v: 1,
   id: cfg.id,
   site: cfg.site,
@@ -142,5 +143,6 @@ export const report = (cfg, o, partial, mt, c, samples) => ({
   mt: r(mt),
   par: { n: cfg.n, w: cfg.w, b: cfg.b, ord: cfg.first + 'first', trg: cfg.trg },
   c,
+  x: Object.keys(x).length ? x : undefined,
   s: samples,
 });

@@ -23,15 +23,21 @@ const W = window, D = document;
 let P;
 const api = { version: VERSION, run() {}, consent() {} };
 let mt = 0; // main-thread ms used by this script's own callbacks
+// x counts the exceptions caught in the run's callbacks by kind, the stage
+// of the run (PROTOCOL.md, "x"), so that a browser where the script breaks
+// shows up as a cause, not only as fewer runs.
+const x = {}, fail = (k) => (x[k] = (x[k] | 0) + 1);
 
 // m wraps every callback the browser calls into this script: it keeps
-// exceptions out of the page and adds the callback's time to mt. Wrapped
-// functions never call each other synchronously, so nothing counts twice.
-const m = (f) => (a) => {
+// exceptions out of the page, counts them under kind k (when given) and
+// adds the callback's time to mt. Wrapped functions never call each other
+// synchronously, so nothing counts twice.
+const m = (f, k) => (a) => {
   const t = P.now();
   try {
     return f(a);
   } catch {
+    k && fail(k);
   } finally {
     mt += P.now() - t;
   }
@@ -50,19 +56,20 @@ const start = m(() => {
   let sent, q = 0;
 
   // send reports once per run: on completion, or partial when the page is
-  // hidden or unloads first. mt is read before send's own time is added.
+  // hidden or unloads first; with the script's errors, whatever it has.
+  // mt is read before send's own time is added.
   const send = m((partial) => {
     if (sent) return;
     sent = 1; // a hidden page ends the run, with or without a report
     po.disconnect();
-    if (partial && !samples.length) return;
-    const r = report(cfg, L.origin, partial, mt, client(N), samples);
+    if (partial && !samples.length && !Object.keys(x).length) return;
+    const r = report(cfg, L.origin, partial, mt, client(N), samples, x);
     // A string goes out as text/plain: CORS-safelisted, no preflight. The
     // endpoint is an http(s) origin, so sendBeacon does not throw; when it
     // refuses (the keepalive quota), a keepalive fetch would be refused too.
     N.sendBeacon(cfg.ep + '/beacon', JSON.stringify(r));
     D.dispatchEvent(new CustomEvent('h3rum:report', { detail: r }));
-  });
+  }, 'send');
   D.addEventListener('visibilitychange', () => D.hidden && send(true));
   W.addEventListener('pagehide', () => send(true));
 
@@ -71,7 +78,7 @@ const start = m(() => {
   // has queued an entry by the time its body has arrived; taking it then
   // (takeRecords) leaves the observer's callback nothing to do.
   const found = (e) => ((seen[e.name] = e), waiting[e.name]?.(e));
-  const po = new PerformanceObserver(m((l) => l.getEntries().forEach(found)));
+  const po = new PerformanceObserver(m((l) => l.getEntries().forEach(found), 'timing'));
   po.observe({ type: 'resource' });
   const entry = (url) => {
     po.takeRecords().forEach(found);
@@ -84,8 +91,9 @@ const start = m(() => {
     );
   };
 
-  // probe makes one request and adds its sample.
-  const probe = (ph, w) =>
+  // probe makes one request and adds its sample; its errors count as the
+  // phase's (k) until the response is read, then as reading its timing.
+  const probe = (ph, w, k = ph == 'w' ? 'warmup' : 'batch') =>
     m(() => {
       if (sent) return;
       const s = q++, at = P.now();
@@ -96,23 +104,27 @@ const start = m(() => {
         credentials: 'omit',
         signal: AbortSignal.timeout(1e4),
       })
-        .then(m((r) => ((url = r.url), r.ok || (err = 'http_' + r.status), r.arrayBuffer())))
-        .catch(m((e) => ((url = 0), (err = e.name == 'TimeoutError' ? 'timeout' : 'network'))))
+        .then(m((r) => ((url = r.url), r.ok || (err = 'http_' + r.status), r.arrayBuffer()), k))
+        .catch(m((e) => ((url = 0), (err = e.name == 'TimeoutError' ? 'timeout' : 'network')), k))
         // Failed fetches leave no entry: wait for one only after a response.
-        .then(m(() => url && entry(url)))
-        .then(m((e) => sent || samples.push(sample(s, ph, w, e, t0, at, err))));
-    })();
+        .then(m(() => url && entry(url), 'timing'))
+        .then(m((e) => sent || samples.push(sample(s, ph, w, e, t0, at, err)), 'timing'));
+    }, k)();
 
   const batch = (w) => Promise.all(Array.from({ length: cfg.n }, () => probe('p', w)));
   (async () => {
     await 0; // go on once start has returned: every wrapped callback is timed once
-    for (let i = 0; i < cfg.w; i++) await probe('w', 'h3');
-    await probe('w', 'h2');
-    await batch(cfg.first);
-    await batch(cfg.first == 'h2' ? 'h3' : 'h2');
+    try {
+      for (let i = 0; i < cfg.w; i++) await probe('w', 'h3');
+      await probe('w', 'h2');
+      await batch(cfg.first);
+      await batch(cfg.first == 'h2' ? 'h3' : 'h2');
+    } catch {
+      fail('idle'); // the run's own sequence broke: report what it has
+    }
     send(false);
   })();
-});
+}, 'idle');
 
 // Consent: with data-consent="wait" (consent=wait in the URL) nothing
 // after the evaluation happens until the page calls h3rum.consent(): no

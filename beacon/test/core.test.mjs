@@ -136,6 +136,16 @@ test('runID: 128 bits from crypto.getRandomValues, as 32 hex digits', () => {
   }
 });
 
+test('report carries the script errors only when there are some', () => {
+  const cfg = { ...config({ h3: 'https://a', h2: 'https://b' }, 'https://c/h3rum.js', 'h'), id: 'i', first: 'h3' };
+  const keys = (r) => Object.keys(JSON.parse(JSON.stringify(r)));
+  assert.deepEqual(keys(report(cfg, 'https://p', false, 0, {}, [])), ['v', 'id', 'site', 'o', 'bv', 'p', 'mt', 'par', 'c', 's']);
+  assert.deepEqual(keys(report(cfg, 'https://p', false, 0, {}, [], {})), ['v', 'id', 'site', 'o', 'bv', 'p', 'mt', 'par', 'c', 's']);
+  const r = JSON.parse(JSON.stringify(report(cfg, 'https://p', false, 0, {}, [], { batch: 2, send: 1 })));
+  assert.deepEqual(Object.keys(r), ['v', 'id', 'site', 'o', 'bv', 'p', 'mt', 'par', 'c', 'x', 's']);
+  assert.deepEqual(r.x, { batch: 2, send: 1 });
+});
+
 test('a full run of 2+1 warm-up and 5+5 parallel samples stays under 4 KiB', () => {
   const cfg = config({ h3: 'https://h3.rumtest.example.com', h2: 'https://h2.rumtest.example.com', site: 'shop' },
     'https://rumtest.example.com/h3rum.js', 'x');
