@@ -35,9 +35,9 @@ const (
 
 // Defaults of VerdictRule, and the rule's fixed levels.
 const (
-	DefaultVerdictP = 95 // Dropbox's headline percentile: HTTP/3's gain lives in the tail
-	DefaultEffectMS = 10 // the effect of interest for "how many more runs"
-	VerdictLevel    = 0.95
+	DefaultVerdictP = 95   // Dropbox's headline percentile: HTTP/3's gain lives in the tail
+	DefaultEffectMS = 10   // the effect of interest for "how many more runs"
+	VerdictLevel    = 0.95 // the bootstrap intervals' (interval, bootstrap.go), which the verdict reads
 	VerdictPower    = 0.80
 )
 
