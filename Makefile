@@ -5,7 +5,10 @@ SHELL := /bin/bash
 GO        ?= go
 BIN       := bin/h3rum
 DATA_DIR  ?= ./var
-APT_PKGS  := chromium firefox-esr libnss3-tools webkit2gtk-driver xvfb clickhouse-server clickhouse-client libzookeeper-java libslf4j-java default-jre-headless nodejs npm ca-certificates systemd
+# Debian's nodejs comes without npm; NodeSource's (and others') brings its own, which Debian's npm
+# package would conflict with: npm is installed only when the command is missing.
+NPM_PKG   := $(if $(shell command -v npm),,npm)
+APT_PKGS  := chromium firefox-esr libnss3-tools webkit2gtk-driver xvfb clickhouse-server clickhouse-client libzookeeper-java libslf4j-java default-jre-headless nodejs $(NPM_PKG) ca-certificates systemd
 # ClickHouse 26.x as a library, the tests' second engine (make chdb), cached outside the repository
 CHDB_VERSION := 26.7.3-stable.1
 CHDB_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/h3rum/chdb/$(CHDB_VERSION)
