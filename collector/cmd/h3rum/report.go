@@ -29,6 +29,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.By, "by", queries.DefaultBy, "grouping: "+strings.Join(queries.Groupings(), ", ")+" (collector: the POP whose probe served the samples)")
 	fs.StringVar(&format, "format", "table", "output: table, json or csv")
 	fs.IntVar(&o.MinRuns, "min-runs", 30, "groups with fewer runs are marked too small")
+	fs.Float64Var(&o.VerdictP, "verdict-p", queries.DefaultVerdictP, "the percentile the verdicts judge: 50, 75, 90, 95 or 99")
+	fs.Float64Var(&o.EffectMS, "effect-ms", queries.DefaultEffectMS, "the difference, in ms, for which each verdict says how many more runs would detect it")
 	fs.BoolVar(&warmup, "include-warmup", false, "include warm-up requests")
 	fs.BoolVar(&failed, "include-failed", false, "include failed requests in the percentiles")
 	fs.BoolVar(&bots, "include-bots", false, "include runs from headless or automated browsers")
