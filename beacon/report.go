@@ -58,7 +58,7 @@ type Report struct {
 // during a run, by the stage it was in (PROTOCOL.md, "x"). A run with any
 // may have ended early: it is reported with the samples it has.
 type ScriptErrors struct {
-	Idle   int // the idle callback that starts the run
+	Idle   int // the run's sequence of requests (the idle callback that starts it)
 	Warmup int // a warm-up request: its fetch, response or body
 	Batch  int // a parallel request: its fetch, response or body
 	Timing int // reading a request's Resource Timing entry and building its sample
