@@ -187,7 +187,7 @@ func (f *fixture) servePage(w http.ResponseWriter, r *http.Request) {
 		site = `<script src="/site.js"></script>`
 	}
 	if r.URL.Query().Has("broken") { // a page that breaks what the script uses
-		site += `<script src="/broken.js"></script>`
+		site += `<script src="/broken.js?` + html.EscapeString(r.URL.Query().Get("broken")) + `"></script>`
 	}
 	if r.URL.Query().Has("floor") { // the same page with only the requests
 		src := "/floor.js"

@@ -53,7 +53,7 @@ const start = m(() => {
   if (D.hidden || N.connection?.saveData || !AbortSignal.timeout || !W.crypto?.getRandomValues) return;
   cfg.id = runID(W.crypto);
   const t0 = P.now(), samples = [], seen = {}, waiting = {};
-  let sent, q = 0;
+  let sent, po, q = 0;
 
   // send reports once per run: on completion, or partial when the page is
   // hidden or unloads first; with the script's errors, whatever it has.
@@ -61,7 +61,7 @@ const start = m(() => {
   const send = m((partial) => {
     if (sent) return;
     sent = 1; // a hidden page ends the run, with or without a report
-    po.disconnect();
+    po?.disconnect();
     if (partial && !samples.length && !Object.keys(x).length) return;
     const r = report(cfg, L.origin, partial, mt, client(N), samples, x);
     // A string goes out as text/plain: CORS-safelisted, no preflight. The
@@ -78,10 +78,15 @@ const start = m(() => {
   // has queued an entry by the time its body has arrived; taking it then
   // (takeRecords) leaves the observer's callback nothing to do.
   const found = (e) => ((seen[e.name] = e), waiting[e.name]?.(e));
-  const po = new PerformanceObserver(m((l) => l.getEntries().forEach(found), 'timing'));
-  po.observe({ type: 'resource' });
+  // Where the page broke the observer the run goes on, its samples without
+  // entries ("noentry"), and the report says why (x.timing).
+  try {
+    (po = new PerformanceObserver(m((l) => l.getEntries().forEach(found), 'timing'))).observe({ type: 'resource' });
+  } catch {
+    fail('timing');
+  }
   const entry = (url) => {
-    po.takeRecords().forEach(found);
+    po?.takeRecords().forEach(found);
     return (
       seen[url] ||
       new Promise((res) => {
