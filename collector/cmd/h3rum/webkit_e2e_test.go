@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"maps"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/beacon/firefox"
 	"github.com/h3rum/h3rum/beacon/webkit"
 	"github.com/h3rum/h3rum/ingest"
 	"github.com/h3rum/h3rum/ingest/store"
@@ -20,22 +24,22 @@ import (
 // for localhost. Its network stack, libsoup, speaks HTTP/2 but not HTTP/3:
 // the H3 origin's Alt-Svc is never taken up, so the H3 batch is the
 // fallback outcome, "wanted h3, got h2", and the run is excluded from the
-// headline as one, under the browser family "WebKit", not "Safari".
+// headline as one, under the browser family "WebKit", not "Safari". Then
+// one run each of Chromium and Firefox, where installed, and the report by
+// browser must show the three engines side by side.
 func TestWebKitEndToEnd(t *testing.T) {
 	if _, _, err := webkit.Find(webkit.Options{}); err != nil {
 		t.Skipf("WebKitGTK is not installed (make deps installs it): %v", err)
 	}
 	const site = "wk"
-	ts := startServe(t, "--sites", site)
+	ts := startServe(t, "--sites", site+",wk-chromium,wk-firefox")
 	d, ok := ts.srv.DevCert()
 	if !ok {
 		t.Fatal("no development certificate")
 	}
-	q := url.Values{"h3": {ts.h3}, "h2": {ts.h2}, "site": {site}, "sample": {"1"}, "endpoint": {ts.h3}}
-	page := pageOrigin(t, fmt.Sprintf(`<!doctype html><title>shop</title><p>page
-<script async src="%s/h3rum.js?%s"></script>`, ts.h3, html.EscapeString(q.Encode())))
+	page := enginePage(t, ts, site)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
 	b, err := webkit.Start(ctx, page, webkit.Options{Certificates: []webkit.Certificate{{Host: "localhost", File: d.CertFile}}})
@@ -125,4 +129,76 @@ func TestWebKitEndToEnd(t *testing.T) {
 	if a := g.Availability; a == nil || a.GotH3 != 0 || a.WantedH3 == 0 || a.Share != 0 {
 		t.Errorf("HTTP/3 availability in WebKit: %+v, want none of what wanted it", a)
 	}
+	b.Close()
+
+	// The three engines side by side, as a site owner reads them: one run
+	// each of Chromium and Firefox beside WebKit's, in one report by
+	// browser. Their protocols are checked by their own tests; here, that
+	// each is its own group and only WebKit's H3 batch fell back.
+	if _, err := chromium.Find(""); err != nil {
+		t.Logf("REPORT WITH THREE ENGINES NOT CHECKED: %v", err)
+		return
+	}
+	if _, err := firefox.Find(""); err != nil {
+		t.Logf("REPORT WITH THREE ENGINES NOT CHECKED: %v", err)
+		return
+	}
+	for _, e := range []struct {
+		site  string
+		start func(page string) (interface{ Close() error }, error)
+	}{
+		{"wk-chromium", func(page string) (interface{ Close() error }, error) {
+			return chromium.Start(ctx, page, chromium.Options{SPKI: []string{d.SPKI}})
+		}},
+		{"wk-firefox", func(page string) (interface{ Close() error }, error) {
+			return firefox.Start(ctx, page, firefox.Options{CAFile: d.CAFile})
+		}},
+	} {
+		b, err := e.start(enginePage(t, ts, e.site))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := storedSamples(t, ctx, conn, e.site)
+		b.Close()
+		if len(rows) != 13 {
+			t.Fatalf("%s: got %d samples, want 13", e.site, len(rows))
+		}
+	}
+	groups := map[string]*queries.Group{}
+	waitFor(t, 30*time.Second, "three runs in the report by browser", func() (bool, error) {
+		rep, err := queries.Run(ctx, conn, queries.Options{By: "browser", IncludeBots: true, IncludeExcluded: true, Source: queries.SourceRaw})
+		if err != nil {
+			return false, err
+		}
+		runs := 0
+		clear(groups)
+		for i := range rep.Groups {
+			groups[rep.Groups[i].Group] = &rep.Groups[i]
+			runs += rep.Groups[i].Runs
+		}
+		return runs >= 3, nil
+	})
+	for _, b := range []string{ingest.BrowserChromium, ingest.BrowserFirefox, ingest.BrowserWebKit} {
+		g := groups[b]
+		if g == nil || g.Runs != 1 {
+			t.Errorf("report by browser: %s group %+v, want one run (groups: %v)", b, g, slices.Collect(maps.Keys(groups)))
+			continue
+		}
+		gotH3 := g.H3 != nil && g.H3.Samples == 5
+		if fellBack := g.WantedH3GotH2 != nil && g.WantedH3GotH2.Samples == 5; gotH3 == (b == ingest.BrowserWebKit) || fellBack != (b == ingest.BrowserWebKit) {
+			t.Errorf("report by browser, %s: h3 %+v, wanted h3 got h2 %+v; want HTTP/3 in Chromium and Firefox, the fallback in WebKit alone", b, g.H3, g.WantedH3GotH2)
+		}
+	}
+	if len(groups) != 3 {
+		t.Errorf("report by browser has groups %v, want Chromium, Firefox and WebKit", slices.Collect(maps.Keys(groups)))
+	}
+}
+
+// enginePage serves a page embedding the script for site, configured by
+// its URL as the README recommends.
+func enginePage(t *testing.T, ts *testServe, site string) string {
+	t.Helper()
+	q := url.Values{"h3": {ts.h3}, "h2": {ts.h2}, "site": {site}, "sample": {"1"}, "endpoint": {ts.h3}}
+	return pageOrigin(t, fmt.Sprintf(`<!doctype html><title>shop</title><p>page
+<script async src="%s/h3rum.js?%s"></script>`, ts.h3, html.EscapeString(q.Encode())))
 }
