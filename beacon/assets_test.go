@@ -41,7 +41,7 @@ func TestDistFresh(t *testing.T) {
 // TestScriptSize holds the budget: minified and gzipped h3rum.js ≤ 2,304
 // bytes. It was 2,048 until 1.3.0, whose run ids from the CSPRNG, consent
 // and counts of the script's own errors took the script from 2,041 to
-// 2,236 bytes.
+// 2,245 bytes.
 func TestScriptSize(t *testing.T) {
 	const budget = 2304
 	t.Logf("h3rum.js: %d bytes minified, %d gzip, %d brotli", len(scriptJS), len(scriptGzip), len(scriptBrotli))
