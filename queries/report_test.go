@@ -21,6 +21,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/synth"
 )
@@ -117,6 +118,9 @@ func keyOf(s synth.Sample, by string) string {
 	}[by]
 	if by == "asn" && s.ASN != 0 {
 		v = "AS" + strconv.Itoa(int(s.ASN))
+	}
+	if by == "connection" && !slices.Contains(beacon.EffectiveTypes[:], v) {
+		v = "" // free text stored before c.et kept to its vocabulary
 	}
 	if v == "" {
 		return "unknown"

@@ -32,9 +32,11 @@ var groupExpr = map[string]string{
 	"subdivision": "if(subdivision = '', 'unknown', subdivision)",
 	"asn":         "if(asn = 0, 'unknown', concat('AS', toString(asn)))",
 	"browser":     "if(browser = '', 'unknown', browser)",
-	"connection":  "if(ect = '', 'unknown', ect)",
-	"collector":   "if(collector = '', 'unknown', collector)",
-	"none":        "materialize('all')", // a column, not a constant: Distributed tables (cluster mode) refuse a constant grouping key
+	// Rows stored before c.et kept to its vocabulary (beacon.EffectiveTypes)
+	// may hold free text: it groups as unknown, as the decoder stores it now.
+	"connection": "if(ect IN ('slow-2g', '2g', '3g', '4g'), ect, 'unknown')",
+	"collector":  "if(collector = '', 'unknown', collector)",
+	"none":       "materialize('all')", // a column, not a constant: Distributed tables (cluster mode) refuse a constant grouping key
 }
 
 // query returns the embedded SQL file name with o's grouping, the
