@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/acme/autocert"
+
+	"github.com/h3rum/h3rum/ingest/access"
 )
 
 // DevCert describes the development certificate the server uses when
@@ -116,7 +118,7 @@ func loadOrCreateDevCert(dir string, now time.Time, logger *slog.Logger, hosts .
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 
-	if certPEM, err := os.ReadFile(d.CertFile); err == nil {
+	if certPEM, err := access.ReadPrivate(d.CertFile); err == nil {
 		if c, err := tls.X509KeyPair(certPEM, keyPEM); err == nil && devCertUsable(&c, ca, now, hosts) {
 			d.SPKI = SPKIHash(c.Leaf)
 			return &c, d, nil
@@ -257,7 +259,7 @@ func loadOrCreateDevCA(dir string, now time.Time, logger *slog.Logger, hosts []s
 	}
 	var old *x509.Certificate
 	problem := "no CA certificate"
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := access.ReadPrivate(path); err == nil {
 		problem = "not a PEM certificate"
 		if block, _ := pem.Decode(b); block != nil {
 			if old, err = x509.ParseCertificate(block.Bytes); err == nil {
@@ -318,7 +320,8 @@ func loadOrCreateDevCA(dir string, now time.Time, logger *slog.Logger, hosts []s
 }
 
 func loadOrCreateDevKey(path string) (*ecdsa.PrivateKey, error) {
-	b, err := os.ReadFile(path)
+	// A key another user planted or may change would be one that user knows.
+	b, err := access.ReadPrivate(path)
 	if err == nil {
 		block, _ := pem.Decode(b)
 		if block == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/ingest/access"
 )
 
 // quiet discards the log of loadOrCreateDevCert where a test does not read it.
@@ -482,6 +483,40 @@ func TestDevCAReplacedOnUpgrade(t *testing.T) {
 			c2, _, err := loadOrCreateDevCert(dir, now, slog.New(slog.NewTextHandler(&logs, nil)), tc.hosts...)
 			if err != nil || c2.Leaf.SerialNumber.Cmp(c.Leaf.SerialNumber) != 0 || logs.Len() > 0 {
 				t.Errorf("second start re-issued (%v) or logged %q", err, logs.String())
+			}
+		})
+	}
+}
+
+// TestDevCertFilesPrivate: the development key, CA and certificate are
+// used only when this user owns them and no one else may write them; a
+// key another user planted is one that user knows.
+func TestDevCertFilesPrivate(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another user") // make test runs as root on CI
+	}
+	for _, name := range []string{devKeyName, devCAKeyName, devCAName, devCertName} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, _, err := loadOrCreateDevCert(dir, time.Now(), slog.New(slog.DiscardHandler)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, name)
+			if err := os.Chown(path, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := loadOrCreateDevCert(dir, time.Now(), slog.New(slog.DiscardHandler))
+			if !errors.Is(err, access.ErrNotPrivate) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("%s owned by another user: %v, want a refusal naming it", name, err)
+			}
+			if err := os.Chown(path, 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := loadOrCreateDevCert(dir, time.Now(), slog.New(slog.DiscardHandler)); !errors.Is(err, access.ErrNotPrivate) {
+				t.Fatalf("%s writable by others: %v, want a refusal", name, err)
 			}
 		})
 	}
