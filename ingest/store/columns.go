@@ -57,6 +57,11 @@ func sampleColumns() []column {
 		col("srv_resumed", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.Resumed) }),
 		col("srv_early", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.EarlyData) }),
 		runCol("partial", "UInt8", func(r r) uint8 { return b2u(r.Report.Partial) }),
+		runCol("script_errors_idle", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Idle) }),
+		runCol("script_errors_warmup", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Warmup) }),
+		runCol("script_errors_batch", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Batch) }),
+		runCol("script_errors_timing", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Timing) }),
+		runCol("script_errors_send", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Send) }),
 		runCol("page_origin", "String", func(r r) string { return r.Report.PageOrigin }),
 		runCol("beacon_version", "String", func(r r) string { return r.Report.BeaconVersion }),
 		runCol("beacon_major", "UInt16", func(r r) uint16 { return BeaconMajor(r.Report.BeaconVersion) }),
@@ -199,6 +204,7 @@ func b2u(v bool) uint8 {
 }
 
 func clampU8(v int) uint8   { return uint8(min(max(v, 0), math.MaxUint8)) }
+func clampU16(v int) uint16 { return uint16(min(max(v, 0), math.MaxUint16)) }
 func clampU32(v int) uint32 { return uint32(min(max(v, 0), math.MaxUint32)) }
 
 // Enum8 values as numbered in the migrations. Values the decoder should
