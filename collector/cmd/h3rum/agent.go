@@ -18,6 +18,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/collector/agent"
+	"github.com/h3rum/h3rum/ingest/access"
 )
 
 // runAgent is `h3rum agent`: the beacon's test run from this machine
@@ -29,6 +30,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		c                  agent.Config
 		s                  agent.Sender
 		caFile, order      string
+		tokenFile          string
 		count, concurrency int
 		interval           time.Duration
 		dryRun             bool
@@ -38,7 +40,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&c.H3Origin, "h3", "", "the H3 origin, https://host[:port] (required)")
 	fs.StringVar(&c.H2Origin, "h2", "", "the H2 origin, https://host[:port] (required)")
 	fs.StringVar(&s.URL, "ingest", "", "the collector's WebSocket ingest, wss://host[:port]/ingest/ws (required unless --dry-run)")
-	fs.StringVar(&s.Token, "token", "", "the collector's agent token (default $H3RUM_AGENT_TOKEN)")
+	fs.StringVar(&s.Token, "token", "", "the collector's agent token (default $H3RUM_AGENT_TOKEN); --token-file keeps it off the command line, where every local user can read it")
+	fs.StringVar(&tokenFile, "token-file", "", "file holding the agent token, surrounding white space trimmed (default $H3RUM_AGENT_TOKEN_FILE); refused if others may read it")
 	fs.StringVar(&c.Site, "site", agent.DefaultSite, "the reports' data-site (the collector's --sites must allow it)")
 	fs.IntVar(&count, "count", 1, "runs in all, 0 = until interrupted")
 	fs.DurationVar(&interval, "interval", time.Minute, "time between the starts of a worker's runs")
@@ -56,6 +59,19 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if s.Token == "" {
 		s.Token = os.Getenv("H3RUM_AGENT_TOKEN")
+	}
+	if tokenFile == "" {
+		tokenFile = os.Getenv("H3RUM_AGENT_TOKEN_FILE")
+	}
+	if tokenFile != "" {
+		if s.Token != "" {
+			return usagef("agent: give --token or --token-file, not both ($H3RUM_AGENT_TOKEN and $H3RUM_AGENT_TOKEN_FILE count too)")
+		}
+		tok, err := access.ReadTokenFile(tokenFile)
+		if err != nil {
+			return usagef("agent: --token-file: %v", err)
+		}
+		s.Token = tok
 	}
 	switch {
 	case c.H3Origin == "" || c.H2Origin == "":

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,6 +90,9 @@ func TestAgentBadFlags(t *testing.T) {
 		{"resolve to a name", append(ok, "--resolve", "h3.lab=h3.example"), "not an IP address"},
 		{"missing ca", append(ok, "--ca", "/nonexistent/ca.pem"), "/nonexistent/ca.pem"},
 		{"bad log level", append(ok, "--log-level", "loud"), "--log-level"},
+		{"token and token file", append(ok, "--token", strings.Repeat("t", 32), "--token-file", tokenFile(t, 0o600)), "not both"},
+		{"token file others may read", append(ok, "--token-file", tokenFile(t, 0o644)), "others may read"},
+		{"missing token file", append(ok, "--token-file", "/nonexistent/token"), "/nonexistent/token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("H3RUM_AGENT_TOKEN", "")
@@ -122,7 +126,13 @@ func TestAgentEndToEnd(t *testing.T) {
 	ts := startServe(t, "--agent-token", token)
 	const runs = 3
 	var out, errOut bytes.Buffer
-	t.Setenv("H3RUM_AGENT_TOKEN", token)
+	// The token from a file, as the README asks: off the command line.
+	tokFile := filepath.Join(t.TempDir(), "agent-token")
+	if err := os.WriteFile(tokFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("H3RUM_AGENT_TOKEN", "")
+	t.Setenv("H3RUM_AGENT_TOKEN_FILE", tokFile)
 	// HTTP/3 through a relay with a round trip: on bare loopback a 0-RTT
 	// request leaves after the handshake has ended, and quic-go's client
 	// races on an early connection whose handshake ends while it opens
@@ -191,4 +201,17 @@ func TestAgentEndToEnd(t *testing.T) {
 	if code := exitCode(runAgent(t.Context(), args, io.Discard, &errOut), &errOut); code == 0 {
 		t.Errorf("agent with a wrong token: exit 0")
 	}
+}
+
+// tokenFile writes an agent token to a file of the given mode.
+func tokenFile(t *testing.T, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "agent-token")
+	if err := os.WriteFile(p, []byte(strings.Repeat("k", 32)+"\n"), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	return p
 }
