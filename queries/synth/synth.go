@@ -114,6 +114,7 @@ func (g *Generator) Done() bool { return g.next >= g.cfg.Runs }
 func (g *Generator) SamplesPerRun() int { return 4 + 2*g.cfg.Parallel }
 
 var browsers = []string{"Chrome", "Chrome", "Chrome", "Safari", "Firefox", "Edge", ""}
+
 // ects includes free text, as rows stored before the decoder kept c.et to
 // its vocabulary may hold: the report groups it as unknown.
 var ects = []string{"4g", "4g", "4g", "3g", "", "=HYPERLINK(1)"}
