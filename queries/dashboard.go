@@ -76,7 +76,61 @@ type dashView struct {
 	VerdictP  float64 // the percentile the verdicts judge
 	Outcomes  []outcomeRow
 	Charts    []chart
-	Hists     []chart
+	// Data is what the script draws its charts from, carried in the page
+	// as JSON (complete report only).
+	Data *dashData
+}
+
+// dashData is the charts' data: the figures of the report they draw,
+// under the report's JSON names.
+type dashData struct {
+	Percentiles []float64   `json:"percentiles"`
+	VerdictP    float64     `json:"verdict_p"`
+	Groups      []dashGroup `json:"groups"`
+}
+
+type dashGroup struct {
+	Group        string        `json:"group"`
+	Runs         int           `json:"runs"`
+	TooSmall     bool          `json:"too_small"`
+	H2           *dashStats    `json:"h2"`
+	H3           *dashStats    `json:"h3"`
+	Diff         []Diff        `json:"diff"`
+	Curves       *Curves       `json:"curves"`
+	Paired       *dashPaired   `json:"paired"`
+	Availability *Availability `json:"h3_availability"`
+}
+
+type dashStats struct {
+	Runs        int          `json:"runs"`
+	Percentiles []Percentile `json:"percentiles"`
+}
+
+type dashPaired struct {
+	Runs      int       `json:"runs"`
+	MedianMS  float64   `json:"median_ms"`
+	Histogram Histogram `json:"histogram"`
+}
+
+// newDashData takes the charts' figures from a complete report.
+func newDashData(r *Report, verdictP float64) *dashData {
+	d := &dashData{Percentiles: r.Percentiles, VerdictP: verdictP, Groups: make([]dashGroup, 0, len(r.Groups))}
+	stats := func(s *Stats) *dashStats {
+		if s == nil {
+			return nil
+		}
+		return &dashStats{Runs: s.Runs, Percentiles: s.Percentiles}
+	}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		dg := dashGroup{Group: g.Group, Runs: g.Runs, TooSmall: g.TooSmall, H2: stats(g.H2), H3: stats(g.H3), Diff: g.Diff,
+			Curves: g.Curves, Availability: g.Availability}
+		if p := g.Paired; p != nil {
+			dg.Paired = &dashPaired{Runs: p.Runs, MedianMS: p.MedianMS, Histogram: p.Histogram}
+		}
+		d.Groups = append(d.Groups, dg)
+	}
+	return d
 }
 
 // outcomeRow is one group × outcome line of the regional table.
@@ -110,7 +164,9 @@ func newDashView(r *Report, o *Options, live bool) *dashView {
 		}
 	}
 	v.Charts = append(v.Charts, percentileChart(r), availabilityChart(r), timelineChart(r))
-	v.Hists = histogramCharts(r)
+	if r.done {
+		v.Data = newDashData(r, v.VerdictP)
+	}
 	return v
 }
 
@@ -270,45 +326,4 @@ func timelineChart(r *Report) chart {
 	c.Texts = append(c.Texts, text{X: left, Y: c.H - 10, S: first.Format("2006-01-02 15:00"), Anchor: "start"},
 		text{X: c.W - right, Y: c.H - 10, S: r.Until.Format("2006-01-02 15:04"), Anchor: "end"})
 	return c
-}
-
-// histogramCharts draws the within-run difference distribution of the
-// largest groups, with a line at zero.
-func histogramCharts(r *Report) []chart {
-	var out []chart
-	for i := range r.Groups {
-		g := &r.Groups[i]
-		if g.Paired == nil || len(out) >= 6 {
-			continue
-		}
-		h := g.Paired.Histogram
-		const left, top, bottom, right = 40.0, 24.0, 30.0, 10.0
-		c := chart{ID: "hist-" + g.Group, W: 300, H: 170,
-			Title: fmt.Sprintf("%s: median(H3) − median(H2) per run, ms (%d runs)", g.Group, g.Paired.Runs)}
-		peak := 0
-		for _, n := range h.Counts {
-			peak = max(peak, n)
-		}
-		scaleMax := niceMax(float64(peak))
-		plotW, plotH := c.W-left-right, c.H-top-bottom
-		lo, hi := h.Edges[0], h.Edges[len(h.Edges)-1]
-		x := func(v float64) float64 { return left + plotW*(v-lo)/(hi-lo) }
-		y := func(v float64) float64 { return top + plotH*(1-v/scaleMax) }
-		axes(&c, left, top, c.W-right, c.H-bottom, scaleMax, y, "runs")
-		for k, n := range h.Counts {
-			fill := colH2 // H3 slower
-			if h.Edges[k+1] <= 0 {
-				fill = colH3 // H3 faster
-			}
-			c.Rects = append(c.Rects, rect{X: x(h.Edges[k]), Y: y(float64(n)), W: math.Max(x(h.Edges[k+1])-x(h.Edges[k])-1, 0.5),
-				H: c.H - bottom - y(float64(n)), Fill: fill, Tip: fmt.Sprintf("[%g, %g) ms: %d runs", h.Edges[k], h.Edges[k+1], n)})
-		}
-		if lo < 0 && hi > 0 {
-			c.Lines = append(c.Lines, line{x(0), top, x(0), c.H - bottom, "#000"})
-		}
-		c.Texts = append(c.Texts, text{X: left, Y: c.H - 10, S: strconv.FormatFloat(lo, 'f', -1, 64), Anchor: "start"},
-			text{X: c.W - right, Y: c.H - 10, S: strconv.FormatFloat(hi, 'f', -1, 64), Anchor: "end"})
-		out = append(out, c)
-	}
-	return out
 }

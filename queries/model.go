@@ -124,6 +124,9 @@ type Group struct {
 	// (complete report): the cost of a first request, apart from the
 	// warm comparison.
 	Handshakes []Handshake `json:"handshakes"`
+	// Curves are the H2 and H3 quantile curves (complete report; null in
+	// an estimate): the dashboard's distribution view.
+	Curves *Curves `json:"curves"`
 	// BootstrapRuns is how many runs the bootstrap and the paired view
 	// used: all runs, or a uniform sample of about MaxRunsPerGroup.
 	BootstrapRuns int  `json:"bootstrap_runs"`

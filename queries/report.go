@@ -195,6 +195,7 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 		}},
 		{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
 		{"nel", func(ctx context.Context) error { return nelSection(ctx, conn, o, w, rep) }},
+		{"curves", func(ctx context.Context) error { return curves(ctx, conn, o, w, get) }},
 	}
 	return boot, others
 }
@@ -234,7 +235,7 @@ func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...st
 			g.ITT.H3.setRuns(c.ittRuns[1], c.ittFailedRuns[1])
 		}
 	}
-	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel") {
+	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves") {
 		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
 	}
 	rep.done = true

@@ -1,0 +1,97 @@
+package queries
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Curves are one group's H2 and H3 request-duration quantile curves: the
+// duration in ms at each of Levels (percent), order-balanced as the
+// headline's percentiles are (order.go), from ClickHouse's t-digest. They
+// draw where the two distributions part; the headline's percentiles and
+// their intervals stay the figures to quote.
+type Curves struct {
+	Levels []float64 `json:"levels"`
+	H2     []float64 `json:"h2_ms"` // null without H2 samples
+	H3     []float64 `json:"h3_ms"` // null without H3 samples
+}
+
+// curveLevels are the curves' levels in percent: dense in the tail, where
+// HTTP/3's gain lives, and every reported percentile among them.
+var curveLevels = []float64{1, 2, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 92, 94, 95, 96, 97, 98, 99, 99.5, 99.9}
+
+// curveLevelsSQL is curveLevels as quantile levels, /*CURVE LEVELS*/.
+var curveLevelsSQL = func() string {
+	s := make([]string, len(curveLevels))
+	for i, p := range curveLevels {
+		s[i] = strconv.FormatFloat(p/100, 'f', -1, 64)
+	}
+	return strings.Join(s, ", ")
+}()
+
+// curves reads every group's quantile curves (sql/curves.sql).
+func curves(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
+	const name = "curves.sql"
+	q, err := query(name, o)
+	if err != nil {
+		return err
+	}
+	q = strings.ReplaceAll(q, "/*CURVE LEVELS*/", curveLevelsSQL)
+	type key struct{ grp, oc string }
+	type byOrder struct {
+		v  [2][]float64
+		ok [2]bool
+	}
+	acc := map[key]*byOrder{}
+	var keys []key
+	err = eachRowOf(ctx, conn, q, rawArgs(o, w), "quantile curves ("+name+")", func(rows driver.Rows) error {
+		var (
+			grp, oc, ord string
+			qs           []float32
+		)
+		if err := rows.Scan(&grp, &oc, &ord, &qs); err != nil {
+			return err
+		}
+		k, ok := orderIndex(ord)
+		if !ok || len(qs) != len(curveLevels) {
+			return nil
+		}
+		b := acc[key{grp, oc}]
+		if b == nil {
+			b = &byOrder{}
+			acc[key{grp, oc}] = b
+			keys = append(keys, key{grp, oc})
+		}
+		b.v[k], b.ok[k] = make([]float64, len(qs)), true
+		for i, x := range qs {
+			b.v[k][i] = float64(x)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		b := acc[k]
+		out := make([]float64, len(curveLevels))
+		if !balance(&b.v, b.ok, out) {
+			continue
+		}
+		for i := range out {
+			out[i] = round3(out[i])
+		}
+		g := get(k.grp)
+		if g.Curves == nil {
+			g.Curves = &Curves{Levels: curveLevels}
+		}
+		if k.oc == OutcomeH2 {
+			g.Curves.H2 = out
+		} else {
+			g.Curves.H3 = out
+		}
+	}
+	return nil
+}

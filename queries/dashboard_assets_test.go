@@ -1,0 +1,71 @@
+package queries
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/h3rum/h3rum/queries/internal/dashbuild"
+	"github.com/h3rum/h3rum/queries/synth"
+)
+
+// TestDashboardAssetsFresh rebuilds the dashboard's script and style sheet
+// and fails when queries/assets is not what go generate ./queries would
+// write now. It needs queries/web's npm packages (npm ci there) and skips
+// without them: go build and go test never need npm.
+func TestDashboardAssetsFresh(t *testing.T) {
+	out, err := dashbuild.Build("web")
+	if errors.Is(err, dashbuild.ErrNoModules) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]byte{"dashboard.js": out.JS, "dashboard.css": out.CSS} {
+		got, err := assets.ReadFile("assets/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("assets/%s is stale: run go generate ./queries (after npm ci in queries/web)", name)
+		}
+	}
+}
+
+var dashDataRE = regexp.MustCompile(`(?s)<script type="application/json" id="dash-data">(.*?)</script>`)
+
+// TestDashboardBudget holds the dashboard's budget: its script, style
+// sheet and the data the page carries for the charts ≤ 200 KB gzipped in
+// all, over a report by country (the most groups a map draws).
+func TestDashboardBudget(t *testing.T) {
+	const budget = 200 << 10
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 5, Runs: 3000}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o := Options{Since: testSince, Until: testUntil, By: "country", Replicates: 200}
+	rep, err := Run(ctx, conn, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := renderDashboard(rep, &o, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := dashDataRE.FindSubmatch(page)
+	if m == nil {
+		t.Fatal("the page carries no chart data")
+	}
+	js, _ := assets.ReadFile("assets/dashboard.js")
+	css, _ := assets.ReadFile("assets/dashboard.css")
+	sizes := map[string]int{"script": dashbuild.GzipSize(js), "style sheet": dashbuild.GzipSize(css), "data": dashbuild.GzipSize(m[1])}
+	total := sizes["script"] + sizes["style sheet"] + sizes["data"]
+	t.Logf("gzipped: script %d B (%d raw), style sheet %d B, data %d B (%d raw, %d groups); %d B of %d", sizes["script"], len(js),
+		sizes["style sheet"], sizes["data"], len(m[1]), len(rep.Groups), total, budget)
+	if total > budget {
+		t.Errorf("the dashboard is %d bytes gzipped, budget %d", total, budget)
+	}
+}

@@ -1,0 +1,146 @@
+//go:build unix
+
+package queries
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/queries/synth"
+)
+
+// plantedView is the data set of the dashboard's view tests: Asia 150 ms
+// faster at p95 with the same median, Europe no different, Oceania too
+// small for intervals in the tail.
+var plantedView = synth.Planted{Seed: 25, P: 95, Regions: []synth.PlantedRegion{
+	{Continent: "AS", Country: "JP", Subdivision: "JP-13", Runs: 3000, MedianMS: 150, DiffMS: -150},
+	{Continent: "EU", Country: "DE", Subdivision: "DE-BE", Runs: 2000, MedianMS: 30, DiffMS: 0},
+	{Continent: "OC", Country: "AU", Subdivision: "AU-NSW", Runs: 40, MedianMS: 90, DiffMS: -20},
+}}
+
+const plantedWindow = "since=2025-01-01T00:00:00Z&until=2025-01-03T00:00:00Z"
+
+// plantedServer serves the dashboard over plantedView.
+func plantedServer(t *testing.T) string {
+	t.Helper()
+	if _, err := chromium.Find(""); err != nil {
+		t.Fatalf("the dashboard test needs headless Chromium: %v", err)
+	}
+	rows, err := plantedView.Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := newDB(t)
+	load(t, conn, rows)
+	return serve(t, &Handler{Conn: conn, Token: testToken}).URL
+}
+
+// distRow is one level of the distribution view's table.
+type distRow struct {
+	Level  float64  `json:"level"`
+	H2, H3 *float64 `json:"-"`
+	H2v    float64  `json:"h2"`
+	H3v    float64  `json:"h3"`
+}
+
+const readDistTable = `[...document.querySelectorAll('#dist-curves tr[data-level]')].map(r => ({
+  level: +r.dataset.level, h2: +r.dataset.h2, h3: +r.dataset.h3}))`
+
+// inkOf counts the canvas pixels of a chart near each protocol's colour:
+// the curves were drawn, not only their table.
+const inkOf = `(() => {
+  const c = document.querySelector('%s canvas');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const near = (i, r, g, b) => Math.abs(d[i]-r) + Math.abs(d[i+1]-g) + Math.abs(d[i+2]-b) < 40 && d[i+3] > 200;
+  let h2 = 0, h3 = 0;
+  for (let i = 0; i < d.length; i += 4) { if (near(i, 0x4e, 0x79, 0xa7)) h2++; if (near(i, 0xf2, 0x8e, 0x2b)) h3++; }
+  return {h2, h3};
+})()`
+
+func TestDashboardDistributionInChromium(t *testing.T) {
+	base := plantedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, width := range []int{1280, 360} {
+		t.Run("w"+itoa(width), func(t *testing.T) {
+			tb := openTab(t, ctx, width, 900)
+			url := base + "/dashboard?" + plantedWindow + "&token=" + testToken + "#group=AS"
+			tb.navigate(url, `document.querySelector('#dist-curves canvas') && document.querySelector('#dist-paired canvas')`)
+
+			// The view is Asia's, as the address says.
+			var group, hash string
+			tb.eval(`document.getElementById('dist-curves').dataset.group`, &group)
+			if group != "AS" {
+				t.Errorf("the view shows %q, the address asks for AS", group)
+			}
+			// The curves part where it was planted: the same median, and
+			// H3 150 ms faster at p95.
+			var rows []distRow
+			tb.eval(readDistTable, &rows)
+			at := map[float64]float64{}
+			for _, r := range rows {
+				at[r.Level] = r.H3v - r.H2v
+			}
+			if len(rows) != len(curveLevels) {
+				t.Fatalf("the table has %d levels, want %d", len(rows), len(curveLevels))
+			}
+			if d := at[50]; math.Abs(d) > 6 {
+				t.Errorf("AS: H3 − H2 at p50 is %.1f ms, planted 0", d)
+			}
+			if d := at[95]; math.Abs(d+150) > 25 {
+				t.Errorf("AS: H3 − H2 at p95 is %.1f ms, planted −150", d)
+			}
+			if !(at[99] < at[95] && at[95] < at[75] && at[75] < at[50]+3) {
+				t.Errorf("AS: H3 − H2 should widen into the tail: p50 %.1f, p75 %.1f, p95 %.1f, p99 %.1f", at[50], at[75], at[95], at[99])
+			}
+			var ink struct{ H2, H3 int }
+			tb.eval(sprintf(inkOf, "#dist-curves"), &ink)
+			if ink.H2 < 100 || ink.H3 < 100 {
+				t.Errorf("the curves' canvas has %d H2 and %d H3 pixels", ink.H2, ink.H3)
+			}
+			var bins int
+			tb.eval(`document.querySelectorAll('#dist-paired tr[data-runs]').length`, &bins)
+			if bins < 5 {
+				t.Errorf("the paired distribution has %d bins", bins)
+			}
+			// At 360 px the page does not scroll sideways; wide tables
+			// scroll inside themselves.
+			var overflow int
+			tb.eval(`document.documentElement.scrollWidth - document.documentElement.clientWidth`, &overflow)
+			if overflow > 0 {
+				t.Errorf("at %d px the page is %d px too wide", width, overflow)
+			}
+			tb.screenshot(filepath.Join(artifactDir(t), "dashboard-distribution-"+itoa(width)+".png"))
+
+			// Keyboard: the group is chosen from a focusable control; the
+			// address follows and a reload shows the same view.
+			tb.eval(`document.getElementById('dist-group').focus()`, nil)
+			tb.call("Input.dispatchKeyEvent", map[string]any{"type": "keyDown", "key": "ArrowDown", "code": "ArrowDown", "windowsVirtualKeyCode": 40})
+			tb.call("Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": "ArrowDown", "code": "ArrowDown", "windowsVirtualKeyCode": 40})
+			tb.wait(`document.getElementById('dist-curves').dataset.group === 'EU'`)
+			tb.eval(`location.hash`, &hash)
+			if hash != "#group=EU" {
+				t.Errorf("after choosing EU the address's fragment is %q", hash)
+			}
+			tb.navigate("about:blank", "true")
+			tb.navigate(base+"/dashboard?"+plantedWindow+"#group=EU", `document.querySelector('#dist-curves canvas')`)
+			tb.eval(`document.getElementById('dist-curves').dataset.group`, &group)
+			if group != "EU" {
+				t.Errorf("reloaded with #group=EU, the view shows %q", group)
+			}
+			tb.eval(readDistTable, &rows)
+			for _, r := range rows {
+				if r.Level == 95 && math.Abs(r.H3v-r.H2v) > 8 {
+					t.Errorf("EU: H3 − H2 at p95 is %.1f ms, planted 0", r.H3v-r.H2v)
+				}
+			}
+			for _, p := range tb.problems() {
+				t.Errorf("page: %s", p)
+			}
+		})
+	}
+}

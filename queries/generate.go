@@ -1,0 +1,3 @@
+package queries
+
+//go:generate go run ./internal/dashbuild/build
