@@ -51,48 +51,30 @@ func skipWithout(t *testing.T) {
 	}
 }
 
-// TestCertificatePinned checks that a session trusts exactly the
-// certificate it was given for a host: the page loads over HTTP/2 with it,
-// and fails without it.
+// TestCertificatePinned checks that the allowance is per host: a session
+// that may accept the certificate for another host does not load the page.
+// (TestQuirks loads pages with the right allowance.)
 func TestCertificatePinned(t *testing.T) {
 	skipWithout(t)
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "<!doctype html><title>%s</title>", r.Proto)
-	})
-	origin, certFile := tlsOrigin(t, mux)
+	origin, certFile := tlsOrigin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<!doctype html><title>loaded</title>")
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-
-	b, err := webkit.Start(ctx, origin+"/", webkit.Options{Certificates: []webkit.Certificate{{Host: "localhost", File: certFile}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	var title string
-	if err := b.Execute(ctx, "return document.title", &title); err != nil {
-		t.Fatal(err)
-	}
-	if title != "HTTP/2.0" {
-		t.Errorf("page title %q, want HTTP/2.0 (the server's r.Proto)\n%s", title, b.Output())
-	}
-	if err := b.Close(); err != nil {
-		t.Errorf("close: %v", err)
-	}
-
-	// Another host's allowance does not cover localhost.
-	b, err = webkit.Start(ctx, "", webkit.Options{Certificates: []webkit.Certificate{{Host: "example.test", File: certFile}}})
+	b, err := webkit.Start(ctx, "", webkit.Options{Certificates: []webkit.Certificate{{Host: "example.test", File: certFile}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	err = b.Navigate(ctx, origin+"/")
-	var got string
-	b.Execute(ctx, "return document.title", &got)
-	if err == nil && got == "HTTP/2.0" {
-		t.Errorf("the page loaded with no certificate allowed for its host")
+	var title string
+	if e := b.Execute(ctx, "return document.title", &title); e != nil {
+		t.Fatal(e)
 	}
-	t.Logf("without an allowance: %v, title %q", err, got)
+	if title == "loaded" {
+		t.Errorf("the page loaded although no certificate was allowed for its host")
+	}
+	t.Logf("without an allowance for localhost: navigation error %v, title %q", err, title)
 }
 
 // entry is what the quirks test reads of a PerformanceResourceTiming.
@@ -163,6 +145,10 @@ func TestQuirks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	var title string
+	if err := b.Execute(ctx, "return document.title", &title); err != nil || title != "quirks" {
+		t.Fatalf("the fixture page over HTTPS with its certificate allowed: title %q, %v\n%s", title, err, b.Output())
+	}
 
 	var got struct {
 		RIC     string  `json:"ric"`
@@ -178,10 +164,12 @@ func TestQuirks(t *testing.T) {
 (async () => {
   for (const u of urls) await (await fetch(u, {cache: 'no-store', credentials: 'omit'})).arrayBuffer();
   await new Promise((r) => setTimeout(r, 200));
+  // The smallest of 20 clock ticks (at most 1 s): a busy machine may
+  // deschedule the page for tens of milliseconds between two of them.
   let step = Infinity;
-  for (let t = performance.now(), end = t + 20; t < end; ) {
+  for (let t = performance.now(), end = t + 1000, ticks = 0; ticks < 20 && t < end; ) {
     const n = performance.now();
-    if (n > t) step = Math.min(step, n - t);
+    if (n > t) (step = Math.min(step, n - t)), ticks++;
     t = n;
   }
   done({ric: typeof requestIdleCallback, step, entries: urls.map((u) => performance.getEntriesByName(u)[0]?.toJSON() || {name: u})});
