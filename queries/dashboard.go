@@ -87,6 +87,7 @@ type dashData struct {
 	Percentiles []float64   `json:"percentiles"`
 	VerdictP    float64     `json:"verdict_p"`
 	Groups      []dashGroup `json:"groups"`
+	Trend       *Trend      `json:"trend"`
 }
 
 type dashGroup struct {
@@ -114,7 +115,7 @@ type dashPaired struct {
 
 // newDashData takes the charts' figures from a complete report.
 func newDashData(r *Report, verdictP float64) *dashData {
-	d := &dashData{Percentiles: r.Percentiles, VerdictP: verdictP, Groups: make([]dashGroup, 0, len(r.Groups))}
+	d := &dashData{Percentiles: r.Percentiles, VerdictP: verdictP, Groups: make([]dashGroup, 0, len(r.Groups)), Trend: r.Trend}
 	stats := func(s *Stats) *dashStats {
 		if s == nil {
 			return nil

@@ -53,6 +53,9 @@ type Report struct {
 	// NEL is what browsers' Network Error Logging reported about the two
 	// origins (complete report; null in an estimate).
 	NEL *NEL `json:"nel"`
+	// Trend is H3 − H2 and HTTP/3 availability per hour or day (complete
+	// report; null in an estimate; trend.go).
+	Trend *Trend `json:"trend"`
 	// Stages is how long each step of Run took (not part of the JSON).
 	Stages []Stage `json:"-"`
 

@@ -196,6 +196,10 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 		{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
 		{"nel", func(ctx context.Context) error { return nelSection(ctx, conn, o, w, rep) }},
 		{"curves", func(ctx context.Context) error { return curves(ctx, conn, o, w, get) }},
+		{"trend", func(ctx context.Context) (err error) {
+			rep.Trend, err = trend(ctx, conn, o, w)
+			return err
+		}},
 	}
 	return boot, others
 }
@@ -235,7 +239,7 @@ func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...st
 			g.ITT.H3.setRuns(c.ittRuns[1], c.ittFailedRuns[1])
 		}
 	}
-	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves") {
+	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves", "trend") {
 		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
 	}
 	rep.done = true

@@ -3,6 +3,7 @@
 // the page carries (#dash-data, JSON), and runs the live feed.
 import { live } from './live.js';
 import { distribution } from './distribution.js';
+import { trend } from './trend.js';
 import { getState, setState } from './state.js';
 
 function swap() {
@@ -23,11 +24,19 @@ function charts() {
   let data;
   try { data = JSON.parse(node.textContent); } catch (e) { return; }
   const state = getState();
+  const views = [];
+  // A control changes the address's fragment, and every view follows it.
+  const follow = () => {
+    const s = getState();
+    for (const redraw of views) redraw(s);
+  };
+  const onChange = (kv) => { setState(kv); follow(); };
   const dist = document.getElementById('distribution');
-  const redraw = dist && distribution(dist, data, state, setState);
-  window.addEventListener('hashchange', () => {
-    if (redraw) redraw(getState().get('group'));
-  });
+  const tr = document.getElementById('trend');
+  for (const v of [dist && distribution(dist, data, state, onChange), tr && trend(tr, data, state, onChange)]) {
+    if (v) views.push(v);
+  }
+  window.addEventListener('hashchange', follow);
 }
 
 swap();

@@ -190,7 +190,7 @@ export function distribution(root, data, state, onChange) {
       box.querySelector('canvas').setAttribute('role', 'img');
     }
   };
-  pick.addEventListener('change', () => { onChange({ group: pick.value }); draw(pick.value); });
+  pick.addEventListener('change', () => onChange({ group: pick.value }));
   draw(state.get('group'));
   if (window.ResizeObserver) {
     let w = views.clientWidth;
@@ -200,5 +200,5 @@ export function distribution(root, data, state, onChange) {
       for (const c of charts) c.setSize(sizeOf(c.root.parentElement, 300));
     }).observe(views);
   }
-  return draw;
+  return (s) => draw(s.get('group'));
 }

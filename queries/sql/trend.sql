@@ -1,0 +1,19 @@
+-- The trend's percentiles: per window × group × outcome × batch order, the
+-- runs and a grid of quantiles (trend.go reads the report's percentiles
+-- and their rank intervals off it), from the same selection as the point
+-- estimates. /*BUCKET*/ (toStartOfHour or toStartOfDay) and /*TREND
+-- LEVELS*/ are fixed strings filled in by Go. Parameters: since, until
+-- (unix seconds), site twice, include_warmup, include_failed,
+-- include_bots, include_excluded (0/1), the exclusion bits that count.
+SELECT
+    toUInt32(/*BUCKET*/) AS t,
+    /*GROUP*/ AS grp,
+    toString(outcome) AS oc,
+    toString(param_order) AS ord,
+    uniqExact(run_id) AS n_runs,
+    quantilesTDigest(/*TREND LEVELS*/)(duration_ms) AS q
+FROM samples
+WHERE /*SELECTION*/
+    AND toString(outcome) IN ('h2', 'h3')
+GROUP BY t, grp, oc, ord
+ORDER BY t, grp, oc, ord

@@ -1,0 +1,268 @@
+package queries
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Trend is H3 − H2 over time: per window (an hour, or a day for reports
+// longer than TrendHourlyUpTo) and group, the difference at each reported
+// percentile with an approximate interval, and HTTP/3 availability.
+// A window whose runs are too few for an interval at a percentile (the
+// MinTailRuns rule) says so: it is a gap, not a point.
+type Trend struct {
+	Step    string       `json:"step"` // "hour" or "day"
+	Groups  []TrendGroup `json:"groups"`
+	Method  string       `json:"method"`
+	Windows []time.Time  `json:"windows"` // every window's start, empty ones included
+}
+
+// TrendGroup is one group's trend, a point per window of Trend.Windows
+// (in that order; a window without runs of the group has zero runs and
+// every difference insufficient).
+type TrendGroup struct {
+	Group  string       `json:"group"`
+	Points []TrendPoint `json:"points"`
+}
+
+// TrendPoint is one window of a group.
+type TrendPoint struct {
+	RunsH2 int `json:"runs_h2"`
+	RunsH3 int `json:"runs_h3"`
+	// Diff is H3 − H2 at each reported percentile; MS is null with too
+	// few runs of either protocol for an interval at P.
+	Diff         []TrendDiff   `json:"diff"`
+	Availability *Availability `json:"h3_availability"` // null without H3 runs, or by collector
+}
+
+// TrendDiff is H3 − H2 at one percentile in one window.
+type TrendDiff struct {
+	P            float64  `json:"p"`
+	MS           *float64 `json:"ms"`
+	CILowMS      *float64 `json:"ci_low_ms"`
+	CIHighMS     *float64 `json:"ci_high_ms"`
+	Insufficient bool     `json:"insufficient"`
+}
+
+// TrendHourlyUpTo is the longest report whose trend is hourly.
+const TrendHourlyUpTo = 72 * time.Hour
+
+// trendMethod says how the trend's intervals are computed.
+const trendMethod = "rank interval per protocol with runs as the sample size, H2 and H3 independent (conservative)"
+
+// trendLevels is the grid of quantile levels (fractions) the intervals
+// are read from: a percentile's bounds fall between two of them.
+var trendLevels = func() []float64 {
+	var l []float64
+	add := func(from, to, step float64) {
+		for i := 0; from+float64(i)*step <= to+1e-9; i++ {
+			l = append(l, math.Round((from+float64(i)*step)*1e5)/1e5)
+		}
+	}
+	add(0.30, 0.90, 0.01)
+	add(0.9025, 0.99, 0.0025)
+	add(0.9905, 0.999, 0.0005)
+	return l
+}()
+
+func levelsList(l []float64) string {
+	s := make([]string, len(l))
+	for i, x := range l {
+		s[i] = strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strings.Join(s, ", ")
+}
+
+// trendQuery is a trend SQL file with the grid and the windows filled in.
+func trendQuery(name string, o *Options, hourly bool) (string, error) {
+	q, err := query(name, o)
+	if err != nil {
+		return "", err
+	}
+	bucket := "toStartOfDay(time)"
+	if hourly {
+		bucket = "toStartOfHour(time)"
+	}
+	return strings.NewReplacer("/*BUCKET*/", bucket, "/*TREND LEVELS*/", levelsList(trendLevels)).Replace(q), nil
+}
+
+// trend reads the report's trend (sql/trend.sql, and availability from
+// sql/trend_availability.sql where the runs table holds the selection).
+func trend(ctx context.Context, conn driver.Conn, o *Options, w window) (*Trend, error) {
+	hourly := o.Until.Sub(o.Since) <= TrendHourlyUpTo
+	tr := &Trend{Step: "day", Groups: []TrendGroup{}, Method: trendMethod, Windows: []time.Time{}}
+	step := 24 * time.Hour
+	if hourly {
+		tr.Step, step = "hour", time.Hour
+	}
+	first := o.Since.UTC().Truncate(step)
+	for t := first; t.Before(o.Until); t = t.Add(step) {
+		tr.Windows = append(tr.Windows, t)
+	}
+	type key struct {
+		t   uint32
+		grp string
+	}
+	type side struct {
+		runs int
+		q    [2][]float64
+		ok   [2]bool
+	}
+	cells := map[key]*[2]side{} // by outcome: h2, h3
+	runsOf := map[string]int{}
+	q, err := trendQuery("trend.sql", o, hourly)
+	if err != nil {
+		return nil, err
+	}
+	err = eachRowOf(ctx, conn, q, rawArgs(o, w), "trend (trend.sql)", func(rows driver.Rows) error {
+		var (
+			t            uint32
+			grp, oc, ord string
+			runs         uint64
+			qs           []float32
+		)
+		if err := rows.Scan(&t, &grp, &oc, &ord, &runs, &qs); err != nil {
+			return err
+		}
+		k, ok := orderIndex(ord)
+		if !ok || len(qs) != len(trendLevels) {
+			return nil
+		}
+		c := cells[key{t, grp}]
+		if c == nil {
+			c = &[2]side{}
+			cells[key{t, grp}] = c
+		}
+		s := &c[0]
+		if oc == OutcomeH3 {
+			s = &c[1]
+		}
+		s.runs += int(runs)
+		runsOf[grp] += int(runs)
+		s.q[k], s.ok[k] = make([]float64, len(qs)), true
+		for i, x := range qs {
+			s.q[k][i] = float64(x)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	avail := map[key]*Availability{}
+	if o.runsTableHolds() {
+		q, err := trendQuery("trend_availability.sql", o, hourly)
+		if err != nil {
+			return nil, err
+		}
+		args := []any{b01(o.IncludeBots), b01(o.IncludeBots), w.since, w.until, o.Site, o.Site}
+		err = eachRowOf(ctx, conn, q, args, "trend availability (trend_availability.sql)", func(rows driver.Rows) error {
+			var (
+				t                 uint32
+				grp               string
+				withH3, available uint64
+			)
+			if err := rows.Scan(&t, &grp, &withH3, &available); err != nil {
+				return err
+			}
+			avail[key{t, grp}] = runAvailability(int(withH3), int(available))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The largest groups, as the charts draw them.
+	names := make([]string, 0, len(runsOf))
+	for g := range runsOf {
+		names = append(names, g)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if runsOf[a] != runsOf[b] {
+			return runsOf[b] - runsOf[a]
+		}
+		return strings.Compare(a, b)
+	})
+	names = names[:min(len(names), maxGroups)]
+	for _, name := range names {
+		tg := TrendGroup{Group: name, Points: make([]TrendPoint, len(tr.Windows))}
+		for i, start := range tr.Windows {
+			k := key{uint32(start.Unix()), name}
+			pt := &tg.Points[i]
+			pt.Availability = avail[k]
+			pt.Diff = make([]TrendDiff, len(percentiles))
+			var c [2]side
+			if cc := cells[k]; cc != nil {
+				c = *cc
+			}
+			pt.RunsH2, pt.RunsH3 = c[0].runs, c[1].runs
+			var curve [2][]float64
+			for j := range c {
+				curve[j] = make([]float64, len(trendLevels))
+				if !balance(&c[j].q, c[j].ok, curve[j]) {
+					curve[j] = nil
+				}
+			}
+			for pi, p := range percentiles {
+				d := &pt.Diff[pi]
+				d.P = p
+				if curve[0] == nil || curve[1] == nil || !sufficient(c[0].runs, p) || !sufficient(c[1].runs, p) {
+					d.Insufficient = true
+					continue
+				}
+				m2, se2, ok2 := rankEstimate(curve[0], p/100, c[0].runs)
+				m3, se3, ok3 := rankEstimate(curve[1], p/100, c[1].runs)
+				if !ok2 || !ok3 {
+					d.Insufficient = true
+					continue
+				}
+				const z = 1.959963984540054
+				diff, half := m3-m2, z*math.Hypot(se2, se3)
+				d.MS, d.CILowMS, d.CIHighMS = ptr(round3(diff)), ptr(round3(diff-half)), ptr(round3(diff+half))
+			}
+		}
+		tr.Groups = append(tr.Groups, tg)
+	}
+	return tr, nil
+}
+
+// rankEstimate reads the quantile q off curve (values at trendLevels) and
+// its standard error from the rank interval: with n runs as the sample
+// size, the quantile's level has standard error √(q(1 − q)/n), and the
+// values at q ± z·that bound it. A run's requests count as one
+// observation, which overstates the error (a run of m correlated requests
+// tells at least as much as one), so the interval is conservative. ok is
+// false when a bound falls outside the grid.
+func rankEstimate(curve []float64, q float64, n int) (est, se float64, ok bool) {
+	const z = 1.959963984540054
+	h := z * math.Sqrt(q*(1-q)/float64(n))
+	lo, ok1 := atLevel(curve, q-h)
+	hi, ok2 := atLevel(curve, q+h)
+	est, ok3 := atLevel(curve, q)
+	if !ok1 || !ok2 || !ok3 {
+		return 0, 0, false
+	}
+	return est, (hi - lo) / (2 * z), true
+}
+
+// atLevel interpolates curve (values at trendLevels) linearly at q.
+func atLevel(curve []float64, q float64) (float64, bool) {
+	l := trendLevels
+	if q < l[0]-1e-9 || q > l[len(l)-1]+1e-9 {
+		return 0, false
+	}
+	i, _ := slices.BinarySearch(l, q)
+	switch {
+	case i == 0:
+		return curve[0], true
+	case i >= len(l):
+		return curve[len(l)-1], true
+	}
+	f := (q - l[i-1]) / (l[i] - l[i-1])
+	return curve[i-1] + f*(curve[i]-curve[i-1]), true
+}
