@@ -34,6 +34,7 @@ var embedParams = []struct{ name, usage string }{
 	{"bytes", "probe body size, 0 to 16777216 (default 0)"},
 	{"trigger", "load, or manual: the page calls h3rum.run() (default load)"},
 	{"order", "random, or h2first (default random)"},
+	{"consent", "wait: nothing runs, no request is made, until the page calls h3rum.consent() (default: no wait)"},
 }
 
 // runEmbed prints the script tag a site embeds, configured by its URL and
