@@ -93,7 +93,10 @@ export function serverTiming(list) {
 // the request was made, both performance.now() values.
 export function sample(q, ph, w, e, t0, at, err) {
   const has = e && e.requestStart > 0; // false without Timing-Allow-Origin
-  const d = (a, b) => (!has ? -1 : e[a] > 0 ? r(Math.max(0, e[b] - e[a])) : 0);
+  // A phase that starts at 0 was skipped (a reused connection's DNS and
+  // connect): 0. One that ends before it starts is unknown, -1: Safari has
+  // reported responseStart 0 beside a requestStart, which is no response.
+  const d = (a, b) => (!has ? -1 : e[a] > 0 ? (e[b] >= e[a] ? r(e[b] - e[a]) : -1) : 0);
   const s = {
     q,
     ph,
@@ -105,7 +108,7 @@ export function sample(q, ph, w, e, t0, at, err) {
     con: d('connectStart', 'connectEnd'),
     tls: d('secureConnectionStart', 'connectEnd'),
     tf: d('requestStart', 'responseStart'),
-    dl: d('responseStart', 'responseEnd'),
+    dl: e?.responseStart > 0 ? d('responseStart', 'responseEnd') : -1,
     r: !!has && e.connectStart == e.connectEnd,
     ts: e?.transferSize | 0,
     sv: serverTiming(e?.serverTiming),

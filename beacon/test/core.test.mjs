@@ -1,6 +1,7 @@
 // Unit tests of the beacon's pure parts: node --test beacon/test/
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { config, rate, proto, serverTiming, sample, client, runID, report, VERSION } from '../src/core.js';
 
 test('proto normalises nextHopProtocol', () => {
@@ -105,6 +106,18 @@ test('sample without Timing-Allow-Origin or without entry', () => {
   assert.deepEqual(none, { q: 1, ph: 'w', w: 'h2', g: 'unknown', st: 250.5, d: -1, dns: -1, con: -1, tls: -1, tf: -1,
     dl: -1, r: false, ts: 0, sv: undefined, e: 'timeout' });
   assert.equal(sample(1, 'p', 'h2', null, 1000, 1250.5, '').e, 'noentry');
+});
+
+// The Safari quirks beacon/webkit reads off WebKitGTK (and the shapes field
+// data shows): each entry's sample carries the fields its case wants.
+test('sample handles the Safari quirks', () => {
+  const { cases } = JSON.parse(readFileSync(new URL('../webkit/testdata/quirks.json', import.meta.url)));
+  assert.ok(cases.length >= 4);
+  for (const c of cases) {
+    const s = sample(3, 'p', 'h3', c.entry, 0, c.entry.startTime, '');
+    for (const [k, want] of Object.entries(c.want))
+      assert.deepEqual(s[k] ?? null, want, `${c.name}: ${k}`);
+  }
 });
 
 test('client reads UA-CH and network information where present', () => {
