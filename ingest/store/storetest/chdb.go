@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -22,13 +23,9 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// ChdbEnv names the environment variable that selects the engine of the
-// shared server. Unset, tests run on clickhouse-server from PATH (Debian's
-// 18.16 here). Set to the path of a libchdb.so (make chdb fetches
-// ClickHouse 26.x as one), the shared server is that library's listener,
-// started in a child process; tests that need a managed server's process,
-// password or restarts (Private, Server, StartCluster) are skipped there
-// and run when it is unset.
+// ChdbEnv names the environment variable that gives the path of the
+// chdb library (libchdb.so, ClickHouse 26.x; make chdb fetches it), which
+// the Chdb engine runs.
 const ChdbEnv = "H3RUM_TEST_CHDB"
 
 // chdbServeEnv marks the child process: the test binary run again, by
@@ -36,15 +33,13 @@ const ChdbEnv = "H3RUM_TEST_CHDB"
 // watches so that it does not outlive a test binary that was killed.
 const chdbServeEnv = "H3RUM_TEST_CHDB_SERVE"
 
-// Chdb reports whether the shared server is the library's 26.x listener.
-func Chdb() bool { return os.Getenv(ChdbEnv) != "" }
-
-// skipManaged skips t on the library's listener: its login failures abort
-// the process, it has no users or passwords, and it is not supervised.
+// skipManaged skips t when the shared engine is Chdb: the library's
+// listener aborts on a failed login, has no users or passwords, and is not
+// supervised, so tests of those run on Managed.
 func skipManaged(t testing.TB, why string) {
 	t.Helper()
-	if Chdb() {
-		t.Skipf("needs a managed ClickHouse server (%s); runs with %s unset", why, ChdbEnv)
+	if Shared() == Chdb {
+		t.Skipf("needs a managed ClickHouse server (%s); runs with %s unset", why, EngineEnv)
 	}
 }
 
@@ -69,7 +64,7 @@ func startChdb(ctx context.Context, lib string) (*chdbServer, error) {
 	if _, err := os.Stat(lib); err != nil {
 		return nil, fmt.Errorf("%s: %w (make chdb fetches it)", ChdbEnv, err)
 	}
-	if !shared.inMain {
+	if !servers.inMain {
 		return nil, errors.New("the 26.x server runs from storetest.Main: use it as the package's TestMain")
 	}
 	exe, err := os.Executable()
@@ -110,15 +105,22 @@ func (s *chdbServer) start(ctx context.Context, exe, lib string) error {
 	defer logf.Close()
 	// -test.run=^$ first: a test binary whose TestMain is not Main runs no
 	// tests with these arguments instead of running them all again.
-	cmd := exec.Command(exe, "-test.run=^$", "--",
-		"--path="+filepath.Join(s.dir, "data"),
-		"--tcp_port="+strconv.Itoa(s.port),
+	args := []string{"-test.run=^$", "--",
+		"--path=" + filepath.Join(s.dir, "data"),
+		"--tcp_port=" + strconv.Itoa(s.port),
 		"--listen_host=127.0.0.1",
 		// At its default level the library logs every query at trace
 		// level: about 100 MB an hour.
 		"--logger.level=warning",
-		"--multiquery",
+	}
+	// Settings given as options are the defaults of the listener's sessions.
+	flipped := FlippedDefaults(Chdb)
+	for _, k := range slices.Sorted(maps.Keys(flipped)) {
+		args = append(args, "--"+k+"="+flipped[k])
+	}
+	args = append(args, "--multiquery",
 		"--query", "SYSTEM START LISTEN TCP; SELECT sleepEachRow(1) FROM numbers(36000) SETTINGS function_sleep_max_microseconds_per_block=0")
+	cmd := exec.Command(exe, args...)
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), chdbServeEnv+"="+strconv.Itoa(os.Getpid()), ChdbEnv+"="+lib)
 	cmd.Stdout, cmd.Stderr = logf, logf

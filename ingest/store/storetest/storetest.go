@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,32 +24,68 @@ import (
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
-var shared struct {
-	once   sync.Once
-	l      *store.Local
-	chdb   *chdbServer
-	err    error
-	dbs    atomic.Int64
-	inMain bool // Main runs the tests, so it can also run the 26.x server
+// Engine is a ClickHouse a test binary can run its databases on.
+type Engine string
+
+const (
+	// Managed is clickhouse-server from PATH (Debian's 18.16 here), run by
+	// store.Local as serve runs it.
+	Managed Engine = "managed"
+	// Chdb is ClickHouse 26.x, the chdb library that ChdbEnv names, as a
+	// listener in a child process (chdb.go): a test server only.
+	Chdb Engine = "chdb"
+)
+
+// EngineEnv names the environment variable that chooses the engine of
+// DB and DSN: "chdb" for Chdb (which needs ChdbEnv), anything else
+// Managed. make test runs the suites that query ClickHouse once each way.
+// On Chdb, tests that need a managed server's process, password or
+// restarts (Server, Private, StartCluster) are skipped: they run on
+// Managed.
+const EngineEnv = "H3RUM_TEST_ENGINE"
+
+// Shared is the engine of DB and DSN.
+func Shared() Engine {
+	if os.Getenv(EngineEnv) == string(Chdb) {
+		return Chdb
+	}
+	return Managed
 }
 
-// Main runs the package's tests and then stops the shared server, if a
-// test started it. Use it as: func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }.
-// With ChdbEnv set it is also the 26.x server's process (the test binary
-// run again by the tests' first use of the server).
+// servers are the test binary's shared servers, one per engine, each
+// started on first use and stopped by Main.
+var servers struct {
+	managed struct {
+		once sync.Once
+		l    *store.Local
+		err  error
+	}
+	chdb struct {
+		once sync.Once
+		s    *chdbServer
+		err  error
+	}
+	dbs    atomic.Int64
+	inMain bool // Main runs the tests, so it can also be the 26.x server's process
+}
+
+// Main runs the package's tests and then stops the shared servers that
+// tests started. Use it as: func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }.
+// It is also the 26.x server's process: the test binary run again by the
+// first test that uses Chdb.
 func Main(m *testing.M) int {
 	if os.Getenv(chdbServeEnv) != "" {
 		return serveChdb(os.Getenv(ChdbEnv), os.Args[1:])
 	}
-	shared.inMain = true
+	servers.inMain = true
 	code := m.Run()
-	if s := shared.chdb; s != nil {
+	if s := servers.chdb.s; s != nil {
 		if err := s.stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "storetest: %v\n", err)
 			code = max(code, 1)
 		}
 	}
-	if l := shared.l; l != nil {
+	if l := servers.managed.l; l != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := l.Stop(ctx); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping the test ClickHouse: %v\n", err)
@@ -59,63 +97,106 @@ func Main(m *testing.M) int {
 }
 
 // Server returns the shared managed server, starting it on first use
-// (~1 s). With ChdbEnv set the shared server is not one: t is skipped.
+// (~1 s). When the shared engine is Chdb, t is skipped.
 func Server(t testing.TB) *store.Local {
 	t.Helper()
 	skipManaged(t, "its process")
-	start()
-	if shared.err != nil {
-		t.Fatalf("starting the test ClickHouse: %v", shared.err)
-	}
-	return shared.l
+	return managed(t)
 }
 
-// start starts the shared server of the engine ChdbEnv selects, once.
-func start() {
-	shared.once.Do(func() {
-		if lib := os.Getenv(ChdbEnv); lib != "" {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			shared.chdb, shared.err = startChdb(ctx, lib)
-			return
-		}
+func managed(t testing.TB) *store.Local {
+	t.Helper()
+	m := &servers.managed
+	m.once.Do(func() {
 		dir, err := os.MkdirTemp("", "h3rum-test-clickhouse-")
 		if err != nil {
-			shared.err = err
+			m.err = err
 			return
 		}
-		shared.l = &store.Local{Dir: filepath.Join(dir, "clickhouse")}
+		m.l = &store.Local{Dir: filepath.Join(dir, "clickhouse"), ExtraProfile: profileXML(FlippedDefaults(Managed))}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		shared.err = shared.l.Start(ctx)
+		m.err = m.l.Start(ctx)
 	})
+	if m.err != nil {
+		t.Fatalf("starting the test ClickHouse: %v", m.err)
+	}
+	return m.l
+}
+
+func chdb(t testing.TB) *chdbServer {
+	t.Helper()
+	c := &servers.chdb
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c.s, c.err = startChdb(ctx, os.Getenv(ChdbEnv))
+	})
+	if c.err != nil {
+		t.Fatalf("starting the 26.x test ClickHouse: %v", c.err)
+	}
+	return c.s
+}
+
+// FlippedDefaults are the defaults e's shared server is given for the
+// settings store pins (store.PinnedSettings), each the opposite of the
+// pinned value, as if a release had flipped it: the suites run under them,
+// and store's TestPinnedSettings checks that its connections do not. 18.16
+// gets insert_deduplicate only: it knows no async_insert, and its
+// date_time_input_format cannot be set per connection (store refuses a
+// server whose value is not the pinned one).
+func FlippedDefaults(e Engine) map[string]string {
+	if e == Chdb {
+		return map[string]string{"async_insert": "1", "date_time_input_format": "best_effort", "insert_deduplicate": "0"}
+	}
+	return map[string]string{"insert_deduplicate": "0"}
+}
+
+func profileXML(settings map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		fmt.Fprintf(&b, "<%s>%s</%s>", k, settings[k], k)
+	}
+	return b.String()
 }
 
 // DSN returns the address of a database of its own for the calling test
-// on the shared server; the database is created on first Open (on the
-// 26.x server, which a DSN naming a missing database would abort, before
-// DSN returns).
+// on the shared server of the Shared engine; the database is created on
+// first Open (on Chdb, which a DSN naming a missing database would abort,
+// before DSN returns).
 func DSN(t testing.TB) string {
 	t.Helper()
-	start()
-	if shared.err != nil {
-		t.Fatalf("starting the test ClickHouse: %v", shared.err)
-	}
-	name := fmt.Sprintf("t%d_%d_%s", os.Getpid(), shared.dbs.Add(1), strings.Map(func(r rune) rune {
+	return DSNOn(t, Shared())
+}
+
+// DSNOn is DSN on e's shared server. Chdb needs ChdbEnv: without it, t
+// is skipped.
+func DSNOn(t testing.TB, e Engine) string {
+	t.Helper()
+	name := fmt.Sprintf("t%d_%d_%s", os.Getpid(), servers.dbs.Add(1), strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '_'
 	}, t.Name()))
 	name = name[:min(len(name), 100)]
-	if shared.chdb != nil {
-		dsn, err := shared.chdb.dsnFor(name)
+	if e == Chdb {
+		if os.Getenv(ChdbEnv) == "" {
+			t.Skipf("needs ClickHouse 26.x: %s naming the chdb library (make chdb fetches it)", ChdbEnv)
+		}
+		dsn, err := chdb(t).dsnFor(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return dsn
 	}
-	return shared.l.DSNFor(name)
+	return managed(t).DSNFor(name)
+}
+
+// DBOn is DB on e's shared server.
+func DBOn(t testing.TB, e Engine) driver.Conn {
+	t.Helper()
+	return Open(t, DSNOn(t, e))
 }
 
 // DB opens a fresh, migrated database on the shared server, closed when
@@ -147,8 +228,15 @@ func Open(t testing.TB, dsn string) driver.Conn {
 // ends. With ChdbEnv set, t is skipped: such tests run on clickhouse-server.
 func Private(t testing.TB) *store.Local {
 	t.Helper()
+	return PrivateProfile(t, "")
+}
+
+// PrivateProfile is Private with profile placed in the server's default
+// settings profile (store.Local.ExtraProfile), e.g. a setting's default.
+func PrivateProfile(t testing.TB, profile string) *store.Local {
+	t.Helper()
 	skipManaged(t, "a server of the test's own to stop, kill or log in to with a password")
-	l := &store.Local{Dir: filepath.Join(t.TempDir(), "clickhouse")}
+	l := &store.Local{Dir: filepath.Join(t.TempDir(), "clickhouse"), ExtraProfile: profile}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := l.Start(ctx); err != nil {
