@@ -51,8 +51,10 @@ func Build(web string) (Output, error) {
 
 func bundle(web, entry string) ([]byte, error) {
 	res := api.Build(api.BuildOptions{
-		AbsWorkingDir:     mustAbs(web),
-		Banner:            map[string]string{"js": Banner, "css": Banner},
+		AbsWorkingDir: mustAbs(web),
+		// The modules are strict already; the directive says so in the built
+		// script too, for the whole file.
+		Banner:            map[string]string{"js": Banner + "\n\"use strict\";", "css": Banner},
 		EntryPoints:       []string{entry},
 		Bundle:            true,
 		Format:            api.FormatIIFE,
