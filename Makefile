@@ -18,7 +18,7 @@ FUZZN     ?= 1
 export PATH := /usr/local/go/bin:$(PATH)
 
 
-.PHONY: build run test deps chdb go-check generate vet fuzz bench bench-compare bench-deps geoip geoip-data lab clean
+.PHONY: build run test deps chdb dashboard-deps go-check generate vet fuzz bench bench-compare bench-deps geoip geoip-data lab clean
 
 ## deps: install the Debian packages the collector and the tests use, when missing
 deps: go-check
@@ -35,6 +35,15 @@ deps: go-check
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 	@$(MAKE) --no-print-directory chdb
+	@$(MAKE) --no-print-directory dashboard-deps
+
+## dashboard-deps: the dashboard's npm packages (uPlot) in queries/web/node_modules, as its lock file names them
+# Only go generate ./queries needs them (the built script is committed); make test has them so that
+# TestDashboardAssetsFresh checks the committed script against a fresh build instead of skipping.
+dashboard-deps:
+	@cmp -s queries/web/package-lock.json queries/web/node_modules/.installed-lock.json 2>/dev/null || \
+	  { (cd queries/web && npm ci --ignore-scripts --no-audit --no-fund --silent) && \
+	    cp queries/web/package-lock.json queries/web/node_modules/.installed-lock.json; }
 
 ## chdb: ClickHouse 26.x as a library (npm's @chdb/lib-linux-x64-gnu: 177 MB once, 566 MB unpacked) in $(CHDB_DIR), when missing
 # The tests run it as their second engine's server (H3RUM_TEST_CHDB, see ingest/store/storetest); it is
@@ -53,8 +62,9 @@ go-check:
 	@$(GO) version | grep -Eq 'go1\.(2[6-9]|[3-9][0-9])' || { echo "Go 1.26 or newer is needed, found: $$($(GO) version)"; exit 1; }
 
 ## generate: rebuild the beacon script (esbuild, committed under beacon/dist)
-generate: go-check
+generate: go-check dashboard-deps
 	$(GO) generate ./beacon
+	$(GO) generate ./queries
 
 ## build: the h3rum binary in bin/
 build: generate
