@@ -56,6 +56,9 @@ type Report struct {
 	// Trend is H3 − H2 and HTTP/3 availability per hour or day (complete
 	// report; null in an estimate; trend.go).
 	Trend *Trend `json:"trend"`
+	// ScriptErrors is the beacon script's own errors by browser (complete
+	// report; null in an estimate and in an agent report; scripterrors.go).
+	ScriptErrors *ScriptErrors `json:"script_errors"`
 	// Stages is how long each step of Run took (not part of the JSON).
 	Stages []Stage `json:"-"`
 

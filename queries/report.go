@@ -200,6 +200,10 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 			rep.Trend, err = trend(ctx, conn, o, w)
 			return err
 		}},
+		{"script_errors", func(ctx context.Context) (err error) {
+			rep.ScriptErrors, err = scriptErrors(ctx, conn, o, w)
+			return err
+		}},
 	}
 	return boot, others
 }
@@ -239,7 +243,7 @@ func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...st
 			g.ITT.H3.setRuns(c.ittRuns[1], c.ittFailedRuns[1])
 		}
 	}
-	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves", "trend") {
+	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves", "trend", "script_errors") {
 		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
 	}
 	rep.done = true
