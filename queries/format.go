@@ -169,7 +169,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(bw, "selection: %s; %s; %s; %s\n\n", r.Selection(), r.DesignText(), r.EstimateText(), r.CIText())
 	if len(r.Groups) == 0 {
 		fmt.Fprintln(bw, "no samples in this window")
-		r.writeNEL(bw) // NEL also hears from visitors whose page never ran the script
+		r.writeNEL(bw)          // NEL also hears from visitors whose page never ran the script
+		r.writeScriptErrors(bw) // and runs a script error cut short may have no batch
 		return bw.err
 	}
 	name := func(g *Group) string {
@@ -329,6 +330,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(bw, "\nRuns left out of the headline, by reason (a run under each of its reasons)\n  %s\n", strings.Join(excl, "\n  "))
 	}
 	r.writeNEL(bw)
+	r.writeScriptErrors(bw)
 	if small || insufficient {
 		fmt.Fprintln(bw)
 	}
@@ -379,6 +381,26 @@ func (r *Report) writeNEL(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t\n", p.Proto, p.OKReports,
 			strconv.FormatFloat(p.FailedEstimated, 'f', -1, 64), fs, p.ProbeOKReports,
 			dash(p.Elapsed, 50), dash(p.Elapsed, 90), p.BeaconSamples, dash(p.Beacon, 50), dash(p.Beacon, 90))
+	}
+	tw.flush(w)
+}
+
+// writeScriptErrors writes the section "Script errors by browser"
+// (complete reports).
+func (r *Report) writeScriptErrors(w io.Writer) {
+	se := r.ScriptErrors
+	if se == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nScript errors by browser: runs of beacon %s and later, the runs with a script error, and errors by stage\n", se.SinceBeacon)
+	if len(se.Browsers) == 0 {
+		fmt.Fprintln(w, "  no such run in this window")
+		return
+	}
+	tw := &table{left: 1}
+	fmt.Fprintln(tw, "browser\truns\twith errors\tidle\twarmup\tbatch\ttiming\tsend\t")
+	for _, b := range se.Browsers {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", b.Browser, b.Runs, b.RunsWithErrors, b.Idle, b.Warmup, b.Batch, b.Timing, b.Send)
 	}
 	tw.flush(w)
 }

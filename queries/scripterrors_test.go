@@ -3,6 +3,7 @@ package queries
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,35 @@ func TestVersionSQL(t *testing.T) {
 		if got, err := versionSQL(v); err == nil {
 			t.Errorf("versionSQL(%q) = %q, want an error", v, got)
 		}
+	}
+}
+
+// TestScriptErrorsTable: the text table's section, and its absence in an
+// estimate.
+func TestScriptErrorsTable(t *testing.T) {
+	rep := &Report{ScriptErrors: &ScriptErrors{SinceBeacon: "1.3.0", Browsers: []BrowserScriptErrors{
+		{Browser: "Chrome", Runs: 3, RunsWithErrors: 2, Warmup: 2, Timing: 2},
+		{Browser: "Firefox", Runs: 12},
+	}}}
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+Script errors by browser: runs of beacon 1.3.0 and later, the runs with a script error, and errors by stage
+browser  runs  with errors  idle  warmup  batch  timing  send
+Chrome      3            2     0       2      0       2     0
+Firefox    12            0     0       0      0       0     0
+`
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("table ends\n%s\nwant\n%s", b.String(), want)
+	}
+	rep.ScriptErrors = nil
+	b.Reset()
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "Script errors") {
+		t.Errorf("an estimate's table has a script errors section:\n%s", b.String())
 	}
 }
