@@ -38,7 +38,7 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 // rollup where it answers — what the dashboard paints first. AddRuns adds
 // what reads raw rows beyond the window's edges: failures, the per-run
 // samples (confidence intervals and the paired view), the excluded runs,
-// the intention-to-treat view, handshakes and NEL.
+// the intention-to-treat view, handshakes, NEL and the script errors.
 func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 	rep, useRollup, err := begin(ctx, conn, opts)
 	if err != nil {
@@ -151,7 +151,8 @@ func (rep *Report) timelineSection(conn driver.Conn) section {
 
 // AddRuns completes a report made by Estimate: failures, the bootstrap
 // confidence intervals and the paired view, the excluded runs and
-// availability per run, the intention-to-treat view, handshakes and NEL.
+// availability per run, the intention-to-treat view, handshakes, NEL and
+// the script errors.
 // The bootstrap runs beside the other sections, so that ClickHouse
 // answers them while Go computes it.
 func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {

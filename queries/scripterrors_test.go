@@ -60,6 +60,23 @@ func TestScriptErrorsByBrowser(t *testing.T) {
 		if got := rep.ScriptErrors; got == nil || got.SinceBeacon != want.SinceBeacon || !slices.Equal(got.Browsers, want.Browsers) {
 			t.Errorf("by %s: script errors %+v, want %+v", by, got, want)
 		}
+		// The dashboard's table, from the same report.
+		page, err := renderDashboard(rep, &rep.opts, false)
+		if err != nil {
+			t.Fatalf("by %s: %v", by, err)
+		}
+		for _, row := range []string{
+			`<tr data-browser="Chrome">
+<th scope="row">Chrome</th><td class="n" data-kind="runs">3</td><td class="n" data-kind="runs_with_errors">2</td>
+<td class="n" data-kind="idle">0</td><td class="n" data-kind="warmup">2</td><td class="n" data-kind="batch">0</td>
+<td class="n" data-kind="timing">2</td><td class="n" data-kind="send">0</td>`,
+			`<tr data-browser="Firefox">
+<th scope="row">Firefox</th><td class="n" data-kind="runs">2</td><td class="n" data-kind="runs_with_errors">0</td>`,
+		} {
+			if !strings.Contains(string(page), row) {
+				t.Errorf("by %s: the dashboard has no row\n%s", by, row)
+			}
+		}
 	}
 
 	// Outside the window, of another site, or an agent report: nothing.
