@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
@@ -58,7 +60,13 @@ func pin(opts *clickhouse.Options) *clickhouse.Options {
 		next = clickhouse.DefaultDialStrategy
 	}
 	pinned.DialStrategy = func(ctx context.Context, id int, o *clickhouse.Options, dial clickhouse.Dial) (clickhouse.DialResult, error) {
-		known, err := knownPinned(ctx, &probe)
+		// The probe runs to its end, within the dial timeout, even when
+		// the caller has gone (a report whose client left): closed right
+		// after its login, its connection would look like a failed login,
+		// which aborts the 26.x test server, and it takes a millisecond.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(probe.DialTimeout, 30*time.Second)) // clickhouse-go's default
+		defer cancel()
+		known, err := knownPinned(pctx, &probe)
 		if err != nil {
 			return clickhouse.DialResult{}, err
 		}

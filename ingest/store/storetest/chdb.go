@@ -184,7 +184,9 @@ func (s *chdbServer) stop() error {
 	if s.cmd != nil {
 		select {
 		case <-s.exited:
-			crashed = fmt.Errorf("the 26.x server had exited (%v): %s", s.err, s.logTail())
+			// Its log says nothing of why: the listener aborts when a login
+			// fails, a connection closed right after its login included.
+			crashed = fmt.Errorf("the 26.x server had exited (%v; it aborts on a failed login, or a connection closed during one): %s", s.err, s.logTail())
 		default:
 			s.cmd.Process.Signal(syscall.SIGTERM)
 			select {
