@@ -94,6 +94,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 
 func (h *Handler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/report", h.report)
+	mux.HandleFunc("GET /api/compare", h.compare)
 	mux.HandleFunc("GET /api/live", h.live)
 	mux.HandleFunc("GET /dashboard", h.dashboard)
 	mux.HandleFunc("GET /dashboard.js", h.asset)
