@@ -244,7 +244,7 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 	}
 	var baseSince, baseUntil time.Time
 	if err == nil {
-		baseSince, baseUntil, err = baselineWindow(o, base["baseline_since"], base["baseline_until"], now)
+		baseSince, baseUntil, err = BaselineWindow(o, base["baseline_since"], base["baseline_until"], now)
 	}
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad request: "+strings.TrimPrefix(err.Error(), ErrInvalidOptions.Error()+": "))
@@ -267,10 +267,10 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(c)
 }
 
-// baselineWindow reads a comparison's baseline window for the validated
+// BaselineWindow reads a comparison's baseline window for the validated
 // options o: since and until as ParseTime reads them; an empty until is
 // the start of o's window, an empty since the same length before until.
-func baselineWindow(o Options, since, until string, now time.Time) (time.Time, time.Time, error) {
+func BaselineWindow(o Options, since, until string, now time.Time) (time.Time, time.Time, error) {
 	var bs, bu time.Time
 	var err error
 	if until == "" {

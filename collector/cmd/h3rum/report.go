@@ -21,6 +21,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		excluded                  bool
 		o                         queries.Options
 		warmup, failed, bots, raw bool
+		baseSince, baseUntil      string
 	)
 	st.register(fs)
 	fs.StringVar(&since, "since", "", `start of the window: a duration before now ("24h", "7d"), RFC 3339, or a date (default: 24 h before --until, back to the start of its hour)`)
@@ -38,6 +39,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&design, "design", "", `test design "parallel,bytes,warmup,major" (e.g. 5,0,2,1), or "all" to pool designs (default: the most common)`)
 	fs.BoolVar(&raw, "raw", false, "compute point estimates from raw rows even where the hourly rollup could answer")
 	fs.BoolVar(&o.Agent, "agent", false, "report the runs of h3rum agent (with its full, resumed and 0-RTT handshakes) instead of browsers'; never pooled")
+	fs.StringVar(&baseSince, "baseline-since", "", "compare with a baseline window starting here (as --since): prints, per group, how H3 − H2 at --verdict-p changed (default with --baseline-until: the same length before it)")
+	fs.StringVar(&baseUntil, "baseline-until", "", "end of the baseline window (default with --baseline-since or alone: the start of the report's window)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -64,12 +67,37 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usagef("--format %q: want table, json or csv", format)
 	}
+	comparing := baseSince != "" || baseUntil != ""
+	var bs, bu time.Time
+	if comparing {
+		if format == "csv" {
+			return usagef("--format csv: a comparison is written as a table or json")
+		}
+		if bs, bu, err = queries.BaselineWindow(o, baseSince, baseUntil, now); err != nil {
+			return usageError{err.Error()}
+		}
+	}
 
 	conn, closeStore, err := st.open(ctx, nil, false)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	if comparing {
+		c, err := queries.Compare(ctx, conn, o, bs, bu)
+		if err != nil {
+			if errors.Is(err, queries.ErrInvalidOptions) {
+				return usageError{err.Error()}
+			}
+			return err
+		}
+		if format == "json" {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(c)
+		}
+		return c.WriteTable(stdout)
+	}
 	rep, err := queries.Run(ctx, conn, o)
 	if err != nil {
 		if errors.Is(err, queries.ErrInvalidOptions) {
