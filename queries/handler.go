@@ -424,8 +424,13 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-sub.Done():
-			conn.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "too slow: dropped"), time.Now().Add(time.Second))
+			code := websocket.ClosePolicyViolation
+			if errors.Is(sub.Err(), ErrHubClosed) {
+				code = websocket.CloseGoingAway
+			}
+			if sub.Err() != nil {
+				conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, sub.Err().Error()), time.Now().Add(time.Second))
+			}
 			return
 		case <-readDone:
 			return

@@ -2,8 +2,10 @@ package queries
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -77,6 +79,14 @@ func NewLiveRun(run store.Run) LiveRun {
 // connected.
 var ErrTooManyClients = errors.New("too many live clients")
 
+// ErrHubClosed is returned by Hub.Subscribe after Close, and by
+// Subscription.Err when Close ended the subscription.
+var ErrHubClosed = errors.New("live feed closed: the collector is shutting down")
+
+// ErrTooSlow is Subscription.Err when the hub dropped a client whose
+// buffer was full.
+var ErrTooSlow = errors.New("too slow: dropped")
+
 // Hub fans accepted runs out to live clients. Publish never blocks: each
 // client has a bounded buffer, and a client whose buffer is full is
 // dropped (and counted) rather than slowing ingestion. The zero value is
@@ -89,23 +99,39 @@ type Hub struct {
 
 	mu        sync.Mutex
 	clients   map[*Subscription]struct{}
+	closed    bool
+	active    sync.WaitGroup // subscriptions not yet unsubscribed
 	published atomic.Uint64
 	dropped   atomic.Uint64
 }
 
 // Subscription is one live client's queue. Read C until Done is closed.
 type Subscription struct {
-	C    <-chan []byte
-	c    chan []byte
-	done chan struct{}
-	once sync.Once
+	C     <-chan []byte
+	c     chan []byte
+	done  chan struct{}
+	once  sync.Once
+	err   error // why done was closed; set before it is
+	unsub sync.Once
 }
 
-// Done is closed when the hub dropped the subscriber (it was too slow) or
-// Unsubscribe was called.
+// Done is closed when the hub dropped the subscriber (it was too slow),
+// the hub was closed, or Unsubscribe was called.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
 
-func (s *Subscription) close() { s.once.Do(func() { close(s.done) }) }
+// Err says why Done was closed: ErrTooSlow, ErrHubClosed, or nil after
+// Unsubscribe. Call it only once Done is closed.
+func (s *Subscription) Err() error {
+	<-s.done
+	return s.err
+}
+
+func (s *Subscription) close(err error) {
+	s.once.Do(func() {
+		s.err = err
+		close(s.done)
+	})
+}
 
 // HubStats are the hub's counters.
 type HubStats struct {
@@ -136,6 +162,9 @@ func (h *Hub) Subscribe() (*Subscription, error) {
 	s := &Subscription{C: c, c: c, done: make(chan struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrHubClosed
+	}
 	if len(h.clients) >= maxClients {
 		return nil, ErrTooManyClients
 	}
@@ -143,15 +172,43 @@ func (h *Hub) Subscribe() (*Subscription, error) {
 		h.clients = map[*Subscription]struct{}{}
 	}
 	h.clients[s] = struct{}{}
+	h.active.Add(1)
 	return s, nil
 }
 
-// Unsubscribe removes a client; it is safe to call more than once.
+// Unsubscribe removes a client; it is safe to call more than once. Every
+// successful Subscribe must be followed by one: Close waits for them.
 func (h *Hub) Unsubscribe(s *Subscription) {
 	h.mu.Lock()
 	delete(h.clients, s)
 	h.mu.Unlock()
-	s.close()
+	s.close(nil)
+	s.unsub.Do(h.active.Done)
+}
+
+// Close ends every subscription with ErrHubClosed (the live handler then
+// sends its client a going-away close frame), refuses new ones, and waits
+// until every subscriber has unsubscribed or ctx ends. It is safe to call
+// more than once.
+func (h *Hub) Close(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	for s := range h.clients {
+		delete(h.clients, s)
+		s.close(ErrHubClosed)
+	}
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		h.active.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("closing the live feed: %w", context.Cause(ctx))
+	}
 }
 
 // Publish sends run to every client without blocking: Hub is the
@@ -169,7 +226,7 @@ func (h *Hub) Publish(run store.Run) {
 		case s.c <- msg:
 		default:
 			delete(h.clients, s)
-			s.close()
+			s.close(ErrTooSlow)
 			h.dropped.Add(1)
 		}
 	}

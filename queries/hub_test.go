@@ -1,0 +1,70 @@
+package queries
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// TestHubClose: closing the hub sends every live client a going-away close
+// frame, waits until each session has ended, and refuses new ones.
+func TestHubClose(t *testing.T) {
+	hub := &Hub{}
+	srv := serve(t, &Handler{Token: testToken, Hub: hub})
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/live"
+	hdr := http.Header{"Authorization": {"Bearer " + testToken}}
+	var clients []*websocket.Conn
+	for range 3 {
+		ws, _, err := websocket.DefaultDialer.Dial(url, hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		clients = append(clients, ws)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for hub.Stats().Clients != 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := hub.Stats().Clients; n != 3 {
+		t.Fatalf("%d clients subscribed, want 3", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hub.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for i, ws := range clients {
+		ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _, err := ws.ReadMessage()
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway || !strings.Contains(ce.Text, "shutting down") {
+			t.Errorf("client %d: %v, want a going-away close frame", i, err)
+		}
+	}
+	if _, res, err := websocket.DefaultDialer.Dial(url, hdr); err == nil || res == nil || res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("dial after Close: %v %v, want 503", res, err)
+	}
+	if _, err := hub.Subscribe(); !errors.Is(err, ErrHubClosed) {
+		t.Errorf("Subscribe after Close: %v", err)
+	}
+	if err := hub.Close(ctx); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	// A subscriber that never unsubscribes holds Close until its context ends.
+	stuck := &Hub{}
+	if _, err := stuck.Subscribe(); err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	if err := stuck.Close(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close with a subscriber left: %v, want the deadline", err)
+	}
+}
