@@ -62,12 +62,12 @@ type rejection struct {
 // gate refuses a submission that may not be decoded at all.
 func (h *Handler) gate(sub *submission) *rejection {
 	if sub.earlyData {
-		return &rejection{status: http.StatusTooEarly, reason: ReasonTooEarly,
+		return &rejection{status: http.StatusTooEarly, reason: beacon.ReasonTooEarly,
 			detail: "report sent as TLS early data; retry after the handshake"}
 	}
 	if sub.limiter != nil {
 		if ok, wait := sub.limiter.Allow(sub.client, sub.received); !ok {
-			return &rejection{status: http.StatusTooManyRequests, reason: ReasonRateLimited,
+			return &rejection{status: http.StatusTooManyRequests, reason: beacon.ReasonRateLimited,
 				detail: "too many reports from this address", retryAfter: wait}
 		}
 	}
@@ -78,7 +78,7 @@ func (h *Handler) gate(sub *submission) *rejection {
 // decoding slot covers the CPU work only, not the wait for durability.
 func (h *Handler) admit(ctx context.Context, sub submission) (store.Run, *rejection) {
 	if !h.acquire(ctx) {
-		return store.Run{}, &rejection{status: http.StatusServiceUnavailable, reason: ReasonOverloaded,
+		return store.Run{}, &rejection{status: http.StatusServiceUnavailable, reason: beacon.ReasonOverloaded,
 			detail: "collector busy decoding other reports; retry (or raise --ingest-concurrency)", retryAfter: time.Second}
 	}
 	defer h.release()
@@ -88,7 +88,7 @@ func (h *Handler) admit(ctx context.Context, sub submission) (store.Run, *reject
 		return store.Run{}, &rejection{status: status, reason: reason, detail: detail}
 	}
 	if !h.siteAllowed(rep.Site) {
-		return store.Run{}, &rejection{status: http.StatusForbidden, reason: ReasonSiteNotAllowed,
+		return store.Run{}, &rejection{status: http.StatusForbidden, reason: beacon.ReasonSiteNotAllowed,
 			detail: fmt.Sprintf("site %q is not served by this collector", rep.Site)}
 	}
 	var hs []beacon.Sample
@@ -113,26 +113,26 @@ func (h *Handler) admit(ctx context.Context, sub submission) (store.Run, *reject
 func decodeRejection(err error) (int, string, string) {
 	de, ok := errors.AsType[*beacon.DecodeError](err)
 	if !ok {
-		return http.StatusBadRequest, reasonDecodePrefix + beacon.ReasonJSON, err.Error()
+		return http.StatusBadRequest, beacon.ReasonDecodePrefix + beacon.ReasonJSON, err.Error()
 	}
 	status := http.StatusBadRequest
 	if de.Reason == beacon.ReasonSize {
 		status = http.StatusRequestEntityTooLarge
 	}
-	return status, reasonDecodePrefix + de.Reason, de.Msg
+	return status, beacon.ReasonDecodePrefix + de.Reason, de.Msg
 }
 
 // acceptRejection maps a Sink error to a rejection.
 func acceptRejection(err error) *rejection {
 	switch {
 	case errors.Is(err, ErrBusy):
-		return &rejection{http.StatusServiceUnavailable, ReasonBusy,
+		return &rejection{http.StatusServiceUnavailable, beacon.ReasonBusy,
 			"ingest queue and spool are full (ClickHouse is behind; raise --spool-max-bytes or check ClickHouse)", 5 * time.Second}
 	case errors.Is(err, ErrClosed):
-		return &rejection{http.StatusServiceUnavailable, ReasonShuttingDown, "collector is shutting down", 5 * time.Second}
+		return &rejection{http.StatusServiceUnavailable, beacon.ReasonShuttingDown, "collector is shutting down", 5 * time.Second}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &rejection{http.StatusServiceUnavailable, ReasonCanceled, "request ended before the report was stored", time.Second}
+		return &rejection{http.StatusServiceUnavailable, beacon.ReasonCanceled, "request ended before the report was stored", time.Second}
 	default:
-		return &rejection{http.StatusServiceUnavailable, ReasonSpoolError, "could not store the report", 5 * time.Second}
+		return &rejection{http.StatusServiceUnavailable, beacon.ReasonSpoolError, "could not store the report", 5 * time.Second}
 	}
 }

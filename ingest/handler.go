@@ -120,25 +120,6 @@ type Handler struct {
 	bodies     sync.Pool // *[]byte body buffers, reused across requests
 }
 
-// Rejection reasons, the values of the reason label.
-const (
-	ReasonTooLarge         = "too_large"
-	ReasonReadError        = "read_error"
-	ReasonSiteNotAllowed   = "site_not_allowed"
-	ReasonOriginNotAllowed = "origin_not_allowed"
-	ReasonTooEarly         = "too_early"
-	ReasonRateLimited      = "rate_limited"
-	ReasonBusy             = "busy"
-	ReasonOverloaded       = "overloaded"
-	ReasonShuttingDown     = "shutting_down"
-	ReasonSpoolError       = "spool_error"
-	ReasonCanceled         = "canceled"
-	ReasonUnauthorized     = "unauthorized"
-	ReasonBadMessage       = "bad_message"
-	// Decode failures are "decode_" + beacon.DecodeError.Reason.
-	reasonDecodePrefix = "decode_"
-)
-
 // Init validates the configuration and registers the metrics. Calling it is
 // optional (the first request does it) but reports errors at start-up.
 func (h *Handler) Init() error {
@@ -170,13 +151,13 @@ func (h *Handler) init() {
 	}
 	h.m = m
 	// Create every label value so dashboards see zeros, not gaps.
-	for _, r := range []string{ReasonTooLarge, ReasonReadError, ReasonSiteNotAllowed, ReasonOriginNotAllowed,
-		ReasonTooEarly, ReasonRateLimited, ReasonBusy, ReasonOverloaded, ReasonShuttingDown, ReasonSpoolError, ReasonCanceled,
-		ReasonUnauthorized, ReasonBadMessage} {
+	for _, r := range []string{beacon.ReasonTooLarge, beacon.ReasonReadError, beacon.ReasonSiteNotAllowed, beacon.ReasonOriginNotAllowed,
+		beacon.ReasonTooEarly, beacon.ReasonRateLimited, beacon.ReasonBusy, beacon.ReasonOverloaded, beacon.ReasonShuttingDown, beacon.ReasonSpoolError, beacon.ReasonCanceled,
+		beacon.ReasonUnauthorized, beacon.ReasonBadMessage} {
 		h.m.rejected.WithLabelValues(r)
 	}
 	for _, r := range beacon.DecodeReasons() {
-		h.m.rejected.WithLabelValues(reasonDecodePrefix + r)
+		h.m.rejected.WithLabelValues(beacon.ReasonDecodePrefix + r)
 	}
 	if h.RateLimit > 0 {
 		h.limiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)
@@ -273,7 +254,7 @@ func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	if !h.originAllowed(origin) {
 		access.RefuseBeforeBody(w, r)
-		h.reject(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
+		h.reject(w, http.StatusForbidden, beacon.ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
 		return
 	}
 	h.cors(w, origin)
@@ -300,7 +281,7 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	if !h.originAllowed(origin) {
 		access.RefuseBeforeBody(w, r)
-		h.reject(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
+		h.reject(w, http.StatusForbidden, beacon.ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
 		return
 	}
 	h.cors(w, origin)
@@ -322,10 +303,10 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		access.RefuseBeforeBody(w, r) // the rest of it
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			h.reject(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
+			h.reject(w, http.StatusRequestEntityTooLarge, beacon.ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
 			return
 		}
-		h.reject(w, http.StatusBadRequest, ReasonReadError, "reading the body failed (sent too slowly, or cut)")
+		h.reject(w, http.StatusBadRequest, beacon.ReasonReadError, "reading the body failed (sent too slowly, or cut)")
 		return
 	}
 	sub.wire = body

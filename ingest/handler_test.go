@@ -66,25 +66,25 @@ func TestHandlerPost(t *testing.T) {
 		{name: "empty", body: nil, status: 400, reason: "decode_json"},
 		{name: "bad field", body: bytes.Replace(valid, []byte(`"site"`), []byte(`"Site"`), 1), status: 400, reason: "decode_field"},
 		{name: "wrong version", body: bytes.Replace(valid, []byte(`"v":1`), []byte(`"v":9`), 1), status: 400, reason: "decode_version"},
-		{name: "too large", body: bytes.Repeat([]byte(" "), 40<<10), status: 413, reason: ReasonTooLarge},
-		{name: "over a smaller cap", body: valid, setup: func(h *Handler, _ *http.Request) { h.MaxBodyBytes = 100 }, status: 413, reason: ReasonTooLarge},
-		{name: "site not allowed", body: valid, setup: func(h *Handler, _ *http.Request) { h.Sites = []string{"other"} }, status: 403, reason: ReasonSiteNotAllowed},
+		{name: "too large", body: bytes.Repeat([]byte(" "), 40<<10), status: 413, reason: beacon.ReasonTooLarge},
+		{name: "over a smaller cap", body: valid, setup: func(h *Handler, _ *http.Request) { h.MaxBodyBytes = 100 }, status: 413, reason: beacon.ReasonTooLarge},
+		{name: "site not allowed", body: valid, setup: func(h *Handler, _ *http.Request) { h.Sites = []string{"other"} }, status: 403, reason: beacon.ReasonSiteNotAllowed},
 		{name: "site allowed", body: valid, setup: func(h *Handler, _ *http.Request) { h.Sites = []string{"other", "shop"} }, status: 204},
 		{name: "origin not allowed", body: valid, setup: func(h *Handler, r *http.Request) {
 			h.Origins = mustOrigins(t, "https://shop.example")
 			r.Header.Set("Origin", "https://evil.example")
-		}, status: 403, reason: ReasonOriginNotAllowed},
+		}, status: 403, reason: beacon.ReasonOriginNotAllowed},
 		{name: "origin allowed", body: valid, setup: func(h *Handler, r *http.Request) {
 			h.Origins = mustOrigins(t, "https://shop.example")
 			r.Header.Set("Origin", "https://shop.example")
 		}, status: 204},
-		{name: "early data", body: valid, setup: func(_ *Handler, r *http.Request) { r.TLS = &tls.ConnectionState{HandshakeComplete: false} }, status: 425, reason: ReasonTooEarly},
+		{name: "early data", body: valid, setup: func(_ *Handler, r *http.Request) { r.TLS = &tls.ConnectionState{HandshakeComplete: false} }, status: 425, reason: beacon.ReasonTooEarly},
 		{name: "after handshake", body: valid, setup: func(_ *Handler, r *http.Request) { r.TLS = &tls.ConnectionState{HandshakeComplete: true} }, status: 204},
-		{name: "rate limited", body: valid, setup: func(h *Handler, _ *http.Request) { h.RateLimit, h.RateBurst = 0.5, 2 }, repeat: 3, status: 429, reason: ReasonRateLimited, retryAfter: true},
+		{name: "rate limited", body: valid, setup: func(h *Handler, _ *http.Request) { h.RateLimit, h.RateBurst = 0.5, 2 }, repeat: 3, status: 429, reason: beacon.ReasonRateLimited, retryAfter: true},
 		{name: "within rate", body: valid, setup: func(h *Handler, _ *http.Request) { h.RateLimit, h.RateBurst = 0.5, 2 }, repeat: 2, status: 204},
-		{name: "busy", body: valid, sinkErr: ErrBusy, status: 503, reason: ReasonBusy, retryAfter: true},
-		{name: "shutting down", body: valid, sinkErr: ErrClosed, status: 503, reason: ReasonShuttingDown, retryAfter: true},
-		{name: "spool error", body: valid, sinkErr: errors.New("disk full"), status: 503, reason: ReasonSpoolError, retryAfter: true},
+		{name: "busy", body: valid, sinkErr: ErrBusy, status: 503, reason: beacon.ReasonBusy, retryAfter: true},
+		{name: "shutting down", body: valid, sinkErr: ErrClosed, status: 503, reason: beacon.ReasonShuttingDown, retryAfter: true},
+		{name: "spool error", body: valid, sinkErr: errors.New("disk full"), status: 503, reason: beacon.ReasonSpoolError, retryAfter: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &recordingSink{err: tc.sinkErr}
@@ -315,10 +315,10 @@ func TestWebSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	acks := map[string]WSAck{}
+	acks := map[string]beacon.WSAck{}
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	for range msgs {
-		var a WSAck
+		var a beacon.WSAck
 		if err := conn.ReadJSON(&a); err != nil {
 			t.Fatal(err)
 		}
@@ -327,8 +327,8 @@ func TestWebSocket(t *testing.T) {
 	for id, want := range map[string]struct {
 		ok     bool
 		reason string
-	}{"a": {true, ""}, "b": {false, "decode_field"}, "": {false, ReasonBadMessage}, "c": {false, ReasonSiteNotAllowed}, "d": {true, ""},
-		"e": {true, ""}, "f": {false, ReasonBadMessage}, "g": {false, ReasonBadMessage}, "h": {false, "decode_value"}} {
+	}{"a": {true, ""}, "b": {false, "decode_field"}, "": {false, beacon.ReasonBadMessage}, "c": {false, beacon.ReasonSiteNotAllowed}, "d": {true, ""},
+		"e": {true, ""}, "f": {false, beacon.ReasonBadMessage}, "g": {false, beacon.ReasonBadMessage}, "h": {false, "decode_value"}} {
 		a, found := acks[id]
 		if !found || a.OK != want.ok || a.Reason != want.reason || (!a.OK && !strings.HasPrefix(a.Error, want.reason+": ")) {
 			t.Errorf("ack %q = %+v (found %v), want ok=%v reason=%q", id, a, found, want.ok, want.reason)
@@ -352,7 +352,7 @@ func TestWebSocket(t *testing.T) {
 		t.Errorf("oversized message: %v, want close 1009", err)
 	}
 	conn.Close()
-	waitFor(t, "the too_large count", func() bool { return rejectedCount(t, reg, ReasonTooLarge) == 1 })
+	waitFor(t, "the too_large count", func() bool { return rejectedCount(t, reg, beacon.ReasonTooLarge) == 1 })
 
 	// An agent connection has its own report rate: beyond it, reports are
 	// refused with rate_limited (and the agent's id) before decoding.
@@ -368,11 +368,11 @@ func TestWebSocket(t *testing.T) {
 	limited := 0
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	for range 5 {
-		var a WSAck
+		var a beacon.WSAck
 		if err := conn.ReadJSON(&a); err != nil {
 			t.Fatal(err)
 		}
-		if a.Reason == ReasonRateLimited && strings.HasPrefix(a.ID, "r") {
+		if a.Reason == beacon.ReasonRateLimited && strings.HasPrefix(a.ID, "r") {
 			limited++
 		}
 	}
@@ -427,7 +427,7 @@ func TestWebSocketAckWaitsForDurability(t *testing.T) {
 		}
 		return conn.WriteControl(websocket.PongMessage, nil, time.Now().Add(time.Second))
 	})
-	var a WSAck
+	var a beacon.WSAck
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if err := conn.ReadJSON(&a); err != nil {
 		t.Fatal(err)
@@ -435,7 +435,7 @@ func TestWebSocketAckWaitsForDurability(t *testing.T) {
 	if pings < 3 {
 		t.Errorf("ack arrived before the sink returned (after %d pings)", pings)
 	}
-	if a.ID != "x" || a.OK || a.Reason != ReasonBusy {
+	if a.ID != "x" || a.OK || a.Reason != beacon.ReasonBusy {
 		t.Errorf("ack %+v, want x refused as busy", a)
 	}
 }
@@ -457,10 +457,10 @@ func TestHandlerConcurrencyLimit(t *testing.T) {
 	}
 	h.slots <- struct{}{} // another report is being decoded
 	rec := post(wireReport("s"))
-	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.HasPrefix(rec.Body.String(), ReasonOverloaded) {
-		t.Errorf("all slots busy: %d %q Retry-After %q; want 503 %s", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"), ReasonOverloaded)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.HasPrefix(rec.Body.String(), beacon.ReasonOverloaded) {
+		t.Errorf("all slots busy: %d %q Retry-After %q; want 503 %s", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"), beacon.ReasonOverloaded)
 	}
-	if got := rejectedCount(t, reg, ReasonOverloaded); got != 1 {
+	if got := rejectedCount(t, reg, beacon.ReasonOverloaded); got != 1 {
 		t.Errorf("overloaded counted %v, want 1", got)
 	}
 	<-h.slots

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/ingest/store"
@@ -34,9 +35,7 @@ type NELSink interface {
 // "reason: detail", counted in h3rum_ingest_nel_rejected_total.
 
 // Reasons of /reports refusals beyond the shared ones.
-const (
-	ReasonContentType = "content_type"
-)
+const ()
 
 const nelMediaType = "application/reports+json"
 
@@ -47,12 +46,12 @@ const (
 )
 
 func (h *Handler) initNEL() {
-	for _, r := range []string{ReasonTooLarge, ReasonReadError, ReasonOriginNotAllowed, ReasonTooEarly, ReasonRateLimited,
-		ReasonBusy, ReasonOverloaded, ReasonShuttingDown, ReasonSpoolError, ReasonCanceled, ReasonContentType} {
+	for _, r := range []string{beacon.ReasonTooLarge, beacon.ReasonReadError, beacon.ReasonOriginNotAllowed, beacon.ReasonTooEarly, beacon.ReasonRateLimited,
+		beacon.ReasonBusy, beacon.ReasonOverloaded, beacon.ReasonShuttingDown, beacon.ReasonSpoolError, beacon.ReasonCanceled, beacon.ReasonContentType} {
 		h.m.nelRejected.WithLabelValues(r)
 	}
 	for _, r := range nel.DecodeReasons() {
-		h.m.nelRejected.WithLabelValues(reasonDecodePrefix + r)
+		h.m.nelRejected.WithLabelValues(beacon.ReasonDecodePrefix + r)
 	}
 	h.m.nelIgnored.WithLabelValues(ignoredUnknownType)
 	h.m.nelIgnored.WithLabelValues(ignoredOtherOrigin)
@@ -116,7 +115,7 @@ func (h *Handler) reportsPreflight(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	if !h.nelOriginAllowed(origin) {
 		access.RefuseBeforeBody(w, r)
-		h.rejectNEL(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q is not an origin this collector serves", origin))
+		h.rejectNEL(w, http.StatusForbidden, beacon.ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q is not an origin this collector serves", origin))
 		return
 	}
 	nelCORS(w, origin)
@@ -133,13 +132,13 @@ func (h *Handler) reports(w http.ResponseWriter, r *http.Request) {
 	origin := r.Header.Get("Origin")
 	if !h.nelOriginAllowed(origin) {
 		access.RefuseBeforeBody(w, r)
-		h.rejectNEL(w, http.StatusForbidden, ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q is not an origin this collector serves", origin))
+		h.rejectNEL(w, http.StatusForbidden, beacon.ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q is not an origin this collector serves", origin))
 		return
 	}
 	nelCORS(w, origin)
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != nelMediaType {
 		access.RefuseBeforeBody(w, r)
-		h.rejectNEL(w, http.StatusUnsupportedMediaType, ReasonContentType,
+		h.rejectNEL(w, http.StatusUnsupportedMediaType, beacon.ReasonContentType,
 			fmt.Sprintf("Content-Type %.60q, want %s", r.Header.Get("Content-Type"), nelMediaType))
 		return
 	}
@@ -160,10 +159,10 @@ func (h *Handler) reports(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		access.RefuseBeforeBody(w, r) // the rest of it
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			h.rejectNEL(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
+			h.rejectNEL(w, http.StatusRequestEntityTooLarge, beacon.ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
 			return
 		}
-		h.rejectNEL(w, http.StatusBadRequest, ReasonReadError, "reading the body failed (sent too slowly, or cut)")
+		h.rejectNEL(w, http.StatusBadRequest, beacon.ReasonReadError, "reading the body failed (sent too slowly, or cut)")
 		return
 	}
 	sub.wire = body
@@ -186,7 +185,7 @@ func (h *Handler) reports(w http.ResponseWriter, r *http.Request) {
 // nothing was left to store.
 func (h *Handler) admitNEL(ctx context.Context, sub submission) (*store.NELBatch, *rejection) {
 	if !h.acquire(ctx) {
-		return nil, &rejection{status: http.StatusServiceUnavailable, reason: ReasonOverloaded,
+		return nil, &rejection{status: http.StatusServiceUnavailable, reason: beacon.ReasonOverloaded,
 			detail: "collector busy decoding other reports; retry (or raise --ingest-concurrency)", retryAfter: time.Second}
 	}
 	defer h.release()
@@ -194,13 +193,13 @@ func (h *Handler) admitNEL(ctx context.Context, sub submission) (*store.NELBatch
 	if err != nil {
 		de, ok := errors.AsType[*nel.DecodeError](err)
 		if !ok {
-			return nil, &rejection{status: http.StatusBadRequest, reason: reasonDecodePrefix + nel.ReasonJSON, detail: err.Error()}
+			return nil, &rejection{status: http.StatusBadRequest, reason: beacon.ReasonDecodePrefix + nel.ReasonJSON, detail: err.Error()}
 		}
 		status := http.StatusBadRequest
 		if de.Reason == nel.ReasonSize {
 			status = http.StatusRequestEntityTooLarge
 		}
-		return nil, &rejection{status: status, reason: reasonDecodePrefix + de.Reason, detail: de.Msg}
+		return nil, &rejection{status: status, reason: beacon.ReasonDecodePrefix + de.Reason, detail: de.Msg}
 	}
 	if batch.Ignored > 0 {
 		h.m.nelIgnored.WithLabelValues(ignoredUnknownType).Add(float64(batch.Ignored))

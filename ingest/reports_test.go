@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/ingest/store"
 )
@@ -115,23 +116,23 @@ func TestHandlerReports(t *testing.T) {
 		{name: "origin of another host", body: valid, setup: func(h *Handler, r *http.Request) {
 			h.NELHosts = []string{"h3.rum.example"}
 			r.Header.Set("Origin", "https://evil.example")
-		}, status: 403, reason: ReasonOriginNotAllowed},
+		}, status: 403, reason: beacon.ReasonOriginNotAllowed},
 		{name: "wrong content type", body: valid, setup: func(_ *Handler, r *http.Request) { r.Header.Set("Content-Type", "application/json") },
-			status: 415, reason: ReasonContentType},
+			status: 415, reason: beacon.ReasonContentType},
 		{name: "no content type", body: valid, setup: func(_ *Handler, r *http.Request) { r.Header.Del("Content-Type") },
-			status: 415, reason: ReasonContentType},
+			status: 415, reason: beacon.ReasonContentType},
 		{name: "bad json", body: []byte(`[{"type":`), status: 400, reason: "decode_json"},
 		{name: "not an array", body: []byte(`{"type":"network-error"}`), status: 400, reason: "decode_shape"},
 		{name: "bad field", body: bytes.Replace(valid, []byte(`"elapsed_time":5`), []byte(`"elapsed_time":"5"`), 1), status: 400, reason: "decode_field"},
 		{name: "too many reports", body: nelUpload(h3, nel.MaxReports+1), status: 400, reason: "decode_too_many"},
-		{name: "too large", body: bytes.Repeat([]byte(" "), nel.MaxBodyBytes+1), status: 413, reason: ReasonTooLarge},
-		{name: "over a smaller cap", body: valid, setup: func(h *Handler, _ *http.Request) { h.MaxNELBytes = 100 }, status: 413, reason: ReasonTooLarge},
+		{name: "too large", body: bytes.Repeat([]byte(" "), nel.MaxBodyBytes+1), status: 413, reason: beacon.ReasonTooLarge},
+		{name: "over a smaller cap", body: valid, setup: func(h *Handler, _ *http.Request) { h.MaxNELBytes = 100 }, status: 413, reason: beacon.ReasonTooLarge},
 		{name: "early data", body: valid, setup: func(_ *Handler, r *http.Request) { r.TLS = &tls.ConnectionState{HandshakeComplete: false} },
-			status: 425, reason: ReasonTooEarly},
+			status: 425, reason: beacon.ReasonTooEarly},
 		{name: "rate limited", body: valid, setup: func(h *Handler, _ *http.Request) { h.RateLimit, h.RateBurst = 0.5, 2 }, repeat: 3,
-			status: 429, reason: ReasonRateLimited, retryAfter: true, stored: 4},
-		{name: "busy", body: valid, sinkErr: ErrBusy, status: 503, reason: ReasonBusy, retryAfter: true},
-		{name: "spool error", body: valid, sinkErr: errors.New("disk full"), status: 503, reason: ReasonSpoolError, retryAfter: true},
+			status: 429, reason: beacon.ReasonRateLimited, retryAfter: true, stored: 4},
+		{name: "busy", body: valid, sinkErr: ErrBusy, status: 503, reason: beacon.ReasonBusy, retryAfter: true},
+		{name: "spool error", body: valid, sinkErr: errors.New("disk full"), status: 503, reason: beacon.ReasonSpoolError, retryAfter: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &recordingNELSink{err: tc.sinkErr}

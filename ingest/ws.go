@@ -10,31 +10,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
 )
-
-// WSMessage is one report sent over /ingest/ws: an id of the agent's
-// choosing, echoed in the acknowledgement, and the report in the same wire
-// format as POST /beacon. Source "agent" (what `h3rum agent` sends) stores
-// the run as the agent's, never pooled with browsers'; absent or "browser"
-// is a browser's report relayed (the only kind before agents). Handshakes,
-// agents only, are the run's handshake samples (beacon.DecodeHandshakes).
-type WSMessage struct {
-	ID         string          `json:"id"`
-	Source     string          `json:"source,omitempty"`
-	Report     json.RawMessage `json:"report"`
-	Handshakes json.RawMessage `json:"handshakes,omitempty"`
-}
-
-// WSAck acknowledges a WSMessage once its report is durable (OK), or says
-// why it was refused. Reason is the rejection counter's label.
-type WSAck struct {
-	ID     string `json:"id"`
-	OK     bool   `json:"ok"`
-	Error  string `json:"error,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
 
 // wsInFlight bounds the reports of one connection waiting to be made
 // durable; the reader stops reading while it is reached.
@@ -72,13 +51,13 @@ func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
 	client, now := h.Clients.IP(r), time.Now()
 	if blocked, wait := h.Failures.Blocked(client, now); blocked {
 		retryAfter(w, wait)
-		h.reject(w, http.StatusTooManyRequests, ReasonRateLimited, access.LockedOut(wait))
+		h.reject(w, http.StatusTooManyRequests, beacon.ReasonRateLimited, access.LockedOut(wait))
 		return
 	}
 	if !h.authorized(r) {
 		h.Failures.Failed(client, now)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="h3rum agents"`)
-		h.reject(w, http.StatusUnauthorized, ReasonUnauthorized, "missing or wrong agent token")
+		h.reject(w, http.StatusUnauthorized, beacon.ReasonUnauthorized, "missing or wrong agent token")
 		return
 	}
 	up := websocket.Upgrader{
@@ -92,7 +71,7 @@ func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
 		return // the Upgrader has answered
 	}
 	h.log.Debug("agent connected")
-	s := &wsSession{h: h, conn: conn, req: r, acks: make(chan WSAck, wsInFlight),
+	s := &wsSession{h: h, conn: conn, req: r, acks: make(chan beacon.WSAck, wsInFlight),
 		limiter: access.NewLimiter(h.agentRate(), int(math.Ceil(h.agentRate())), 1)}
 	s.serve()
 }
@@ -101,7 +80,7 @@ type wsSession struct {
 	h    *Handler
 	conn *websocket.Conn
 	req  *http.Request
-	acks chan WSAck
+	acks chan beacon.WSAck
 	wg   sync.WaitGroup
 	// limiter is the connection's own report rate (one bucket).
 	limiter *access.Limiter
@@ -123,7 +102,7 @@ func (s *wsSession) serve() {
 		_, data, err := s.conn.ReadMessage()
 		if err != nil {
 			if errors.Is(err, websocket.ErrReadLimit) {
-				h.m.rejected.WithLabelValues(ReasonTooLarge).Inc()
+				h.m.rejected.WithLabelValues(beacon.ReasonTooLarge).Inc()
 			}
 			break
 		}
@@ -135,21 +114,21 @@ func (s *wsSession) serve() {
 			s.refuse(messageID(data), rej.reason, rej.detail)
 			continue
 		}
-		var msg WSMessage
+		var msg beacon.WSMessage
 		if err := json.Unmarshal(data, &msg); err != nil || msg.ID == "" || len(msg.Report) == 0 {
-			s.refuse(msg.ID, ReasonBadMessage, `want {"id": "…", "report": {…}}`)
+			s.refuse(msg.ID, beacon.ReasonBadMessage, `want {"id": "…", "report": {…}}`)
 			continue
 		}
 		switch msg.Source {
 		case "", store.SourceBrowser:
 			if len(msg.Handshakes) > 0 && string(msg.Handshakes) != "null" {
-				s.refuse(msg.ID, ReasonBadMessage, `handshakes need "source": "agent"`)
+				s.refuse(msg.ID, beacon.ReasonBadMessage, `handshakes need "source": "agent"`)
 				continue
 			}
 		case store.SourceAgent:
 			sub.source, sub.handshakes = store.SourceAgent, msg.Handshakes
 		default:
-			s.refuse(msg.ID, ReasonBadMessage, `"source" must be "agent" or "browser"`)
+			s.refuse(msg.ID, beacon.ReasonBadMessage, `"source" must be "agent" or "browser"`)
 			continue
 		}
 		sub.wire = msg.Report
@@ -168,7 +147,7 @@ func (s *wsSession) serve() {
 				s.refuse(id, rej.reason, rej.detail)
 				return
 			}
-			s.acks <- WSAck{ID: id, OK: true}
+			s.acks <- beacon.WSAck{ID: id, OK: true}
 		}(msg.ID)
 	}
 	s.wg.Wait()
@@ -180,7 +159,7 @@ func (s *wsSession) serve() {
 
 func (s *wsSession) refuse(id, reason, detail string) {
 	s.h.m.rejected.WithLabelValues(reason).Inc()
-	s.acks <- WSAck{ID: id, Error: reason + ": " + oneLine(detail), Reason: reason}
+	s.acks <- beacon.WSAck{ID: id, Error: reason + ": " + oneLine(detail), Reason: reason}
 }
 
 // writeLoop is the connection's only writer: acknowledgements and pings.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/collector/agent/agenttest"
-	"github.com/h3rum/h3rum/ingest"
 )
 
 // testConfig is a Config for the origins o, logging to the test.
@@ -183,14 +182,14 @@ func checkHandshakes(t *testing.T, res *Result) {
 }
 
 // checkEnvelope checks the message for the WebSocket ingest: it is what
-// ingest.WSMessage reads, and its parts decode to the result.
+// beacon.WSMessage reads, and its parts decode to the result.
 func checkEnvelope(t *testing.T, res *Result) {
 	t.Helper()
 	msg, err := res.Envelope()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var env ingest.WSMessage
+	var env beacon.WSMessage
 	if err := json.Unmarshal(msg, &env); err != nil {
 		t.Fatal(err)
 	}

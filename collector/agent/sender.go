@@ -24,12 +24,11 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/h3rum/h3rum/beacon"
-	"github.com/h3rum/h3rum/ingest"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // Envelope renders r as the message the collector's WebSocket ingest
-// takes (ingest.WSMessage), one JSON object:
+// takes (beacon.WSMessage), one JSON object:
 //
 //	{"id": "<run id>", "source": "agent", "report": {…wire format v1…}, "handshakes": [{…, "ph": "h"}, …]}
 func (r *Result) Envelope() ([]byte, error) {
@@ -46,7 +45,7 @@ func (r *Result) Envelope() ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ingest.WSMessage{ID: hex.EncodeToString(r.Report.RunID[:]), Source: store.SourceAgent,
+	if err := enc.Encode(beacon.WSMessage{ID: hex.EncodeToString(r.Report.RunID[:]), Source: store.SourceAgent,
 		Report: rep, Handshakes: hs}); err != nil {
 		return nil, fmt.Errorf("agent: encoding the message: %w", err)
 	}
@@ -121,18 +120,6 @@ func (s *Sender) Validate() error {
 	return nil
 }
 
-// transient reports whether a refusal is about the collector's state
-// rather than the run — those it answers with a Retry-After over HTTP —
-// so that the run is worth sending again.
-func transient(reason string) bool {
-	switch reason {
-	case ingest.ReasonRateLimited, ingest.ReasonOverloaded, ingest.ReasonBusy, ingest.ReasonShuttingDown,
-		ingest.ReasonSpoolError, ingest.ReasonCanceled, ingest.ReasonTooEarly:
-		return true
-	}
-	return false
-}
-
 // Send delivers res and returns once the collector has acknowledged it as
 // durable. A run refused for a transient reason (rate limit, a full
 // queue, shutdown…) and a connection that breaks before the
@@ -154,7 +141,7 @@ func (s *Sender) Send(ctx context.Context, res *Result) error {
 	backoff := minBackoff
 	for {
 		c, err := s.connection(ctx)
-		var ack ingest.WSAck
+		var ack beacon.WSAck
 		if err == nil {
 			ack, err = c.send(ctx, id, msg, orDefault(s.AckTimeout, DefaultAckTimeout))
 			if err != nil && ctx.Err() == nil {
@@ -173,7 +160,7 @@ func (s *Sender) Send(ctx context.Context, res *Result) error {
 			}
 		case ack.OK:
 			return nil
-		case transient(ack.Reason):
+		case beacon.Transient(ack.Reason):
 			log.Info("collector deferred a run; sending it again", "run", id, "reason", ack.Reason, "retry_in", backoff.String())
 		default:
 			log.Warn("collector refused a run", "run", id, "reason", ack.Reason, "error", ack.Error)
@@ -275,7 +262,7 @@ func (s *Sender) dial(ctx context.Context) (*wsConn, error) {
 		}
 		return nil, fmt.Errorf("agent: connecting to the ingest %s: %w", s.URL, err)
 	}
-	c := &wsConn{ws: ws, waiting: map[string]chan ingest.WSAck{}, dead: make(chan struct{})}
+	c := &wsConn{ws: ws, waiting: map[string]chan beacon.WSAck{}, dead: make(chan struct{})}
 	go c.readLoop(s.logger())
 	return c, nil
 }
@@ -297,7 +284,7 @@ type wsConn struct {
 	wmu sync.Mutex
 
 	mu      sync.Mutex
-	waiting map[string]chan ingest.WSAck
+	waiting map[string]chan beacon.WSAck
 	dead    chan struct{} // closed when the reader has stopped
 	err     error         // why, set before dead is closed
 	once    sync.Once
@@ -308,7 +295,7 @@ type wsConn struct {
 func (c *wsConn) readLoop(log *slog.Logger) {
 	var err error
 	for {
-		var ack ingest.WSAck
+		var ack beacon.WSAck
 		if err = c.ws.ReadJSON(&ack); err != nil {
 			break
 		}
@@ -330,8 +317,8 @@ func (c *wsConn) readLoop(log *slog.Logger) {
 }
 
 // send writes msg and waits for the acknowledgement of id.
-func (c *wsConn) send(ctx context.Context, id string, msg []byte, timeout time.Duration) (ingest.WSAck, error) {
-	ch := make(chan ingest.WSAck, 1)
+func (c *wsConn) send(ctx context.Context, id string, msg []byte, timeout time.Duration) (beacon.WSAck, error) {
+	ch := make(chan beacon.WSAck, 1)
 	c.mu.Lock()
 	c.waiting[id] = ch
 	c.mu.Unlock()
@@ -345,7 +332,7 @@ func (c *wsConn) send(ctx context.Context, id string, msg []byte, timeout time.D
 	err := c.ws.WriteMessage(websocket.TextMessage, msg)
 	c.wmu.Unlock()
 	if err != nil {
-		return ingest.WSAck{}, fmt.Errorf("writing to the ingest: %w", err)
+		return beacon.WSAck{}, fmt.Errorf("writing to the ingest: %w", err)
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -355,11 +342,11 @@ func (c *wsConn) send(ctx context.Context, id string, msg []byte, timeout time.D
 	case <-c.dead:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return ingest.WSAck{}, fmt.Errorf("ingest connection closed: %w", c.err)
+		return beacon.WSAck{}, fmt.Errorf("ingest connection closed: %w", c.err)
 	case <-t.C:
-		return ingest.WSAck{}, fmt.Errorf("no acknowledgement within %v", timeout)
+		return beacon.WSAck{}, fmt.Errorf("no acknowledgement within %v", timeout)
 	case <-ctx.Done():
-		return ingest.WSAck{}, ctx.Err()
+		return beacon.WSAck{}, ctx.Err()
 	}
 }
 

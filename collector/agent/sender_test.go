@@ -110,8 +110,8 @@ func TestSenderRefused(t *testing.T) {
 	s := testSender(t, url)
 	err := s.Send(t.Context(), testResult(t, "elsewhere"))
 	var re *RefusedError
-	if !errors.As(err, &re) || re.Reason != ingest.ReasonSiteNotAllowed {
-		t.Fatalf("Send: %v, want a refusal with reason %s", err, ingest.ReasonSiteNotAllowed)
+	if !errors.As(err, &re) || re.Reason != beacon.ReasonSiteNotAllowed {
+		t.Fatalf("Send: %v, want a refusal with reason %s", err, beacon.ReasonSiteNotAllowed)
 	}
 	// The connection is still good for the next run.
 	if err := s.Send(t.Context(), testResult(t, "lab")); err != nil {

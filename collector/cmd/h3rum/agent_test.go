@@ -17,7 +17,6 @@ import (
 	"github.com/h3rum/h3rum/collector/agent"
 	"github.com/h3rum/h3rum/collector/agent/agenttest"
 	"github.com/h3rum/h3rum/collector/internal/udprelay"
-	"github.com/h3rum/h3rum/ingest"
 )
 
 // --dry-run prints one message per run, each a JSON line the WebSocket
@@ -37,7 +36,7 @@ func TestAgentDryRun(t *testing.T) {
 	}
 	ids := map[string]bool{}
 	for i, line := range lines {
-		var msg ingest.WSMessage
+		var msg beacon.WSMessage
 		if err := json.Unmarshal([]byte(line), &msg); err != nil {
 			t.Fatalf("line %d: %v\n%s", i, err, line)
 		}
