@@ -63,6 +63,11 @@ type Options struct {
 	Since, Until time.Time
 	// Site restricts the report to one data-site; "" means all sites.
 	Site string
+	// Continent and Country restrict the report to one continent or one
+	// country, by the two-letter code it is grouped under (ISO 3166-1
+	// alpha-2 for countries: "JP"; "AS" for Asia); "" means all. Validate
+	// upper-cases them. They are the dashboard's drill-down.
+	Continent, Country string
 	// By is the grouping: continent (default), country, subdivision, asn,
 	// browser, connection (navigator.connection.effectiveType) or none.
 	By string
@@ -140,6 +145,15 @@ func (o *Options) Validate() error {
 	if o.Since.Unix() < 0 || o.Until.Unix() > 1<<32-1 {
 		return invalid("window %s – %s is outside 1970–2106", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
 	}
+	for _, f := range []struct {
+		name string
+		code *string
+	}{{"continent", &o.Continent}, {"country", &o.Country}} {
+		*f.code = strings.ToUpper(*f.code)
+		if *f.code != "" && !isPlaceCode(*f.code) {
+			return invalid("%s %q is not a two-letter code (such as JP or AS)", f.name, *f.code)
+		}
+	}
 	if o.By == "" {
 		o.By = DefaultBy
 	}
@@ -192,6 +206,28 @@ func (o *Options) Validate() error {
 		return invalid("effect %g ms must be a positive number of ms", o.EffectMS)
 	}
 	return nil
+}
+
+// isPlaceCode reports whether s is two ASCII capital letters, the form of
+// every continent and country code the collector stores.
+func isPlaceCode(s string) bool {
+	return len(s) == 2 && 'A' <= s[0] && s[0] <= 'Z' && 'A' <= s[1] && s[1] <= 'Z'
+}
+
+// placeSQL is the continent and country filter, part of /*DESIGN*/ so
+// that every query of the report (raw rows, the rollup, the runs table)
+// applies it. A code is two capital letters (Validate), written as a
+// literal like the design's numbers: it cannot hold a quote, and binding
+// it instead would add two parameters to each of the report's queries.
+func (o *Options) placeSQL() string {
+	var b strings.Builder
+	if isPlaceCode(o.Continent) {
+		b.WriteString(" AND continent = '" + o.Continent + "'")
+	}
+	if isPlaceCode(o.Country) {
+		b.WriteString(" AND country = '" + o.Country + "'")
+	}
+	return b.String()
 }
 
 // percentileList names the report's percentiles: "50, 75, 90, 95, 99".
@@ -298,7 +334,7 @@ func parseAgo(s string) (time.Duration, bool) {
 }
 
 // OptionsFromValues reads options from URL query parameters: since, until,
-// site, by, min_runs, warmup, failed, bots (1/true), source, replicates,
+// site, continent, country, by, min_runs, warmup, failed, bots (1/true), source, replicates,
 // verdict_p and effect_ms.
 // Unknown parameters are errors, so typos do not silently widen a report.
 func OptionsFromValues(v url.Values, now time.Time) (Options, error) {
@@ -316,6 +352,10 @@ func OptionsFromValues(v url.Values, now time.Time) (Options, error) {
 			o.Until, err = ParseTime(val, now)
 		case "site":
 			o.Site = val
+		case "continent":
+			o.Continent = val
+		case "country":
+			o.Country = val
 		case "by":
 			o.By = val
 		case "min_runs":
@@ -386,6 +426,12 @@ func (o *Options) values() url.Values {
 	v.Set("until", o.Until.Format(time.RFC3339))
 	if o.Site != "" {
 		v.Set("site", o.Site)
+	}
+	if o.Continent != "" {
+		v.Set("continent", o.Continent)
+	}
+	if o.Country != "" {
+		v.Set("country", o.Country)
 	}
 	v.Set("by", o.By)
 	if o.MinRuns != DefaultMinRuns {

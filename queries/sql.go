@@ -69,15 +69,16 @@ func (o *Options) keepSQL() string {
 	return "arrayMap(e -> toUInt8(e = ''), errors)"
 }
 
-// designSQL is /*DESIGN*/: the design and who measured (browsers, or the
-// agent). The rollup and runs tables hold browser rows only and say so in
-// an alias column, so the one condition serves every table.
+// designSQL is /*DESIGN*/: the design, who measured (browsers, or the
+// agent) and where (placeSQL). The rollup and runs tables hold browser rows
+// only and say so in an alias column, so the one condition serves every
+// table.
 func (o *Options) designSQL() string {
 	source := "browser"
 	if o.Agent {
 		source = "agent"
 	}
-	return "(" + o.Design.sql() + " AND source = '" + source + "')"
+	return "(" + o.Design.sql() + " AND source = '" + source + "'" + o.placeSQL() + ")"
 }
 
 // selectionSQL is the report's selection of raw rows, the one definition
