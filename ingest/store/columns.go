@@ -107,28 +107,19 @@ type runRow struct {
 // whole slice per column far faster than row by row. add appends one value
 // per sample.
 type column interface {
-	name() string
-	chType() string
+	buffer
 	add(r *runRow, samples []beacon.Sample)
-	values() any
-	reset()
 }
 
 // sampleColumn is a column whose value may differ from sample to sample.
 type sampleColumn[T any] struct {
-	colName, typ string
-	fill         func(*runRow, *beacon.Sample) T
-	data         []T
+	colData[T]
+	fill func(*runRow, *beacon.Sample) T
 }
 
 func col[T any](name, typ string, fill func(*runRow, *beacon.Sample) T) column {
-	return &sampleColumn[T]{colName: name, typ: typ, fill: fill}
+	return &sampleColumn[T]{colData: colData[T]{colName: name, typ: typ}, fill: fill}
 }
-
-func (c *sampleColumn[T]) name() string   { return c.colName }
-func (c *sampleColumn[T]) chType() string { return c.typ }
-func (c *sampleColumn[T]) values() any    { return c.data }
-func (c *sampleColumn[T]) reset()         { c.data = c.data[:0] }
 
 func (c *sampleColumn[T]) add(r *runRow, samples []beacon.Sample) {
 	for i := range samples {
@@ -139,19 +130,13 @@ func (c *sampleColumn[T]) add(r *runRow, samples []beacon.Sample) {
 // runColumn is a column whose value is the run's, the same in each of its
 // rows: it is computed once per run.
 type runColumn[T any] struct {
-	colName, typ string
-	fill         func(*runRow) T
-	data         []T
+	colData[T]
+	fill func(*runRow) T
 }
 
 func runCol[T any](name, typ string, fill func(*runRow) T) column {
-	return &runColumn[T]{colName: name, typ: typ, fill: fill}
+	return &runColumn[T]{colData: colData[T]{colName: name, typ: typ}, fill: fill}
 }
-
-func (c *runColumn[T]) name() string   { return c.colName }
-func (c *runColumn[T]) chType() string { return c.typ }
-func (c *runColumn[T]) values() any    { return c.data }
-func (c *runColumn[T]) reset()         { c.data = c.data[:0] }
 
 func (c *runColumn[T]) add(r *runRow, samples []beacon.Sample) {
 	if len(samples) == 0 {
@@ -165,13 +150,7 @@ func (c *runColumn[T]) add(r *runRow, samples []beacon.Sample) {
 
 // insertSamplesSQL is the INSERT for every column of sampleColumns, in
 // order (PrepareBatch needs the explicit list on 18.16).
-var insertSamplesSQL = func() string {
-	var names []string
-	for _, c := range sampleColumns() {
-		names = append(names, c.name())
-	}
-	return "INSERT INTO samples (" + strings.Join(names, ", ") + ")"
-}()
+var insertSamplesSQL = insertSQL("samples", sampleColumns())
 
 // BeaconMajor is the major version of a script version ("1.4.2" → 1), 0
 // when it has none: one of the design fields reports never pool across.
@@ -255,10 +234,4 @@ func triggerValue(t string) int8 {
 
 // SampleColumnTypes maps each samples column to its ClickHouse type, as
 // the definition states it.
-func SampleColumnTypes() map[string]string {
-	m := map[string]string{}
-	for _, c := range sampleColumns() {
-		m[c.name()] = c.chType()
-	}
-	return m
-}
+func SampleColumnTypes() map[string]string { return columnTypes(sampleColumns()) }

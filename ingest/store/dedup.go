@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"slices"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -40,28 +39,8 @@ func Stored(ctx context.Context, conn driver.Conn, runs []*Run) (map[uuid.UUID]b
 		}
 		ids = append(ids, uuid.UUID(r.Report.RunID).String())
 	}
-	stored := map[uuid.UUID]bool{}
 	if len(ids) == 0 {
-		return stored, nil
+		return map[uuid.UUID]bool{}, nil
 	}
-	rows, err := conn.Query(ctx, existingRunsSQL, sites, first, last, ids)
-	if err != nil {
-		return nil, fmt.Errorf("looking for runs already stored: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("looking for runs already stored: %w", err)
-		}
-		id, err := uuid.Parse(s)
-		if err != nil {
-			return nil, fmt.Errorf("looking for runs already stored: %w", err)
-		}
-		stored[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("looking for runs already stored: %w", err)
-	}
-	return stored, nil
+	return storedIDs(ctx, conn, "runs", existingRunsSQL, sites, first, last, ids)
 }

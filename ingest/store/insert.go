@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -51,18 +50,5 @@ func (b *Batch) Insert(ctx context.Context, conn driver.Conn) error {
 	if b.rows == 0 {
 		return nil
 	}
-	batch, err := conn.PrepareBatch(ctx, insertSamplesSQL)
-	if err != nil {
-		return fmt.Errorf("preparing samples insert: %w", err)
-	}
-	for i, c := range b.cols {
-		if err := batch.Column(i).Append(c.values()); err != nil {
-			batch.Abort()
-			return fmt.Errorf("appending samples column %s: %w", c.name(), err)
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("sending samples insert: %w", err)
-	}
-	return nil
+	return insertBuffers(ctx, conn, "samples", insertSamplesSQL, b.cols)
 }

@@ -3,9 +3,7 @@ package store
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -95,46 +93,26 @@ type nelRow struct {
 
 // nelColumn buffers one column of a nel_reports insert.
 type nelColumn interface {
-	name() string
-	chType() string
+	buffer
 	add(b *nelRow, r *nel.Report)
-	values() any
-	reset()
 }
 
 type typedNELColumn[T any] struct {
-	colName, typ string
-	fill         func(*nelRow, *nel.Report) T
-	data         []T
+	colData[T]
+	fill func(*nelRow, *nel.Report) T
 }
 
 func ncol[T any](name, typ string, fill func(*nelRow, *nel.Report) T) nelColumn {
-	return &typedNELColumn[T]{colName: name, typ: typ, fill: fill}
+	return &typedNELColumn[T]{colData: colData[T]{colName: name, typ: typ}, fill: fill}
 }
 
-func (c *typedNELColumn[T]) name() string                 { return c.colName }
-func (c *typedNELColumn[T]) chType() string               { return c.typ }
-func (c *typedNELColumn[T]) values() any                  { return c.data }
-func (c *typedNELColumn[T]) reset()                       { c.data = c.data[:0] }
 func (c *typedNELColumn[T]) add(b *nelRow, r *nel.Report) { c.data = append(c.data, c.fill(b, r)) }
 
-var insertNELSQL = func() string {
-	var names []string
-	for _, c := range nelColumns() {
-		names = append(names, c.name())
-	}
-	return "INSERT INTO nel_reports (" + strings.Join(names, ", ") + ")"
-}()
+var insertNELSQL = insertSQL("nel_reports", nelColumns())
 
 // NELColumnTypes maps each nel_reports column to its ClickHouse type, as
 // the definition states it.
-func NELColumnTypes() map[string]string {
-	m := map[string]string{}
-	for _, c := range nelColumns() {
-		m[c.name()] = c.chType()
-	}
-	return m
-}
+func NELColumnTypes() map[string]string { return columnTypes(nelColumns()) }
 
 // NELRows buffers nel_reports rows column by column for one INSERT. The
 // zero value is ready to use.
@@ -174,20 +152,7 @@ func (n *NELRows) Insert(ctx context.Context, conn driver.Conn) error {
 	if n.rows == 0 {
 		return nil
 	}
-	batch, err := conn.PrepareBatch(ctx, insertNELSQL)
-	if err != nil {
-		return fmt.Errorf("preparing nel_reports insert: %w", err)
-	}
-	for i, c := range n.cols {
-		if err := batch.Column(i).Append(c.values()); err != nil {
-			batch.Abort()
-			return fmt.Errorf("appending nel_reports column %s: %w", c.name(), err)
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("sending nel_reports insert: %w", err)
-	}
-	return nil
+	return insertBuffers(ctx, conn, "nel_reports", insertNELSQL, n.cols)
 }
 
 //go:embed sql/existing_nel_batches.sql
@@ -214,28 +179,8 @@ func NELStored(ctx context.Context, conn driver.Conn, batches []*NELBatch) (map[
 		}
 		ids = append(ids, b.ID.String())
 	}
-	stored := map[uuid.UUID]bool{}
 	if len(ids) == 0 {
-		return stored, nil
+		return map[uuid.UUID]bool{}, nil
 	}
-	rows, err := conn.Query(ctx, existingNELBatchesSQL, first, last, ids)
-	if err != nil {
-		return nil, fmt.Errorf("looking for NEL batches already stored: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("looking for NEL batches already stored: %w", err)
-		}
-		id, err := uuid.Parse(s)
-		if err != nil {
-			return nil, fmt.Errorf("looking for NEL batches already stored: %w", err)
-		}
-		stored[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("looking for NEL batches already stored: %w", err)
-	}
-	return stored, nil
+	return storedIDs(ctx, conn, "NEL batches", existingNELBatchesSQL, first, last, ids)
 }

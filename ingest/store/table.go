@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/google/uuid"
+)
+
+// What the samples and nel_reports tables share: a row is defined once as
+// a list of columns (name, ClickHouse type, how a value is filled), the
+// insert's column list and the columnar buffers are derived from it, a
+// batch is sent as one INSERT, and a replayed batch is recognised by the
+// ids it stores.
+
+// buffer is one column of an insert, whatever fills it: its values are
+// appended to the batch as one slice (clickhouse-go appends a whole slice
+// per column far faster than row by row).
+type buffer interface {
+	name() string
+	chType() string
+	values() any
+	reset()
+}
+
+// colData is a buffer's slice of T.
+type colData[T any] struct {
+	colName, typ string
+	data         []T
+}
+
+func (c *colData[T]) name() string   { return c.colName }
+func (c *colData[T]) chType() string { return c.typ }
+func (c *colData[T]) values() any    { return c.data }
+func (c *colData[T]) reset()         { c.data = c.data[:0] }
+
+// insertSQL is the INSERT naming every column of cols, in order
+// (PrepareBatch needs the explicit list on 18.16).
+func insertSQL[C buffer](table string, cols []C) string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name()
+	}
+	return "INSERT INTO " + table + " (" + strings.Join(names, ", ") + ")"
+}
+
+// columnTypes maps each column of cols to its ClickHouse type.
+func columnTypes[C buffer](cols []C) map[string]string {
+	m := make(map[string]string, len(cols))
+	for _, c := range cols {
+		m[c.name()] = c.chType()
+	}
+	return m
+}
+
+// insertBuffers sends the buffered columns of table as one INSERT (query
+// is insertSQL's); the buffers are unchanged, so a failed insert can be
+// retried.
+func insertBuffers[C buffer](ctx context.Context, conn driver.Conn, table, query string, cols []C) error {
+	batch, err := conn.PrepareBatch(ctx, query)
+	if err != nil {
+		return fmt.Errorf("preparing %s insert: %w", table, err)
+	}
+	for i, c := range cols {
+		if err := batch.Column(i).Append(c.values()); err != nil {
+			batch.Abort()
+			return fmt.Errorf("appending %s column %s: %w", table, c.name(), err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("sending %s insert: %w", table, err)
+	}
+	return nil
+}
+
+// storedIDs runs query, which selects the ids (as strings) that a table
+// already holds among those in args, and returns them: what is looks
+// for, in its errors ("runs", "NEL batches").
+func storedIDs(ctx context.Context, conn driver.Conn, what, query string, args ...any) (map[uuid.UUID]bool, error) {
+	stored := map[uuid.UUID]bool{}
+	rows, err := conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("looking for %s already stored: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("looking for %s already stored: %w", what, err)
+		}
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("looking for %s already stored: %w", what, err)
+		}
+		stored[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("looking for %s already stored: %w", what, err)
+	}
+	return stored, nil
+}
