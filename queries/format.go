@@ -171,6 +171,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(bw, "no samples in this window")
 		r.writeNEL(bw)          // NEL also hears from visitors whose page never ran the script
 		r.writeScriptErrors(bw) // and runs a script error cut short may have no batch
+		r.writeFirstContact(bw) // and a run cut short in its warm-ups has a first contact
 		return bw.err
 	}
 	name := func(g *Group) string {
@@ -331,6 +332,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	r.writeNEL(bw)
 	r.writeScriptErrors(bw)
+	r.writeFirstContact(bw)
 	if small || insufficient {
 		fmt.Fprintln(bw)
 	}
@@ -405,6 +407,45 @@ func (r *Report) writeScriptErrors(w io.Writer) {
 	tw.flush(w)
 }
 
+// writeFirstContact writes the section "First contact with the HTTP/3
+// origin" (complete reports): by the report's grouping, then by browser.
+func (r *Report) writeFirstContact(w io.Writer) {
+	fc := r.FirstContact
+	if fc == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nFirst contact with the HTTP/3 origin: each run's first request to it (every design; shares of the runs where it was seen)")
+	if len(fc.Groups) == 0 {
+		fmt.Fprintln(w, "  no such run in this window")
+		return
+	}
+	pc := func(p *Proportion) string {
+		if p == nil {
+			return "-"
+		}
+		return share(p.Share)
+	}
+	write := func(title string, list []FirstContactCount) {
+		tw := &table{left: 1}
+		fmt.Fprintln(tw, title+"\truns\th3 first\tupgraded\tnever\th3 first share\t95% CI\tupgraded share\tnever share\tnot measured\tunknown\t")
+		for _, c := range list {
+			var lo, hi *float64
+			if c.H3FirstShare != nil {
+				lo, hi = c.H3FirstShare.CILow, c.H3FirstShare.CIHigh
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t\n", c.Group, c.Runs, c.H3First, c.Upgraded, c.Never,
+				pc(c.H3FirstShare), shareCI(lo, hi), pc(c.UpgradedShare), pc(c.NeverShare), c.NotMeasured, c.Unknown)
+		}
+		tw.flush(w)
+	}
+	write("group", fc.Groups)
+	if fc.By != "browser" {
+		fmt.Fprintln(w)
+		write("browser", fc.Browsers)
+	}
+	fmt.Fprintln(w, "h3 first: an HTTPS DNS record or a cached Alt-Svc; upgraded: h2 first, h3 later (this run's Alt-Svc); never: no h3; not measured: warm-up 0; unknown: the first request failed, is missing or had no protocol.")
+}
+
 // diffRows writes a row of differences, labelled title, picked from diffs
 // with their unit, and with intervals a row of their 95 % CIs.
 func diffRows(tw io.Writer, label, title, unit string, diffs []Diff, withCI bool, pick func(Diff) (v float64, lo, hi *float64)) {
@@ -446,7 +487,8 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // data). measure is duration_ms, diff_ms, diff_pct, paired_median_ms,
 // paired_p90_ms, paired_h3_won_share, paired_h3_tie_share, paired_h3_lost_share, paired_median_ms_by_order
 // (outcome: the batch order), h3_availability, itt_ms and itt_run_failure_rate (outcome: the
-// origin; intention to treat) or failures; p is
+// origin; intention to treat), failures, or first_contact_share and
+// first_contact_runs (firstContactCSV); p is
 // the percentile where one applies; insufficient is true or false for
 // percentiles and differences (too few runs for an interval: ci_low and
 // ci_high empty) and empty for the other measures. A group or outcome
@@ -523,11 +565,47 @@ func (r *Report) WriteCSV(w io.Writer) error {
 			row("failures", fl.Origin+":"+fl.Error, "", strconv.Itoa(fl.Samples), "", "", 0, fl.Samples)
 		}
 	}
+	r.firstContactCSV(cw)
 	cw.Flush()
 	if err := cw.Error(); err != nil {
 		return fmt.Errorf("writing CSV: %w", err)
 	}
 	return nil
+}
+
+// firstContactCSV writes the first-contact rows of the report's groups:
+// first_contact_share (outcome h3_first, upgraded or never; runs: those
+// where the first request was seen) and first_contact_runs (outcome also
+// not_measured or unknown; value and runs: counts of runs). too_small is
+// the group's in the headline, empty for a group it does not have.
+func (r *Report) firstContactCSV(cw *csv.Writer) {
+	if r.FirstContact == nil {
+		return
+	}
+	small := map[string]string{}
+	for _, g := range r.Groups {
+		small[g.Group] = strconv.FormatBool(g.TooSmall)
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, c := range r.FirstContact.Groups {
+		row := func(measure, outcome, value, lo, hi string, runs int) {
+			cw.Write([]string{csvText(c.Group), small[c.Group], measure, outcome, "", value, lo, hi, strconv.Itoa(runs), "0", ""})
+		}
+		for _, s := range []struct {
+			outcome string
+			p       *Proportion
+		}{{"h3_first", c.H3FirstShare}, {"upgraded", c.UpgradedShare}, {"never", c.NeverShare}} {
+			if s.p != nil {
+				row("first_contact_share", s.outcome, f(s.p.Share), f(*s.p.CILow), f(*s.p.CIHigh), c.Measured)
+			}
+		}
+		for _, n := range []struct {
+			outcome string
+			n       int
+		}{{"h3_first", c.H3First}, {"upgraded", c.Upgraded}, {"never", c.Never}, {"not_measured", c.NotMeasured}, {"unknown", c.Unknown}} {
+			row("first_contact_runs", n.outcome, strconv.Itoa(n.n), "", "", c.Runs)
+		}
+	}
 }
 
 // csvText makes a text cell safe to open in a spreadsheet. Excel,

@@ -59,6 +59,10 @@ type Report struct {
 	// ScriptErrors is the beacon script's own errors by browser (complete
 	// report; null in an estimate and in an agent report; scripterrors.go).
 	ScriptErrors *ScriptErrors `json:"script_errors"`
+	// FirstContact is how each run's first request to the HTTP/3 origin
+	// went, by group and by browser (complete report; null in an estimate
+	// and in an agent report; firstcontact.go).
+	FirstContact *FirstContact `json:"first_contact"`
 	// Stages is how long each step of Run took (not part of the JSON).
 	Stages []Stage `json:"-"`
 

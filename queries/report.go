@@ -205,6 +205,10 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 			rep.ScriptErrors, err = scriptErrors(ctx, conn, o, w)
 			return err
 		}},
+		{"first_contact", func(ctx context.Context) (err error) {
+			rep.FirstContact, err = firstContact(ctx, conn, o, w)
+			return err
+		}},
 	}
 	return boot, others
 }
@@ -244,7 +248,7 @@ func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...st
 			g.ITT.H3.setRuns(c.ittRuns[1], c.ittFailedRuns[1])
 		}
 	}
-	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves", "trend", "script_errors") {
+	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves", "trend", "script_errors", "first_contact") {
 		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
 	}
 	rep.done = true

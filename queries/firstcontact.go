@@ -1,0 +1,114 @@
+package queries
+
+import (
+	"context"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// FirstContact is the section "First contact with the HTTP/3 origin": how
+// each run's first request to the H3 origin went (sql/first_contact.sql),
+// by the report's grouping and by browser. A first request on h3 means the
+// browser found HTTP/3 before this run's responses could advertise it (an
+// HTTPS DNS record, or an Alt-Svc cached from an earlier visit); on h2, that
+// it needed the Alt-Svc upgrade. It covers every design and exclusion of
+// the window's browser runs (bots only with include_bots): the first
+// request is made before any of them matter.
+type FirstContact struct {
+	By       string              `json:"by"`       // the report's grouping, of Groups
+	Groups   []FirstContactCount `json:"groups"`   // most runs first, then by name
+	Browsers []FirstContactCount `json:"browsers"` // the same, by browser
+}
+
+// FirstContactCount is one group's runs by how their first request to the
+// H3 origin went. Runs = H3First + Upgraded + Never + NotMeasured + Unknown.
+type FirstContactCount struct {
+	Group string `json:"group"` // "unknown" when the attribute was empty
+	Runs  int    `json:"runs"`
+	// H3First: the first request used h3. Upgraded: it used h2 (or h1) and
+	// a later request to the H3 origin used h3. Never: no request to the H3
+	// origin used h3.
+	H3First  int `json:"h3_first"`
+	Upgraded int `json:"upgraded"`
+	Never    int `json:"never"`
+	// NotMeasured: runs of warm-up 0, which send no first request to the
+	// H3 origin before the batches. Unknown: the first request is missing
+	// (a partial run), failed, or reported no protocol.
+	NotMeasured int `json:"not_measured"`
+	Unknown     int `json:"unknown"`
+	// Measured is H3First + Upgraded + Never, the shares' denominator; the
+	// shares are null when it is 0.
+	Measured      int         `json:"measured"`
+	H3FirstShare  *Proportion `json:"h3_first_share"`
+	UpgradedShare *Proportion `json:"upgraded_share"`
+	NeverShare    *Proportion `json:"never_share"`
+}
+
+// Proportion is a share of runs with its 95 % Wilson score interval (runs
+// are independent).
+type Proportion struct {
+	Share  float64  `json:"share"`
+	CILow  *float64 `json:"ci_low"`
+	CIHigh *float64 `json:"ci_high"`
+}
+
+// proportion is k of n runs, nil when n is 0.
+func proportion(n, k int) *Proportion {
+	a := runAvailability(n, k)
+	if a == nil {
+		return nil
+	}
+	return &Proportion{Share: a.Share, CILow: a.CILow, CIHigh: a.CIHigh}
+}
+
+// firstContact reads the section; an agent report has none (the agent
+// sends no warm-ups), nil.
+func firstContact(ctx context.Context, conn driver.Conn, o *Options, w window) (*FirstContact, error) {
+	if o.Agent {
+		return nil, nil
+	}
+	fc := &FirstContact{By: o.By}
+	var err error
+	if fc.Groups, err = firstContactBy(ctx, conn, o, w, o.By); err != nil {
+		return nil, err
+	}
+	if o.By == "browser" {
+		fc.Browsers = fc.Groups
+		return fc, nil
+	}
+	if fc.Browsers, err = firstContactBy(ctx, conn, o, w, "browser"); err != nil {
+		return nil, err
+	}
+	return fc, nil
+}
+
+// firstContactBy reads first_contact.sql grouped by by.
+func firstContactBy(ctx context.Context, conn driver.Conn, o *Options, w window, by string) ([]FirstContactCount, error) {
+	grouped := *o
+	grouped.By = by
+	q, err := query("first_contact.sql", &grouped)
+	if err != nil {
+		return nil, err
+	}
+	out := []FirstContactCount{}
+	args := []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}
+	err = eachRowOf(ctx, conn, q, args, "first contact by "+by, func(rows driver.Rows) error {
+		var (
+			c FirstContactCount
+			n [5]uint64
+		)
+		if err := rows.Scan(&c.Group, &n[0], &n[1], &n[2], &n[3], &n[4]); err != nil {
+			return err
+		}
+		c.Runs, c.NotMeasured, c.H3First, c.Upgraded, c.Never = int(n[0]), int(n[1]), int(n[2]), int(n[3]), int(n[4])
+		c.Measured = c.H3First + c.Upgraded + c.Never
+		c.Unknown = c.Runs - c.NotMeasured - c.Measured
+		c.H3FirstShare, c.UpgradedShare, c.NeverShare = proportion(c.Measured, c.H3First), proportion(c.Measured, c.Upgraded), proportion(c.Measured, c.Never)
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
