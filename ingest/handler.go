@@ -116,8 +116,10 @@ type Handler struct {
 	// nelLimiter is RateLimit for /reports uploads, apart from /beacon's so
 	// that one cannot use up the other's allowance.
 	nelLimiter *access.Limiter
-	log        *slog.Logger
-	bodies     sync.Pool // *[]byte body buffers, reused across requests
+	// beaconEP and nelEP are /beacon's and /reports' ways through receive.
+	beaconEP, nelEP endpoint
+	log             *slog.Logger
+	bodies          sync.Pool // *[]byte body buffers, reused across requests
 }
 
 // Init validates the configuration and registers the metrics. Calling it is
@@ -163,6 +165,8 @@ func (h *Handler) init() {
 		h.limiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)
 		h.nelLimiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)
 	}
+	h.beaconEP = endpoint{rejected: h.m.rejected, originAllowed: h.originAllowed, cors: h.cors,
+		originRefusal: "origin %.100q may not send reports", limiter: h.limiter, maxBody: h.maxBody}
 	h.initNEL()
 	n := h.MaxConcurrency
 	if n <= 0 {
@@ -176,11 +180,11 @@ func (h *Handler) init() {
 
 func (h *Handler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /beacon", h.beacon)
-	mux.HandleFunc("OPTIONS /beacon", h.preflight)
+	mux.HandleFunc("OPTIONS /beacon", h.preflight(&h.beaconEP))
 	mux.HandleFunc("GET /ingest/ws", h.websocket)
 	if h.NELSink != nil {
 		mux.HandleFunc("POST /reports", h.reports)
-		mux.HandleFunc("OPTIONS /reports", h.reportsPreflight)
+		mux.HandleFunc("OPTIONS /reports", h.preflight(&h.nelEP))
 	}
 }
 
@@ -197,10 +201,10 @@ func (h *Handler) maxBody() int64 {
 	return beacon.MaxReportBytes
 }
 
-// reject answers with status and a one-line reason, and counts it.
+// reject answers a /beacon request with status and a one-line reason,
+// and counts it.
 func (h *Handler) reject(w http.ResponseWriter, status int, reason, detail string) {
-	h.m.rejected.WithLabelValues(reason).Inc()
-	writeRejection(w, status, reason, detail)
+	h.beaconEP.reject(w, status, reason, detail)
 }
 
 // writeRejection answers with status and a one-line "reason: detail".
@@ -250,21 +254,6 @@ func (h *Handler) cors(w http.ResponseWriter, origin string) {
 	}
 }
 
-func (h *Handler) preflight(w http.ResponseWriter, r *http.Request) {
-	origin := r.Header.Get("Origin")
-	if !h.originAllowed(origin) {
-		access.RefuseBeforeBody(w, r)
-		h.reject(w, http.StatusForbidden, beacon.ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
-		return
-	}
-	h.cors(w, origin)
-	hd := w.Header()
-	hd.Set("Access-Control-Allow-Methods", "POST")
-	hd.Set("Access-Control-Allow-Headers", "Content-Type")
-	hd.Set("Access-Control-Max-Age", "86400")
-	w.WriteHeader(http.StatusNoContent)
-}
-
 func (h *Handler) siteAllowed(site string) bool {
 	return len(h.Sites) == 0 || slices.Contains(h.Sites, site)
 }
@@ -278,38 +267,11 @@ func isEarlyData(r *http.Request) bool {
 func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 	received := time.Now().UTC()
 	h.m.requests.WithLabelValues("post").Inc()
-	origin := r.Header.Get("Origin")
-	if !h.originAllowed(origin) {
-		access.RefuseBeforeBody(w, r)
-		h.reject(w, http.StatusForbidden, beacon.ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q may not send reports", origin))
+	sub, done, ok := h.receive(w, r, &h.beaconEP, received)
+	if !ok {
 		return
 	}
-	h.cors(w, origin)
-	sub := h.submission(r, received)
-	sub.limiter = h.limiter
-	// Refuse what can be refused before reading a byte of the body.
-	if rej := h.gate(&sub); rej != nil {
-		access.RefuseBeforeBody(w, r)
-		h.refuse(w, rej)
-		return
-	}
-	bp, _ := h.bodies.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	defer h.bodies.Put(bp)
-	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxBody()), (*bp)[:0])
-	*bp = body[:0]
-	if err != nil {
-		access.RefuseBeforeBody(w, r) // the rest of it
-		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			h.reject(w, http.StatusRequestEntityTooLarge, beacon.ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
-			return
-		}
-		h.reject(w, http.StatusBadRequest, beacon.ReasonReadError, "reading the body failed (sent too slowly, or cut)")
-		return
-	}
-	sub.wire = body
+	defer done()
 	run, rej := h.admit(r.Context(), sub)
 	if rej == nil {
 		if err := h.Sink.Accept(r.Context(), run); err != nil {
@@ -317,19 +279,11 @@ func (h *Handler) beacon(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if rej != nil {
-		h.refuse(w, rej)
+		h.beaconEP.refuse(w, rej)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// refuse answers a rejection.
-func (h *Handler) refuse(w http.ResponseWriter, rej *rejection) {
-	if rej.retryAfter > 0 {
-		retryAfter(w, rej.retryAfter)
-	}
-	h.reject(w, rej.status, rej.reason, rej.detail)
 }
 
 // acquire takes a decoding slot: at once if one is free, else within

@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/h3rum/h3rum/beacon"
-	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/ingest/store"
 )
@@ -53,6 +52,15 @@ func (h *Handler) initNEL() {
 	for _, r := range nel.DecodeReasons() {
 		h.m.nelRejected.WithLabelValues(beacon.ReasonDecodePrefix + r)
 	}
+	h.nelEP = endpoint{rejected: h.m.nelRejected, originAllowed: h.nelOriginAllowed, cors: nelCORS,
+		originRefusal: "origin %.100q is not an origin this collector serves", limiter: h.nelLimiter, maxBody: h.maxNELBody,
+		check: func(r *http.Request) *rejection {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != nelMediaType {
+				return &rejection{status: http.StatusUnsupportedMediaType, reason: beacon.ReasonContentType,
+					detail: fmt.Sprintf("Content-Type %.60q, want %s", r.Header.Get("Content-Type"), nelMediaType)}
+			}
+			return nil
+		}}
 	h.m.nelIgnored.WithLabelValues(ignoredUnknownType)
 	h.m.nelIgnored.WithLabelValues(ignoredOtherOrigin)
 }
@@ -62,20 +70,6 @@ func (h *Handler) maxNELBody() int64 {
 		return min(h.MaxNELBytes, nel.MaxBodyBytes)
 	}
 	return nel.MaxBodyBytes
-}
-
-// rejectNEL answers a /reports request with status and a one-line reason,
-// and counts it.
-func (h *Handler) rejectNEL(w http.ResponseWriter, status int, reason, detail string) {
-	h.m.nelRejected.WithLabelValues(reason).Inc()
-	writeRejection(w, status, reason, detail)
-}
-
-func (h *Handler) refuseNEL(w http.ResponseWriter, rej *rejection) {
-	if rej.retryAfter > 0 {
-		retryAfter(w, rej.retryAfter)
-	}
-	h.rejectNEL(w, rej.status, rej.reason, rej.detail)
 }
 
 // nelHostAllowed reports whether NEL reports about host may be stored.
@@ -107,65 +101,14 @@ func nelCORS(w http.ResponseWriter, origin string) {
 	}
 }
 
-// reportsPreflight answers the CORS preflight a browser sends before an
-// upload to an endpoint of another origin (Chromium sends it with
-// Access-Control-Request-Headers: content-type, and requires POST and
-// content-type to be allowed in the answer).
-func (h *Handler) reportsPreflight(w http.ResponseWriter, r *http.Request) {
-	origin := r.Header.Get("Origin")
-	if !h.nelOriginAllowed(origin) {
-		access.RefuseBeforeBody(w, r)
-		h.rejectNEL(w, http.StatusForbidden, beacon.ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q is not an origin this collector serves", origin))
-		return
-	}
-	nelCORS(w, origin)
-	hd := w.Header()
-	hd.Set("Access-Control-Allow-Methods", "POST")
-	hd.Set("Access-Control-Allow-Headers", "Content-Type")
-	hd.Set("Access-Control-Max-Age", "86400")
-	w.WriteHeader(http.StatusNoContent)
-}
-
 func (h *Handler) reports(w http.ResponseWriter, r *http.Request) {
 	received := time.Now().UTC()
 	h.m.nelUploads.Inc()
-	origin := r.Header.Get("Origin")
-	if !h.nelOriginAllowed(origin) {
-		access.RefuseBeforeBody(w, r)
-		h.rejectNEL(w, http.StatusForbidden, beacon.ReasonOriginNotAllowed, fmt.Sprintf("origin %.100q is not an origin this collector serves", origin))
+	sub, done, ok := h.receive(w, r, &h.nelEP, received)
+	if !ok {
 		return
 	}
-	nelCORS(w, origin)
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != nelMediaType {
-		access.RefuseBeforeBody(w, r)
-		h.rejectNEL(w, http.StatusUnsupportedMediaType, beacon.ReasonContentType,
-			fmt.Sprintf("Content-Type %.60q, want %s", r.Header.Get("Content-Type"), nelMediaType))
-		return
-	}
-	sub := h.submission(r, received)
-	sub.limiter = h.nelLimiter
-	if rej := h.gate(&sub); rej != nil {
-		access.RefuseBeforeBody(w, r)
-		h.refuseNEL(w, rej)
-		return
-	}
-	bp, _ := h.bodies.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	defer h.bodies.Put(bp)
-	body, err := readBody(http.MaxBytesReader(w, r.Body, h.maxNELBody()), (*bp)[:0])
-	*bp = body[:0]
-	if err != nil {
-		access.RefuseBeforeBody(w, r) // the rest of it
-		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			h.rejectNEL(w, http.StatusRequestEntityTooLarge, beacon.ReasonTooLarge, fmt.Sprintf("body larger than %d bytes", mbe.Limit))
-			return
-		}
-		h.rejectNEL(w, http.StatusBadRequest, beacon.ReasonReadError, "reading the body failed (sent too slowly, or cut)")
-		return
-	}
-	sub.wire = body
+	defer done()
 	b, rej := h.admitNEL(r.Context(), sub)
 	if rej == nil && b != nil {
 		if err := h.NELSink.AcceptNEL(r.Context(), *b); err != nil {
@@ -173,7 +116,7 @@ func (h *Handler) reports(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if rej != nil {
-		h.refuseNEL(w, rej)
+		h.nelEP.refuse(w, rej)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
