@@ -78,7 +78,7 @@ func TestFirstContact(t *testing.T) {
 		r.Report.Partial = true
 	})
 	add("AS", "Chrome", func(r *store.Run) { r.Report.Samples[0].Got = beacon.ProtoUnknown })
-	add("EU", "Chrome", func(r *store.Run) { r.Bot = true })                       // left out but with include_bots
+	add("EU", "Chrome", func(r *store.Run) { r.Bot = true })                        // left out but with include_bots
 	add("EU", "Chrome", func(r *store.Run) { r.Received = at.Add(-2 * time.Hour) }) // outside the window
 	if err := b.Insert(ctx, conn); err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&until, "until", "now", "end of the window, as --since")
 	fs.StringVar(&o.Site, "site", "", "only this data-site (default: all)")
 	fs.StringVar(&o.By, "by", queries.DefaultBy, "grouping: "+strings.Join(queries.Groupings(), ", ")+" (collector: the POP whose probe served the samples)")
-	fs.StringVar(&format, "format", "table", "output: table, json or csv")
+	fs.StringVar(&format, "format", "table", "output: table, json, csv, or html (one self-contained page with the dashboard's verdicts and charts, to mail or attach; it fetches nothing)")
 	fs.IntVar(&o.MinRuns, "min-runs", 30, "groups with fewer runs are marked too small")
 	fs.Float64Var(&o.VerdictP, "verdict-p", queries.DefaultVerdictP, "the percentile the verdicts judge: 50, 75, 90, 95 or 99")
 	fs.Float64Var(&o.EffectMS, "effect-ms", queries.DefaultEffectMS, "the difference, in ms, for which each verdict says how many more runs would detect it")
@@ -63,15 +63,15 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{err.Error()}
 	}
 	switch format {
-	case "table", "json", "csv":
+	case "table", "json", "csv", "html":
 	default:
-		return usagef("--format %q: want table, json or csv", format)
+		return usagef("--format %q: want table, json, csv or html", format)
 	}
 	comparing := baseSince != "" || baseUntil != ""
 	var bs, bu time.Time
 	if comparing {
-		if format == "csv" {
-			return usagef("--format csv: a comparison is written as a table or json")
+		if format == "csv" || format == "html" {
+			return usagef("--format %s: a comparison is written as a table or json", format)
 		}
 		if bs, bu, err = queries.BaselineWindow(o, baseSince, baseUntil, now); err != nil {
 			return usageError{err.Error()}
@@ -112,6 +112,20 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return enc.Encode(rep)
 	case "csv":
 		return rep.WriteCSV(stdout)
+	case "html":
+		// The page's map is by country: a report by another grouping
+		// carries the window's report by country beside it.
+		var more []*queries.Report
+		if o.By != "country" && !o.Agent {
+			byCountry := o
+			byCountry.By = "country"
+			c, err := queries.Run(ctx, conn, byCountry)
+			if err != nil {
+				return err
+			}
+			more = append(more, c)
+		}
+		return rep.WriteHTML(stdout, more...)
 	default:
 		return rep.WriteTable(stdout)
 	}

@@ -4,6 +4,7 @@
 import { live } from './live.js';
 import { distribution } from './distribution.js';
 import { trend } from './trend.js';
+import { offline } from './static.js';
 import { getState, setState } from './state.js';
 
 function swap() {
@@ -39,6 +40,7 @@ function charts() {
   window.addEventListener('hashchange', follow);
 }
 
+offline(); // a report written to a file answers its own requests
 swap();
 charts();
 live();

@@ -1,0 +1,143 @@
+package queries
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+)
+
+// The HTML report is the dashboard's page as one file: its content
+// template, with the dashboard's script and style sheet inlined, the
+// report's JSON beside the charts' data, and a header that states the
+// window instead of the form that would ask a server for another. It is
+// meant to be mailed or attached to a ticket and opened from file://, so
+// it must fetch nothing: its Content-Security-Policy allows no source at
+// all but the two inline elements, by their hashes (no 'unsafe-inline').
+var htmlReportTmpl = template.Must(template.Must(dashboardTmpl.Clone()).Funcs(template.FuncMap{
+	"fcTable": func(by string, rows []FirstContactCount) fcTable { return fcTable{by, rows} },
+}).New("htmlreport").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{{.CSP}}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>h3rum report: HTTP/3 vs HTTP/2 by {{.V.R.By}}, {{time .V.R.Since}} – {{time .V.R.Until}}</title>
+<style>{{.CSS}}</style>
+</head>
+<body data-live="0" data-report="static">
+<header>
+<h1>HTTP/3 vs HTTP/2 by {{.V.R.By}}</h1>
+<p class="meta">{{time .V.R.Since}} – {{time .V.R.Until}} · {{if .V.R.Site}}site {{.V.R.Site}}{{else}}all sites{{end}} · source: {{.V.R.Source}} · {{.V.R.Selection}} · {{.V.R.DesignText}} · {{.V.R.EstimateText}} · {{.V.R.CIText}}</p>
+<p class="note">A report written by <code>h3rum report --format html</code>: the dashboard's views over the data in this file, which fetches nothing. The report's JSON is in it (<code>script#h3rum-data</code>, by grouping).</p>
+</header>
+<main>
+{{template "content" .V}}
+{{with .V.R.FirstContact}}<section id="first-contact" aria-labelledby="first-contact-title">
+<h2 id="first-contact-title">First contact with the HTTP/3 origin</h2>
+<p class="note">Each run's first request to the H3 origin: on h3 (an HTTPS DNS record or a cached Alt-Svc), on h2 and h3 later (this run's Alt-Svc upgrade), or never on h3; shares of the runs where it was seen, every design. Not measured: runs of warm-up 0; unknown: the first request failed, is missing or had no protocol.</p>
+{{template "first-contact-table" (fcTable "group" .Groups)}}
+{{if ne .By "browser"}}{{template "first-contact-table" (fcTable "browser" .Browsers)}}{{end}}
+</section>{{end}}
+</main>
+<script type="application/json" id="h3rum-data">{{.Reports}}</script>
+<script>{{.JS}}</script>
+</body>
+</html>
+{{define "first-contact-table"}}<table class="first-contact" data-by="{{.By}}">
+<thead><tr><th>{{.By}}</th><th>runs</th><th>h3 first</th><th>upgraded</th><th>never</th><th>h3 first share</th><th>upgraded share</th><th>never share</th><th>not measured</th><th>unknown</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr data-group="{{.Group}}">
+<th scope="row">{{.Group}}</th><td class="n" data-kind="runs">{{.Runs}}</td><td class="n" data-kind="h3_first">{{.H3First}}</td>
+<td class="n" data-kind="upgraded">{{.Upgraded}}</td><td class="n" data-kind="never">{{.Never}}</td>
+<td class="n" data-kind="h3_first_share">{{with .H3FirstShare}}{{share .Share}} <small>{{cishr .CILow .CIHigh}}</small>{{else}}-{{end}}</td>
+<td class="n">{{with .UpgradedShare}}{{share .Share}}{{else}}-{{end}}</td><td class="n">{{with .NeverShare}}{{share .Share}}{{else}}-{{end}}</td>
+<td class="n" data-kind="not_measured">{{.NotMeasured}}</td><td class="n" data-kind="unknown">{{.Unknown}}</td>
+</tr>
+{{end}}</tbody>
+</table>{{end}}`))
+
+// fcTable is one first-contact table of the page.
+type fcTable struct {
+	By   string
+	Rows []FirstContactCount
+}
+
+// htmlReportCSS is added to the dashboard's style sheet: the live feed's
+// section has nothing to show in a file.
+const htmlReportCSS = "\n#live-section{display:none}\n"
+
+// htmlReportView is what htmlReportTmpl renders.
+type htmlReportView struct {
+	V *dashView
+	// Reports are inlined as JSON by grouping: the page's, and those its
+	// views would fetch (web/src/static.js answers them).
+	Reports map[string]*Report
+	CSP     string
+	CSS     template.CSS
+	JS      template.JS
+}
+
+// WriteHTML writes r as one self-contained HTML page: the dashboard's
+// verdicts, tables and charts, its script and style inlined, the report's
+// JSON inside, no request to anywhere. more are reports of the same window
+// by other groupings that the page's views ask for, inlined beside it: the
+// map's, by country, when r is not (without it the map says it has no
+// data). Every report must be complete (Run, or Estimate then AddRuns).
+func (r *Report) WriteHTML(w io.Writer, more ...*Report) error {
+	reports := map[string]*Report{r.By: r}
+	for _, m := range append([]*Report{r}, more...) {
+		if !m.done {
+			return errors.New("writing the HTML report: it needs a complete report (Run, or Estimate then AddRuns)")
+		}
+		if m.Since != r.Since || m.Until != r.Until || m.Site != r.Site {
+			return fmt.Errorf("writing the HTML report: the report by %s covers another window or site", m.By)
+		}
+		if _, ok := reports[m.By]; !ok {
+			reports[m.By] = m
+		}
+	}
+	js, err := assets.ReadFile("assets/dashboard.js")
+	if err != nil {
+		return fmt.Errorf("writing the HTML report: reading the dashboard's script: %w", err)
+	}
+	css, err := assets.ReadFile("assets/dashboard.css")
+	if err != nil {
+		return fmt.Errorf("writing the HTML report: reading the dashboard's style sheet: %w", err)
+	}
+	css = append(css, htmlReportCSS...)
+	// Inlined, the text must not end its element early: the bundle and
+	// the style sheet never hold these (esbuild escapes them in strings),
+	// and the hashes are of the text as written.
+	for _, c := range []struct {
+		what, text, end string
+	}{{"script", string(js), "</script"}, {"style sheet", string(css), "</style"}} {
+		if low := strings.ToLower(c.text); strings.Contains(low, c.end) || strings.Contains(low, "<!--") {
+			return fmt.Errorf("writing the HTML report: the dashboard's %s holds %q or \"<!--\" and cannot be inlined", c.what, c.end)
+		}
+	}
+	v := &htmlReportView{
+		V:       newDashView(r, &r.opts, false),
+		Reports: reports,
+		CSP:     htmlReportCSP(js, css),
+		CSS:     template.CSS(css),
+		JS:      template.JS(js),
+	}
+	if err := htmlReportTmpl.ExecuteTemplate(w, "htmlreport", v); err != nil {
+		return fmt.Errorf("writing the HTML report: %w", err)
+	}
+	return nil
+}
+
+// htmlReportCSP is the page's policy: nothing from anywhere, but the
+// inline script and style sheet whose hashes it names.
+func htmlReportCSP(js, css []byte) string {
+	h := func(b []byte) string {
+		s := sha256.Sum256(b)
+		return "'sha256-" + base64.StdEncoding.EncodeToString(s[:]) + "'"
+	}
+	return "default-src 'none'; script-src " + h(js) + "; style-src " + h(css) + "; base-uri 'none'; form-action 'none'"
+}
