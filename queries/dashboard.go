@@ -15,17 +15,18 @@ import (
 var assets embed.FS
 
 var dashboardTmpl = template.Must(template.New("dashboard.html").Funcs(template.FuncMap{
-	"ms":     ms,
-	"signed": func(v float64) string { return signed(v, "") },
-	"pct":    func(v float64) string { return signed(v, "%") },
-	"share":  share,
-	"num":    func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
-	"ci":     func(lo, hi *float64) string { return ci(lo, hi, "") },
-	"cipct":  func(lo, hi *float64) string { return ci(lo, hi, "%") },
-	"cishr":  shareCI,
-	"time":   func(t time.Time) string { return t.Format("2006-01-02 15:04 UTC") },
-	"label":  func(k string) string { return outcomeLabel[k] },
-	"rule":   sufficiencyText,
+	"ms":        ms,
+	"signed":    func(v float64) string { return signed(v, "") },
+	"pct":       func(v float64) string { return signed(v, "%") },
+	"share":     share,
+	"num":       func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) },
+	"ci":        func(lo, hi *float64) string { return ci(lo, hi, "") },
+	"cipct":     func(lo, hi *float64) string { return ci(lo, hi, "%") },
+	"cishr":     shareCI,
+	"time":      func(t time.Time) string { return t.Format("2006-01-02 15:04 UTC") },
+	"label":     func(k string) string { return outcomeLabel[k] },
+	"rule":      sufficiencyText,
+	"continent": continentName,
 }).ParseFS(assets, "assets/dashboard.html"))
 
 // Chart colours (Tableau 10): H2 blue, H3 orange, fallback red, other grey.
@@ -79,6 +80,64 @@ type dashView struct {
 	// Data is what the script draws its charts from, carried in the page
 	// as JSON (complete report only).
 	Data *dashData
+	// Crumbs lead from the world to the place the page is filtered to;
+	// Drill are the views one level down (or beside) from here.
+	Crumbs, Drill []crumb
+}
+
+// crumb is one link of the drill-down: to the dashboard with other
+// options, or (Current) the page itself.
+type crumb struct {
+	Label, Href string
+	Current     bool
+}
+
+// continentNames are the continent codes the GeoIP databases give.
+var continentNames = map[string]string{"AF": "Africa", "AN": "Antarctica", "AS": "Asia", "EU": "Europe",
+	"NA": "North America", "OC": "Oceania", "SA": "South America"}
+
+func continentName(code string) string {
+	if n, ok := continentNames[code]; ok {
+		return n + " (" + code + ")"
+	}
+	return code
+}
+
+// drillLinks are the breadcrumb and the drill-down links of the page o
+// makes: world › continent › country, then the groupings inside the place
+// (and, on a page by continent, each continent's countries).
+func drillLinks(r *Report, o *Options) (crumbs, drill []crumb) {
+	link := func(continent, country, by string) string {
+		c := *o
+		c.Continent, c.Country, c.By = continent, country, by
+		return "/dashboard?" + c.values().Encode()
+	}
+	crumbs = append(crumbs, crumb{Label: "World", Href: link("", "", "continent")})
+	if o.Continent != "" {
+		crumbs = append(crumbs, crumb{Label: continentName(o.Continent), Href: link(o.Continent, "", "country")})
+	}
+	if o.Country != "" {
+		crumbs = append(crumbs, crumb{Label: "country " + o.Country, Href: link(o.Continent, o.Country, "subdivision")})
+	}
+	crumbs[len(crumbs)-1].Current = true
+	bys := []string{"subdivision", "asn", "browser"}
+	switch {
+	case o.Country == "" && o.Continent == "":
+		bys = []string{"continent", "country", "asn", "browser"}
+	case o.Country == "":
+		bys = []string{"country", "subdivision", "asn", "browser"}
+	}
+	for _, by := range bys {
+		drill = append(drill, crumb{Label: "by " + by, Href: link(o.Continent, o.Country, by), Current: by == o.By})
+	}
+	if o.By == "continent" && o.Country == "" {
+		for _, g := range r.Groups {
+			if isPlaceCode(g.Group) {
+				drill = append(drill, crumb{Label: continentName(g.Group) + " by country", Href: link(g.Group, "", "country")})
+			}
+		}
+	}
+	return crumbs, drill
 }
 
 // dashData is the charts' data: the figures of the report they draw,
@@ -87,6 +146,7 @@ type dashData struct {
 	Percentiles []float64   `json:"percentiles"`
 	VerdictP    float64     `json:"verdict_p"`
 	Groups      []dashGroup `json:"groups"`
+	Verdicts    []Verdict   `json:"verdicts"`
 	Trend       *Trend      `json:"trend"`
 }
 
@@ -115,7 +175,7 @@ type dashPaired struct {
 
 // newDashData takes the charts' figures from a complete report.
 func newDashData(r *Report, verdictP float64) *dashData {
-	d := &dashData{Percentiles: r.Percentiles, VerdictP: verdictP, Groups: make([]dashGroup, 0, len(r.Groups)), Trend: r.Trend}
+	d := &dashData{Percentiles: r.Percentiles, VerdictP: verdictP, Groups: make([]dashGroup, 0, len(r.Groups)), Verdicts: r.Verdicts, Trend: r.Trend}
 	stats := func(s *Stats) *dashStats {
 		if s == nil {
 			return nil
@@ -164,6 +224,7 @@ func newDashView(r *Report, o *Options, live bool) *dashView {
 			}
 		}
 	}
+	v.Crumbs, v.Drill = drillLinks(r, o)
 	v.Charts = append(v.Charts, percentileChart(r), availabilityChart(r), timelineChart(r))
 	if r.done {
 		v.Data = newDashData(r, v.VerdictP)

@@ -5,7 +5,8 @@ import { live } from './live.js';
 import { distribution } from './distribution.js';
 import { trend } from './trend.js';
 import { offline } from './static.js';
-import { getState, setState } from './state.js';
+import { worldMap } from './map.js';
+import { getState, setState, reportOptions } from './state.js';
 
 function swap() {
   const complete = document.getElementById('complete');
@@ -34,10 +35,48 @@ function charts() {
   const onChange = (kv) => { setState(kv); follow(); };
   const dist = document.getElementById('distribution');
   const tr = document.getElementById('trend');
-  for (const v of [dist && distribution(dist, data, state, onChange), tr && trend(tr, data, state, onChange)]) {
+  const mp = document.getElementById('map');
+  for (const v of [mp && worldMap(mp, data, state, onChange, mapOptions(data)), dist && distribution(dist, data, state, onChange),
+    tr && trend(tr, data, state, onChange)]) {
     if (v) views.push(v);
   }
   window.addEventListener('hashchange', follow);
+  window.addEventListener('popstate', follow);
+  const view = state.get('view');
+  const section = view && document.getElementById(view);
+  if (section && section.tagName === 'SECTION') section.scrollIntoView();
+}
+
+// mapOptions are what the map needs of the page: the report by country
+// over the page's window (this page's data when it is that report, else
+// /api/report's), the place it is filtered to, and a country's drill-down
+// address (by subdivision, the view and percentile kept).
+function mapOptions(data) {
+  const q = reportOptions();
+  const country = (q.get('country') || '').toUpperCase();
+  const continent = (q.get('continent') || '').toUpperCase();
+  return {
+    country, continent,
+    report() {
+      if (q.get('by') === 'country' && !country) return Promise.resolve(data);
+      const m = new URLSearchParams(q);
+      m.set('by', 'country');
+      m.delete('country');
+      return fetch('/api/report?' + m, { credentials: 'same-origin' }).then((r) => {
+        if (!r.ok) return r.text().then((t) => { throw new Error(r.status + ' ' + t.trim()); });
+        return r.json();
+      });
+    },
+    drill(code) {
+      const d = new URLSearchParams(q);
+      d.set('country', code);
+      d.set('by', 'subdivision');
+      const h = getState();
+      h.delete('group');
+      h.set('view', 'map');
+      return '/dashboard?' + d + '#' + h;
+    },
+  };
 }
 
 offline(); // a report written to a file answers its own requests
