@@ -3,6 +3,7 @@ package queries
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
 	"testing"
@@ -37,9 +38,12 @@ func TestDashboardAssetsFresh(t *testing.T) {
 
 var dashDataRE = regexp.MustCompile(`(?s)<script type="application/json" id="dash-data">(.*?)</script>`)
 
-// TestDashboardBudget holds the dashboard's budget: its script, style
-// sheet and the data the page carries for the charts ≤ 200 KB gzipped in
-// all, over a report by country (the most groups a map draws).
+// TestDashboardBudget holds the dashboard's budget: its script (the map's
+// countries inside it), style sheet, the data the page carries for the
+// charts and the report by country the map fetches from /api/report on a
+// page of another grouping ≤ 200 KB gzipped in all, over a report by
+// country (the most groups a map draws). A page by country draws its map
+// from its own data, so this counts that data twice: an upper bound.
 func TestDashboardBudget(t *testing.T) {
 	const budget = 200 << 10
 	conn := newDB(t)
@@ -61,10 +65,15 @@ func TestDashboardBudget(t *testing.T) {
 	}
 	js, _ := assets.ReadFile("assets/dashboard.js")
 	css, _ := assets.ReadFile("assets/dashboard.css")
-	sizes := map[string]int{"script": dashbuild.GzipSize(js), "style sheet": dashbuild.GzipSize(css), "data": dashbuild.GzipSize(m[1])}
-	total := sizes["script"] + sizes["style sheet"] + sizes["data"]
-	t.Logf("gzipped: script %d B (%d raw), style sheet %d B, data %d B (%d raw, %d groups); %d B of %d", sizes["script"], len(js),
-		sizes["style sheet"], sizes["data"], len(m[1]), len(rep.Groups), total, budget)
+	mapData, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int{"script": dashbuild.GzipSize(js), "style sheet": dashbuild.GzipSize(css), "data": dashbuild.GzipSize(m[1]),
+		"map data": dashbuild.GzipSize(mapData)}
+	total := sizes["script"] + sizes["style sheet"] + sizes["data"] + sizes["map data"]
+	t.Logf("gzipped: script %d B (%d raw), style sheet %d B, data %d B (%d raw, %d groups), the map's report %d B (%d raw); %d B of %d",
+		sizes["script"], len(js), sizes["style sheet"], sizes["data"], len(m[1]), len(rep.Groups), sizes["map data"], len(mapData), total, budget)
 	if total > budget {
 		t.Errorf("the dashboard is %d bytes gzipped, budget %d", total, budget)
 	}
