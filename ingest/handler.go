@@ -118,6 +118,7 @@ type Handler struct {
 	nelLimiter *access.Limiter
 	// beaconEP and nelEP are /beacon's and /reports' ways through receive.
 	beaconEP, nelEP endpoint
+	sessions        wsSessions // open /ingest/ws sessions
 	log             *slog.Logger
 	bodies          sync.Pool // *[]byte body buffers, reused across requests
 }

@@ -1,11 +1,14 @@
 package ingest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -66,14 +69,76 @@ func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
 		// Agents are not browsers; the token is the credential.
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
+	s := &wsSession{h: h, req: r, acks: make(chan beacon.WSAck, wsInFlight),
+		limiter: access.NewLimiter(h.agentRate(), int(math.Ceil(h.agentRate())), 1)}
+	if !h.sessions.add(s) {
+		retryAfter(w, time.Second)
+		h.reject(w, http.StatusServiceUnavailable, beacon.ReasonShuttingDown, "the collector is shutting down; reconnect to another or retry")
+		return
+	}
+	defer h.sessions.remove(s)
 	conn, err := up.Upgrade(w, r, nil)
 	if err != nil {
 		return // the Upgrader has answered
 	}
+	s.setConn(conn)
 	h.log.Debug("agent connected")
-	s := &wsSession{h: h, conn: conn, req: r, acks: make(chan beacon.WSAck, wsInFlight),
-		limiter: access.NewLimiter(h.agentRate(), int(math.Ceil(h.agentRate())), 1)}
 	s.serve()
+}
+
+// wsSessions are a handler's open /ingest/ws sessions: Close ends them.
+type wsSessions struct {
+	mu     sync.Mutex
+	open   map[*wsSession]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (ss *wsSessions) add(s *wsSession) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return false
+	}
+	if ss.open == nil {
+		ss.open = map[*wsSession]struct{}{}
+	}
+	ss.open[s] = struct{}{}
+	ss.wg.Add(1)
+	return true
+}
+
+func (ss *wsSessions) remove(s *wsSession) {
+	ss.mu.Lock()
+	delete(ss.open, s)
+	ss.mu.Unlock()
+	ss.wg.Done()
+}
+
+// Close ends the /ingest/ws sessions and refuses new ones (503
+// shutting_down): each session stops reading, answers every report it has
+// read (acknowledged once durable, or refused), sends a going-away close
+// frame and ends. Close waits for that until ctx ends. Call it before the
+// sink stops accepting, so that what the sessions read is still stored.
+func (h *Handler) Close(ctx context.Context) error {
+	ss := &h.sessions
+	ss.mu.Lock()
+	ss.closed = true
+	for s := range ss.open {
+		s.stop()
+	}
+	ss.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		ss.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("closing agent sessions: %w", context.Cause(ctx))
+	}
 }
 
 type wsSession struct {
@@ -84,6 +149,30 @@ type wsSession struct {
 	wg   sync.WaitGroup
 	// limiter is the connection's own report rate (one bucket).
 	limiter *access.Limiter
+
+	mu       sync.Mutex // guards stopping and conn until serve starts
+	stopping atomic.Bool
+}
+
+func (s *wsSession) setConn(c *websocket.Conn) {
+	s.mu.Lock()
+	s.conn = c
+	stop := s.stopping.Load()
+	s.mu.Unlock()
+	if stop {
+		c.SetReadDeadline(time.Now())
+	}
+}
+
+// stop makes the session's reader stop at once (its deadline passes): the
+// session then drains and closes going away.
+func (s *wsSession) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping.Store(true)
+	if s.conn != nil {
+		s.conn.SetReadDeadline(time.Now())
+	}
 }
 
 func (s *wsSession) serve() {
@@ -91,8 +180,8 @@ func (s *wsSession) serve() {
 	ping := h.pingInterval()
 	wait := 2 * ping
 	s.conn.SetReadLimit(h.maxBody() + 1024)
-	s.conn.SetReadDeadline(time.Now().Add(wait))
-	s.conn.SetPongHandler(func(string) error { return s.conn.SetReadDeadline(time.Now().Add(wait)) })
+	s.extend(wait)
+	s.conn.SetPongHandler(func(string) error { s.extend(wait); return nil })
 
 	writerDone := make(chan struct{})
 	go s.writeLoop(ping, writerDone)
@@ -106,7 +195,7 @@ func (s *wsSession) serve() {
 			}
 			break
 		}
-		s.conn.SetReadDeadline(time.Now().Add(wait))
+		s.extend(wait)
 		h.m.requests.WithLabelValues("ws").Inc()
 		sub := h.submission(s.req, time.Now().UTC())
 		sub.limiter = s.limiter
@@ -157,6 +246,16 @@ func (s *wsSession) serve() {
 	h.log.Debug("agent disconnected")
 }
 
+// extend moves the read deadline wait ahead, unless the session is
+// stopping.
+func (s *wsSession) extend(wait time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopping.Load() {
+		s.conn.SetReadDeadline(time.Now().Add(wait))
+	}
+}
+
 func (s *wsSession) refuse(id, reason, detail string) {
 	s.h.m.rejected.WithLabelValues(reason).Inc()
 	s.acks <- beacon.WSAck{ID: id, Error: reason + ": " + oneLine(detail), Reason: reason}
@@ -174,7 +273,11 @@ func (s *wsSession) writeLoop(ping time.Duration, done chan<- struct{}) {
 		case ack, ok := <-s.acks:
 			if !ok {
 				if !broken {
-					s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+					msg := websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")
+					if s.stopping.Load() {
+						msg = websocket.FormatCloseMessage(websocket.CloseGoingAway, "the collector is shutting down")
+					}
+					s.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
 				}
 				return
 			}
