@@ -182,6 +182,16 @@ func TestDashboardMapInChromium(t *testing.T) {
 			if strings.Contains(crumbs, "country JP") {
 				t.Errorf("back on the world page, the breadcrumb reads %q", crumbs)
 			}
+			// A continent: its countries on the map, zoomed to them, drawn
+			// from the page's own report by country.
+			tb.eval(`[...document.querySelectorAll('#crumbs .drill a')].find(a => a.textContent === 'Asia (AS) by country').click()`, nil)
+			tb.wait(`location.search.includes('continent=AS') && ` + mapReady)
+			tb.eval(readMap, &m)
+			tb.eval(readLoc, &loc)
+			if m["JP"].State != "faster" || m["US"].State != "none" || loc.ViewBox == "0 0 960 470" || !strings.Contains(loc.Crumbs, "Asia (AS)") ||
+				!strings.Contains(loc.H1, "by country in Asia") {
+				t.Errorf("Asia by country: JP %+v, US %+v, %+v", m["JP"], m["US"], loc)
+			}
 			for _, p := range tb.problems() {
 				t.Errorf("page: %s", p)
 			}
