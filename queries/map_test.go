@@ -108,6 +108,12 @@ func TestDashboardMapInChromium(t *testing.T) {
 			if l := m["JP"].Label; !strings.Contains(l, "95 % CI") || !regexp.MustCompile(`; 1[45]\d\d runs;`).MatchString(l) || !strings.Contains(l, "HTTP/3 availability") {
 				t.Errorf("JP's label lacks its interval, runs or availability: %s", l)
 			}
+			// The text alternative: the same figures in a table.
+			var rows map[string]string
+			tb.eval(`Object.fromEntries([...document.querySelectorAll('#map-table tr[data-country]')].map(r => [r.dataset.country, r.dataset.state]))`, &rows)
+			if rows["JP"] != "faster" || rows["US"] != "slower" || rows["AU"] != "thin" || rows["DE"] != m["DE"].State {
+				t.Errorf("the map's table: %v", rows)
+			}
 			if fr := m["FR"]; fr.State != "none" || fr.Tab != "-1" {
 				t.Errorf("FR has no runs: %+v", fr)
 			}

@@ -40,6 +40,8 @@ function niceStep(v) {
   return 10 * k;
 }
 
+function isCode(s) { return /^[A-Z]{2}$/.test(s); }
+
 function pctOf(v) { return v === null || v === undefined ? '—' : (100 * v).toFixed(1) + ' %'; }
 
 // figures is what the map shows of one report group at percentile p.
@@ -105,10 +107,14 @@ export function worldMap(root, data, state, onChange, o) {
   map.append(defs, svg('path', { d: path({ type: 'Sphere' }), fill: '#fbfdff', stroke: '#ccc', 'vector-effect': 'non-scaling-stroke' }));
   const tip = el('div', { class: 'map-tip', id: 'map-tip', role: 'tooltip', hidden: true });
   const legend = el('div', { class: 'map-legend', id: 'map-legend' });
+  const numbers = el('tbody');
+  const table = el('details', {}, el('summary', {}, 'Numbers'), el('table', { class: 'dist-table', id: 'map-table' },
+    el('thead', {}, el('tr', {}, el('th', {}, 'country'), el('th', {}, 'H3 − H2 ms'), el('th', {}, '95 % CI'), el('th', {}, 'runs'), el('th', {}, 'HTTP/3 availability'))),
+    numbers));
   const box = el('div', { class: 'map-box' }, map, tip);
   root.append(el('div', { class: 'controls' }, el('label', {}, 'H3 − H2 at ', pickP), ' ',
     el('span', { class: 'note' }, 'orange: HTTP/3 faster, purple: slower; hatched: too few runs; Enter or a click drills into a country')),
-  status, box, legend);
+  status, box, legend, table);
 
   const paths = countries.map((f) => {
     const e = svg('path', { d: path(f), class: 'country', 'data-country': f.code || null, 'data-name': f.properties.name,
@@ -190,6 +196,16 @@ export function worldMap(root, data, state, onChange, o) {
       if (fig) { shown++; withData.push(i); }
     });
     map.dataset.p = p;
+    // The same figures as a table, each country a link to its drill-down.
+    numbers.replaceChildren(...rep.groups.filter((g) => figs.has(g.group)).map((g) => {
+      const f = figs.get(g.group);
+      const thin = f.state === 'thin';
+      return el('tr', { 'data-country': g.group, 'data-state': f.state },
+        el('th', { scope: 'row' }, isCode(g.group) ? el('a', { href: o.drill(g.group) }, g.group) : g.group),
+        el('td', { class: 'n' }, f.ms === undefined ? '—' : signed(f.ms)),
+        el('td', { class: 'n' }, thin ? 'too few runs' : signed(f.lo) + ' to ' + signed(f.hi)),
+        el('td', { class: 'n' }, String(f.runs)), el('td', { class: 'n' }, pctOf(f.share)));
+    }));
     // Zoom (the viewBox) to the country or the continent the page is
     // filtered to, else the world.
     let zoom = null;
