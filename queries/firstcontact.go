@@ -67,48 +67,34 @@ func firstContact(ctx context.Context, conn driver.Conn, o *Options, w window) (
 	if o.Agent {
 		return nil, nil
 	}
-	fc := &FirstContact{By: o.By}
-	var err error
-	if fc.Groups, err = firstContactBy(ctx, conn, o, w, o.By); err != nil {
-		return nil, err
-	}
-	if o.By == "browser" {
-		fc.Browsers = fc.Groups
-		return fc, nil
-	}
-	if fc.Browsers, err = firstContactBy(ctx, conn, o, w, "browser"); err != nil {
-		return nil, err
-	}
-	return fc, nil
-}
-
-// firstContactBy reads first_contact.sql grouped by by.
-func firstContactBy(ctx context.Context, conn driver.Conn, o *Options, w window, by string) ([]FirstContactCount, error) {
-	grouped := *o
-	grouped.By = by
-	q, err := query("first_contact.sql", &grouped)
+	q, err := query("first_contact.sql", o)
 	if err != nil {
 		return nil, err
 	}
-	out := []FirstContactCount{}
+	fc := &FirstContact{By: o.By, Groups: []FirstContactCount{}, Browsers: []FirstContactCount{}}
 	args := []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}
-	err = eachRowOf(ctx, conn, q, args, "first contact by "+by, func(rows driver.Rows) error {
+	err = eachRowOf(ctx, conn, q, args, "first contact", func(rows driver.Rows) error {
 		var (
-			c FirstContactCount
-			n [5]uint64
+			by string
+			c  FirstContactCount
+			n  [5]uint64
 		)
-		if err := rows.Scan(&c.Group, &n[0], &n[1], &n[2], &n[3], &n[4]); err != nil {
+		if err := rows.Scan(&by, &c.Group, &n[0], &n[1], &n[2], &n[3], &n[4]); err != nil {
 			return err
 		}
 		c.Runs, c.NotMeasured, c.H3First, c.Upgraded, c.Never = int(n[0]), int(n[1]), int(n[2]), int(n[3]), int(n[4])
 		c.Measured = c.H3First + c.Upgraded + c.Never
 		c.Unknown = c.Runs - c.NotMeasured - c.Measured
 		c.H3FirstShare, c.UpgradedShare, c.NeverShare = proportion(c.Measured, c.H3First), proportion(c.Measured, c.Upgraded), proportion(c.Measured, c.Never)
-		out = append(out, c)
+		if by == "browser" {
+			fc.Browsers = append(fc.Browsers, c)
+		} else {
+			fc.Groups = append(fc.Groups, c)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return fc, nil
 }
