@@ -24,7 +24,8 @@ import (
 // TestHTMLReportOffline writes the HTML report over the planted data set
 // (Asia faster at p95), opens the file in headless Chromium with the
 // network off, and checks that the page fetched nothing, logged no error
-// or CSP violation, drew the dashboard's charts, and shows the verdicts
+// or CSP violation, drew the dashboard's charts and its map (from the
+// report by country it carries), and shows the verdicts
 // and the first-contact counts of the JSON report it carries, which are
 // the report's.
 func TestHTMLReportOffline(t *testing.T) {
@@ -87,7 +88,9 @@ func TestHTMLReportOffline(t *testing.T) {
 			tb := openTab(t, ctx, width, 900)
 			tb.call("Network.enable", nil)
 			tb.call("Network.emulateNetworkConditions", map[string]any{"offline": true, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
-			tb.navigate(fileURL+"#group=AS", `document.querySelector('#dist-curves canvas') && document.querySelector('#dist-paired canvas') && document.querySelector('#trend canvas')`)
+			// The map of a report by continent draws from the report by
+			// country the file carries (mapReady: map_test.go).
+			tb.navigate(fileURL+"#group=AS", `document.querySelector('#dist-curves canvas') && document.querySelector('#dist-paired canvas') && document.querySelector('#trend canvas') && `+mapReady)
 
 			var loaded struct {
 				Resources  []string `json:"resources"`
