@@ -38,3 +38,28 @@ func (m *lossModel) lose() bool {
 	}
 	return m.bad
 }
+
+// lossRuns counts the runs of consecutive packets a path lost, as the
+// packets came (whatever their protocol): what the configured burst length
+// is the mean of. Reader-only.
+type lossRuns struct {
+	inRun   bool
+	current uint64
+}
+
+// record notes one packet's fate and returns whether it starts a run of
+// losses and, when it ends one, that run's length (else 0).
+func (r *lossRuns) record(lost bool) (started bool, ended uint64) {
+	switch {
+	case lost && !r.inRun:
+		r.inRun, r.current = true, 1
+		return true, 0
+	case lost:
+		r.current++
+		return false, 0
+	case r.inRun:
+		r.inRun = false
+		return false, r.current
+	}
+	return false, 0
+}

@@ -55,6 +55,7 @@ type pump struct {
 	// Reader-only state.
 	linkFree    int64 // when the link has sent the last packet queued (rate > 0)
 	lastRelease int64 // release time of the last packet queued
+	runs        lossRuns
 
 	mu   sync.Mutex
 	ring []slot // len is the queue limit
@@ -151,12 +152,26 @@ func (p *pump) read(in io.Reader) {
 		now := p.clock.now()
 		p.stats.in.Add(1)
 		pkt := buf[:n]
-		if p.blockUDP && isUDP(pkt) {
+		udp := isUDP(pkt)
+		if udp {
+			p.stats.udpIn.Add(1)
+		}
+		if p.blockUDP && udp {
 			p.stats.blocked.Add(1)
 			continue
 		}
-		if p.loss.lose() {
+		lost := p.loss.lose()
+		if started, ended := p.runs.record(lost); started {
+			p.stats.bursts.Add(1)
+		} else if ended > 0 {
+			p.stats.burstMax.raise(ended)
+		}
+		if lost {
 			p.stats.lost.Add(1)
+			if udp {
+				p.stats.udpLost.Add(1)
+			}
+			p.stats.burstMax.raise(p.runs.current)
 			continue
 		}
 		sent, linkFree := now, p.linkFree
@@ -272,6 +287,13 @@ type Stats struct {
 	Lost      uint64 // dropped by the loss model
 	Blocked   uint64 // UDP dropped for Region.BlockUDP
 	QueueFull uint64 // dropped because the queue held Config.QueueLimit packets (drop-tail)
+	// UDPIn and UDPLost are the UDP packets (QUIC) among In and Lost, the
+	// rest being TCP: the loss model treats both alike, these show it did.
+	UDPIn, UDPLost uint64
+	// Bursts counts the runs of consecutive packets lost by the loss model
+	// (Lost/Bursts is the mean run, the configured LossBurst in
+	// expectation); LongestBurst is the longest.
+	Bursts, LongestBurst uint64
 	Held      int    // packets in the queue now
 	// ReadErrors and WriteErrors count failed reads and writes on the TUN devices.
 	ReadErrors, WriteErrors uint64
@@ -292,9 +314,27 @@ func (s Stats) String() string {
 		s.In, s.Out, s.Lost, s.Blocked, s.QueueFull, s.Held, s.Late.Mean, s.Late.P50, s.Late.P99, s.Late.Max)
 }
 
+// MeanBurst is the mean run of consecutive losses, 0 without loss.
+func (s Stats) MeanBurst() float64 {
+	if s.Bursts == 0 {
+		return 0
+	}
+	return float64(s.Lost) / float64(s.Bursts)
+}
+
 type pumpCounters struct {
 	in, out, lost, blocked, queueFull, readErrors, writeErrors atomic.Uint64
+	udpIn, udpLost, bursts                                     atomic.Uint64
+	burstMax                                                   maxCounter
 	late                                                       lateHistogram
+}
+
+// maxCounter is the largest value seen.
+type maxCounter struct{ v atomic.Uint64 }
+
+func (m *maxCounter) raise(n uint64) {
+	for cur := m.v.Load(); n > cur && !m.v.CompareAndSwap(cur, n); cur = m.v.Load() {
+	}
 }
 
 func (p *pump) Stats() Stats {
@@ -305,6 +345,7 @@ func (p *pump) Stats() Stats {
 	return Stats{
 		In: c.in.Load(), Out: c.out.Load(), Lost: c.lost.Load(), Blocked: c.blocked.Load(),
 		QueueFull: c.queueFull.Load(), Held: held,
+		UDPIn: c.udpIn.Load(), UDPLost: c.udpLost.Load(), Bursts: c.bursts.Load(), LongestBurst: c.burstMax.v.Load(),
 		ReadErrors: c.readErrors.Load(), WriteErrors: c.writeErrors.Load(),
 		Late: c.late.summary(),
 	}
