@@ -294,7 +294,7 @@ type Stats struct {
 	// (Lost/Bursts is the mean run, the configured LossBurst in
 	// expectation); LongestBurst is the longest.
 	Bursts, LongestBurst uint64
-	Held      int    // packets in the queue now
+	Held                 int // packets in the queue now
 	// ReadErrors and WriteErrors count failed reads and writes on the TUN devices.
 	ReadErrors, WriteErrors uint64
 	// Late is how long after its release time each packet was written: the

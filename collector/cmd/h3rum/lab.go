@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -191,15 +190,6 @@ type labPass struct {
 	rep    *queries.Report
 	failed map[string]int
 }
-
-// heavyLossPct is the loss, in % in either direction, from which a lost
-// segment stalls all of HTTP/2's requests on its connection and requests
-// may time out: medians and availability are shown there, not checked,
-// and HTTP/3's p90 must be below HTTP/2's.
-const heavyLossPct = 3
-
-// lossPct is region r's loss in its lossier direction, in %.
-func lossPct(r *lab.RegionLink) float64 { return max(r.Up.LossPct, r.Down.LossPct) }
 
 // runsOf is how many visits region r gets in a pass of runs per region:
 // the region's own count, for Chromium, where it gives one.
@@ -403,10 +393,11 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, e engine, runs int, c
 	type job struct{ r *lab.RegionLink }
 	jobs := make(chan job)
 	var (
-		mu     sync.Mutex
-		failed = map[string]int{}
-		done   int
-		wg     sync.WaitGroup
+		mu      sync.Mutex
+		failed  = map[string]int{}
+		done    int
+		nfailed int
+		wg      sync.WaitGroup
 	)
 	page := fmt.Sprintf("https://%s:%d/demo", labH3Host, labH3Port)
 	rules := fmt.Sprintf("MAP %s %s, MAP %s %s", labH3Host, lab.CollectorAddr, labH2Host, lab.CollectorAddr)
@@ -415,6 +406,7 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, e engine, runs int, c
 		total += runsOf(r, e, runs)
 		most = max(most, runsOf(r, e, runs))
 	}
+	began := time.Now()
 	for range c.concurrency {
 		wg.Go(func() {
 			for j := range jobs {
@@ -423,10 +415,13 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, e engine, runs int, c
 				done++
 				if err != nil {
 					failed[j.r.Name]++
+					nfailed++
 					fmt.Fprintf(out, "  %s: %v\n", j.r.Name, err)
 				}
 				if done%10 == 0 || done == total {
-					fmt.Fprintf(out, "  %d of %d visits\n", done, total)
+					el := time.Since(began)
+					left := time.Duration(float64(el) / float64(done) * float64(total-done)).Round(time.Second)
+					fmt.Fprintf(out, "  %d of %d %s visits, %s so far, about %s left in this pass (%d failed)\n", done, total, e.name, el.Round(time.Second), left, nfailed)
 				}
 				mu.Unlock()
 			}
@@ -508,177 +503,59 @@ type labBrowser interface {
 	Close() error
 }
 
-// verdicts compares the reports with what the lab injected and prints one
-// line per region; it returns whether every check passed.
-//
-// A warm request costs one round trip plus what the browser, the server
-// and the emulator add (measured here: 5–10 ms of Chromium's own, more
-// than any tolerance at a short round trip). The lossless region with the
-// shortest round trip calibrates that overhead, per browser and protocol;
-// every other region's warm medians must then lie within the tolerance of
-// its round trip plus that overhead. The first pass's checks (Chromium's)
-// are unprefixed; other engines' are prefixed with their name.
+// verdicts runs the lab package's self-check over the passes and prints
+// it, with the emulator's packet counts per region; it returns whether
+// every check passed.
 func (c *labConfig) verdicts(passes []*labPass, agentRep *queries.Report, l *lab.Lab, out io.Writer) bool {
-	agentGroups := groupsOf(agentRep)
-	type calibration struct {
-		region *lab.RegionLink
-		over   [2]float64 // h2, h3
-	}
-	calibs := make([]calibration, len(passes))
-	for i, p := range passes {
-		groups := groupsOf(p.rep)
-		for _, r := range l.Regions {
-			g := groups[r.Continent]
-			if r.BlockUDP || r.Up.LossPct > 0 || r.Down.LossPct > 0 || g == nil || g.H2 == nil || g.H3 == nil {
-				continue
-			}
-			if calibs[i].region == nil || labRTT(r) < labRTT(calibs[i].region) {
-				calibs[i].region = r
-			}
-		}
-		if cr := calibs[i].region; cr != nil {
-			g := groups[cr.Continent]
-			calibs[i].over = [2]float64{labP50(g.H2) - labRTT(cr), labP50(g.H3) - labRTT(cr)}
-			fmt.Fprintf(out, "\ncalibration: region %s (round trip %.0f ms) puts the overhead of browser (%s), server and emulator at %.1f ms (h2) and %.1f ms (h3)",
-				cr.Name, labRTT(cr), p.engine.name, calibs[i].over[0], calibs[i].over[1])
-		}
-	}
-	fmt.Fprintf(out, "\nself-check (warm medians within %.0f %% of the injected round trip plus that overhead; the agent's handshakes, less their request overhead, within %.0f %% of 2, 1 and 3 round trips):\n", 100*c.tolerance, 100*c.tolerance)
-	all := true
-	for _, r := range l.Regions {
+	obs := make([]lab.Observed, len(l.Regions))
+	fmt.Fprintln(out, "\nthe packets' fate per region and direction (loss model's own counters; udp = QUIC, the rest TCP):")
+	for i, r := range l.Regions {
 		up, down := r.Stats()
-		own := float64(up.Late.Mean+down.Late.Mean) / float64(time.Millisecond)
-		var notes []string
-		pass := true
-		for i, p := range passes {
-			prefix := ""
-			if i > 0 {
-				prefix = p.engine.name + " "
-			}
-			check := func(ok bool, format string, a ...any) {
-				mark := "ok"
-				if !ok {
-					mark, pass = "FAILED", false
-				}
-				notes = append(notes, prefix+fmt.Sprintf(format, a...)+" "+mark)
-			}
-			n := runsOf(r, p.engine, p.runs)
-			c.browserVerdict(groupsOf(p.rep)[r.Continent], r, n-p.failed[r.Name], n, calibs[i].region, calibs[i].over, i == 0, check,
-				func(s string) { notes = append(notes, prefix+s) })
-		}
-		if agentRep != nil {
-			check := func(ok bool, format string, a ...any) {
-				mark := "ok"
-				if !ok {
-					mark, pass = "FAILED", false
-				}
-				notes = append(notes, fmt.Sprintf(format, a...)+" "+mark)
-			}
-			c.agentVerdict(agentGroups[r.Continent], r, labRTT(r)+own, check, func(format string, a ...any) {
-				notes = append(notes, fmt.Sprintf(format, a...))
-			})
-		}
-		verdict := "PASS"
-		if !pass {
-			verdict, all = "FAIL", false
-		}
-		fmt.Fprintf(out, "  %-12s %s  round trip %.0f ms, emulator's own %.2f ms: %s\n", r.Name, verdict, labRTT(r), own, strings.Join(notes, "; "))
-	}
-	return all
-}
-
-// browserVerdict checks one engine's visits of one region: all stored, the
-// warm medians against the round trip plus the calibrated overhead (or,
-// where UDP is blocked, no HTTP/3 at all), HTTP/3's p90 below HTTP/2's at
-// 3 % loss or more, and where UDP passes no fallback to TCP and (below 3 %
-// loss, where a timeout is loss rather than a blocked path) HTTP/3
-// availability 100 %. With
-// timed false the timings are shown, not checked: Firefox's overhead, from
-// a handful of visits, varies by tens of milliseconds from run to run here
-// (a second engine is checked for protocols, the first for timings).
-func (c *labConfig) browserVerdict(g *queries.Group, r *lab.RegionLink, stored, runs int, calib *lab.RegionLink, over [2]float64, timed bool,
-	check func(bool, string, ...any), note func(string)) {
-	check(stored == runs, "visits stored %d/%d", stored, runs)
-	switch {
-	case g == nil:
-		check(false, "no samples in the report")
-		return
-	case r.BlockUDP:
-		// Every H3-batch request fell back to TCP.
-		avail := -1.0
-		if g.Availability != nil {
-			avail = g.Availability.Share
-		}
-		check(g.H3 == nil && avail == 0, "UDP blocked: HTTP/3 availability %.0f %% (want 0)", 100*avail)
-	case r == calib:
-		note("calibration")
-	default:
-		for k, s := range []struct {
+		obs[i] = lab.Observed{Region: r.Region, UpStats: up, DownStats: down}
+		for _, d := range []struct {
 			name string
-			st   *queries.Stats
-		}{{"h2", g.H2}, {"h3", g.H3}} {
-			if s.st == nil {
-				check(false, "%s: none", s.name)
+			p    lab.Path
+			st   lab.Stats
+		}{{"up", r.Up, up}, {"down", r.Down, down}} {
+			if d.p.LossPct == 0 && d.st.Blocked == 0 {
 				continue
 			}
-			if calib == nil {
-				check(false, "%s: no lossless region to calibrate with", s.name)
-				continue
-			}
-			want := labRTT(r) + over[k]
-			if lossPct(r) >= heavyLossPct {
-				// At 3 % loss or more a lost segment stalls all of HTTP/2's
-				// requests on its connection: its median is no longer a round
-				// trip, which is what the p90 check below is about.
-				note(fmt.Sprintf("%s p50 %.1f ms (%.1f without loss; not checked under loss)", s.name, labP50(s.st), want))
-				continue
-			}
-			if !timed {
-				note(fmt.Sprintf("%s p50 %.1f ms (%.1f expected; not checked)", s.name, labP50(s.st), want))
-				continue
-			}
-			check(math.Abs(labP50(s.st)-want) <= c.tolerance*want, "%s p50 %.1f ms (want %.1f)", s.name, labP50(s.st), want)
-		}
-		// At 3 % loss (Dropbox's case) HTTP/2's tail stands clearly above
-		// HTTP/3's; at 1 % a few dozen requests cannot tell them apart.
-		if timed && lossPct(r) >= heavyLossPct && g.H2 != nil && g.H3 != nil {
-			h2, h3 := g.H2.Percentiles[2].MS, g.H3.Percentiles[2].MS
-			check(h3 < h2, "under loss, h3 p90 %.1f < h2 p90 %.1f", h3, h2)
+			st := d.st
+			tcpIn, tcpLost := st.In-st.UDPIn, st.Lost-st.UDPLost
+			fmt.Fprintf(out, "  %-12s %-4s udp lost %d/%d (%.2f %%), tcp lost %d/%d (%.2f %%); %d runs of losses, mean %.2f (configured %.0f %% in runs of %.1f), longest %d; queue full %d, blocked %d\n",
+				r.Name, d.name, st.UDPLost, st.UDPIn, pct(st.UDPLost, st.UDPIn), tcpLost, tcpIn, pct(tcpLost, tcpIn),
+				st.Bursts, st.MeanBurst(), d.p.LossPct, max(1, d.p.LossBurst), st.LongestBurst, st.QueueFull, st.Blocked)
 		}
 	}
-	if !r.BlockUDP {
-		// UDP passes: no request to the H3 origin fell back to TCP. Below
-		// 3 % loss none failed either; above, a timeout is loss, shown.
-		fb := g.Excluded["fallback"] // runs left out of the headline for it
-		if g.WantedH3GotH2 != nil {
-			fb = max(fb, g.WantedH3GotH2.Runs)
+	ps := make([]lab.Pass, len(passes))
+	for i, p := range passes {
+		planned := map[string]int{}
+		for _, r := range l.Regions {
+			planned[r.Name] = runsOf(r, p.engine, p.runs)
 		}
-		check(fb == 0, "runs with a fallback to TCP %d", fb)
-		if g.Availability != nil {
-			if lossPct(r) >= heavyLossPct {
-				note(fmt.Sprintf("HTTP/3 availability %.0f %% (not checked under loss)", 100*g.Availability.Share))
-			} else {
-				check(g.Availability.Share == 1, "HTTP/3 availability %.0f %%", 100*g.Availability.Share)
-			}
+		ps[i] = lab.Pass{Engine: p.engine.name, Timed: i == 0, Planned: planned, Failed: p.failed, Report: p.rep}
+	}
+	res := lab.SelfCheck{Tolerance: c.tolerance}.Judge(obs, ps, agentRep)
+	fmt.Fprintln(out)
+	res.Write(out, obs)
+	failed := 0
+	for _, p := range passes {
+		for _, n := range p.failed {
+			failed += n
 		}
 	}
+	if failed > 0 {
+		fmt.Fprintf(out, "failed visits: %d (counted above; a region fails only with too few stored runs to check)\n", failed)
+	}
+	return res.OK()
 }
 
-// groupsOf indexes a report's groups by name; nil for no report.
-func groupsOf(rep *queries.Report) map[string]*queries.Group {
-	m := map[string]*queries.Group{}
-	if rep != nil {
-		for i := range rep.Groups {
-			m[rep.Groups[i].Group] = &rep.Groups[i]
-		}
+func pct(n, of uint64) float64 {
+	if of == 0 {
+		return 0
 	}
-	return m
+	return 100 * float64(n) / float64(of)
 }
-
-// labRTT is a region's injected round trip, ms.
-func labRTT(r *lab.RegionLink) float64 { return r.Up.DelayMS + r.Down.DelayMS }
-
-func labP50(s *queries.Stats) float64 { return s.Percentiles[0].MS }
 
 func tailString(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/collector/lab"
-	"github.com/h3rum/h3rum/queries"
 )
 
 // runAgents runs `h3rum agent` (this binary) in every region's namespace,
@@ -79,86 +77,5 @@ func waitAgentRuns(ctx context.Context, conn driver.Conn, start time.Time, want 
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-	}
-}
-
-// agentHandshakes are the handshakes the lab checks, with the round trips
-// each should take on a path with round trip R: QUIC's full handshake and
-// request 2R, QUIC 0-RTT 1R, TCP + TLS 1.3 and request 3R.
-var agentHandshakes = []struct {
-	proto, kind string
-	trips       float64
-}{{"h3", "full", 2}, {"h3", "0rtt", 1}, {"h2", "full", 3}}
-
-// agentVerdict checks one region's agent runs: HTTP/3 availability (all
-// where UDP passes below 3 % loss, none where it is blocked), and on a
-// lossless path long enough to time (R ≥ 10 ms) the warm medians against R
-// and the handshakes against their round trips, within the tolerance,
-// after the request overhead the warm median shows beyond R. R is the
-// injected round trip plus the emulator's own delay; the agent adds no
-// browser to calibrate away.
-func (c *labConfig) agentVerdict(g *queries.Group, r *lab.RegionLink, R float64, check func(bool, string, ...any), note func(string, ...any)) {
-	if g == nil {
-		check(false, "agent: no runs in the report")
-		return
-	}
-	avail := -1.0
-	if g.Availability != nil {
-		avail = g.Availability.Share
-	}
-	switch {
-	case r.BlockUDP:
-		check(avail == 0, "agent HTTP/3 availability %.0f %% (want 0)", 100*avail)
-	case lossPct(r) >= heavyLossPct:
-		// The agent never falls back to TCP: under heavy loss a request
-		// that timed out is loss, not a blocked path (1 run in 25 here).
-		note("agent HTTP/3 availability %.0f %% (not checked under loss)", 100*avail)
-	default:
-		check(avail == 1, "agent HTTP/3 availability %.0f %%", 100*avail)
-	}
-	if R < 10 {
-		note("agent: round trip too short to time handshakes against")
-		return
-	}
-	lossy := lossPct(r) >= 1
-	// over is each protocol's request overhead beyond the round trip, from
-	// its warm median: what a handshake's request costs besides its round
-	// trips (server, TLS and QUIC processing, a few ms here).
-	over := map[string]float64{}
-	for _, s := range []struct {
-		name string
-		st   *queries.Stats
-	}{{"h2", g.H2}, {"h3", g.H3}} {
-		if s.st == nil || lossy {
-			continue
-		}
-		p50 := s.st.Percentiles[0].MS
-		check(math.Abs(p50-R) <= c.tolerance*R, "agent %s warm p50 %.1f ms (want %.1f)", s.name, p50, R)
-		over[s.name] = max(0, p50-R)
-	}
-	for _, want := range agentHandshakes {
-		if r.BlockUDP && want.proto == "h3" {
-			continue
-		}
-		var got *queries.Handshake
-		for i := range g.Handshakes {
-			if h := &g.Handshakes[i]; h.Proto == want.proto && h.Kind == want.kind {
-				got = h
-			}
-		}
-		label := want.proto + " " + want.kind
-		if got == nil {
-			check(false, "agent %s: none", label)
-			continue
-		}
-		trips := got.Percentiles[0].MS / R
-		if lossy {
-			note("agent %s %.2fR (loss: not checked)", label, trips)
-			continue
-		}
-		o := over[want.proto]
-		trips = (got.Percentiles[0].MS - o) / R
-		check(math.Abs(trips-want.trips) <= c.tolerance*want.trips, "agent %s %.2fR after %.1f ms of request overhead (want %.0fR)",
-			label, trips, o, want.trips)
 	}
 }
