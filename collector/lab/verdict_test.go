@@ -1,0 +1,108 @@
+package lab
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/h3rum/h3rum/queries"
+)
+
+// stats is a protocol's stats with runs and the given p50 and p90.
+func stats(runs int, p50, p90 float64) *queries.Stats {
+	return &queries.Stats{Runs: runs, Percentiles: []queries.Percentile{{P: 50, MS: p50}, {P: 90, MS: p90}}}
+}
+
+func fp(v float64) *float64 { return &v }
+
+// group is a continent's group with both protocols, full availability
+// and, with ci > 0, an H3 − H2 interval of half-width ci at p90.
+func group(continent string, runs int, h2p50, h3p50, h2p90, h3p90, ci float64) queries.Group {
+	g := queries.Group{Group: continent, H2: stats(runs, h2p50, h2p90), H3: stats(runs, h3p50, h3p90),
+		Availability: &queries.Availability{Share: 1}}
+	d := queries.Diff{P: 90, MS: h3p90 - h2p90}
+	if ci > 0 {
+		d.CILowMS, d.CIHighMS = fp(d.MS-ci), fp(d.MS+ci)
+	} else {
+		d.Insufficient = true
+	}
+	g.Diff = []queries.Diff{d}
+	return g
+}
+
+func TestSelfCheckJudge(t *testing.T) {
+	control := Observed{Region: Region{Name: "control", Continent: "NA", Up: Path{DelayMS: 10}, Down: Path{DelayMS: 10}}}
+	mid := Observed{Region: Region{Name: "mid", Continent: "AS", Up: Path{DelayMS: 50}, Down: Path{DelayMS: 50}}}
+	lossy := Observed{Region: Region{Name: "lossy", Continent: "SA", Up: Path{DelayMS: 40, LossPct: 5, LossBurst: 3}, Down: Path{DelayMS: 40, LossPct: 5, LossBurst: 3}}}
+	blocked := Observed{Region: Region{Name: "blocked", Continent: "AF", Up: Path{DelayMS: 20}, Down: Path{DelayMS: 20}, BlockUDP: true}}
+	regions := []Observed{control, mid, lossy, blocked}
+	planned := map[string]int{"control": 10, "mid": 10, "lossy": 30, "blocked": 10}
+	blockedGroup := queries.Group{Group: "AF", H2: stats(10, 28, 30), Availability: &queries.Availability{Share: 0}}
+	report := func(lossyGroup queries.Group, midP50 float64) *queries.Report {
+		return &queries.Report{Groups: []queries.Group{
+			group("NA", 10, 26, 25, 30, 30, 0), // overhead 6 (h2) and 5 ms (h3)
+			group("AS", 10, midP50, 105, 110, 110, 0),
+			lossyGroup,
+			blockedGroup,
+		}}
+	}
+	// The lossy region's expected effect is its round trip, 80 ms: an
+	// interval of half-width 40 ms gives an MDE of 2.80 × 40/1.96 ≈ 57 ms
+	// (asserted), one of 80 ms ≈ 114 ms (not asserted).
+	powerful := group("SA", 30, 120, 100, 400, 200, 40)
+	weak := group("SA", 30, 120, 100, 300, 350, 80)
+	for _, tc := range []struct {
+		name   string
+		passes []Pass
+		ok     map[string]bool
+		want   []string
+	}{
+		{"all pass", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: report(powerful, 106)}},
+			map[string]bool{"control": true, "mid": true, "lossy": true, "blocked": true},
+			[]string{"calibration: region control", "h2 p50 106.0 ms (want 106.0) ok", "under loss, h3 p90 200.0 < h2 p90 400.0 (asserted: MDE 57 ms ≤ expected effect 80 ms with 30 runs) ok",
+				"UDP blocked: HTTP/3 availability 0 % (want 0) ok"}},
+		{"a median off the round trip fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: report(powerful, 130)}},
+			map[string]bool{"control": true, "mid": false, "lossy": true, "blocked": true},
+			[]string{"h2 p50 130.0 ms (want 106.0) FAILED"}},
+		{"h3 slower at the tail without the power to tell: shown, not asserted", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: report(weak, 106)}},
+			map[string]bool{"control": true, "mid": true, "lossy": true, "blocked": true},
+			[]string{"under loss, h3 p90 350.0, h2 p90 300.0 (not asserted: MDE 114 ms > expected effect 80 ms with 30 runs (150 would detect it))"}},
+		{"no interval: not asserted", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: report(group("SA", 30, 120, 100, 300, 350, 0), 106)}},
+			map[string]bool{"control": true, "mid": true, "lossy": true, "blocked": true},
+			[]string{"not asserted: no interval at p90 with 30 runs (the report needs 150)"}},
+		{"one failed visit of a second engine is counted, not fatal", []Pass{
+			{Engine: "chromium", Timed: true, Planned: planned, Report: report(powerful, 106)},
+			{Engine: "firefox", Planned: map[string]int{"control": 3, "mid": 3, "lossy": 3, "blocked": 3}, Failed: map[string]int{"lossy": 1}, Report: report(powerful, 140)}},
+			map[string]bool{"control": true, "mid": true, "lossy": true, "blocked": true},
+			[]string{"firefox visits stored 2/3 (1 failed, counted; the checks need 2) ok", "firefox h2 p50 140.0 ms (106.0 expected; not checked)"}},
+		{"too few stored visits fail the region", []Pass{
+			{Engine: "chromium", Timed: true, Planned: planned, Report: report(powerful, 106)},
+			{Engine: "firefox", Planned: map[string]int{"control": 3, "mid": 3, "lossy": 3, "blocked": 3}, Failed: map[string]int{"lossy": 2}, Report: report(powerful, 106)}},
+			map[string]bool{"control": true, "mid": true, "lossy": false, "blocked": true},
+			[]string{"firefox visits stored 1/3 (2 failed, counted; the checks need 2) FAILED"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := SelfCheck{}.Judge(regions, tc.passes, nil)
+			var all []string
+			all = append(all, res.Lines...)
+			for _, v := range res.Regions {
+				if v.Pass != tc.ok[v.Region] {
+					t.Errorf("%s: pass %v, want %v: %s", v.Region, v.Pass, tc.ok[v.Region], strings.Join(v.Notes, "; "))
+				}
+				all = append(all, v.Notes...)
+			}
+			text := strings.Join(all, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("lacks %q in:\n%s", w, text)
+				}
+			}
+			wantOK := true
+			for _, ok := range tc.ok {
+				wantOK = wantOK && ok
+			}
+			if res.OK() != wantOK {
+				t.Errorf("OK %v, want %v", res.OK(), wantOK)
+			}
+		})
+	}
+}
