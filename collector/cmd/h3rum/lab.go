@@ -401,10 +401,9 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, e engine, runs int, c
 	)
 	page := fmt.Sprintf("https://%s:%d/demo", labH3Host, labH3Port)
 	rules := fmt.Sprintf("MAP %s %s, MAP %s %s", labH3Host, lab.CollectorAddr, labH2Host, lab.CollectorAddr)
-	total, most := 0, 0
+	total := 0
 	for _, r := range l.Regions {
 		total += runsOf(r, e, runs)
-		most = max(most, runsOf(r, e, runs))
 	}
 	began := time.Now()
 	for range c.concurrency {
@@ -427,15 +426,14 @@ func (c *labConfig) visit(ctx context.Context, l *lab.Lab, e engine, runs int, c
 			}
 		})
 	}
-	for i := range most {
-		for _, r := range l.Regions {
-			if i >= runsOf(r, e, runs) {
-				continue
-			}
-			select {
-			case jobs <- job{r}:
-			case <-ctx.Done():
-			}
+	planned := make([]int, len(l.Regions))
+	for i, r := range l.Regions {
+		planned[i] = runsOf(r, e, runs)
+	}
+	for _, i := range lab.Schedule(planned) {
+		select {
+		case jobs <- job{l.Regions[i]}:
+		case <-ctx.Done():
 		}
 	}
 	close(jobs)
