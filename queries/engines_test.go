@@ -19,15 +19,15 @@ import (
 
 // TestEnginesAgree: the same rows in ClickHouse 18.16 and 26.x give the
 // same reports, raw and from the rollup, by none and by country. Every field
-// is equal on both but the estimates, each held to its own bound:
+// is equal on both but the estimates, each held to its own bound; run
+// counts, raw and from the rollup (whose HyperLogLog states the engines
+// hash differently, so the report counts from the runs table), are the
+// exact counts on each engine:
 //   - t-digest percentiles of the headline's outcomes (those not exact):
 //     on each engine between the exact order statistics at ranks q ± δ
 //     (REPORT.md, "Accuracy"); their intervals, bootstrapped on the same
 //     runs, as wide on both; and what is computed from them (differences,
 //     verdicts) free to follow;
-//   - run counts from the rollup's HyperLogLog states, which the engines
-//     hash differently: on each engine within runsMatch's 5 % of the exact
-//     count;
 //   - the other t-digest sections (intention to treat, curves, the trend):
 //     the same shape on both, their values not compared here — near the
 //     10 s at which the intention-to-treat view counts a failure, the two
@@ -76,7 +76,7 @@ func TestEnginesAgree(t *testing.T) {
 					if e == nil {
 						t.Fatalf("%s on %s: unexpected group %q", label, engines[i], g.Group)
 					}
-					if !runsMatch(src, g.Runs, len(e.runs)) {
+					if g.Runs != len(e.runs) {
 						t.Errorf("%s on %s, %s: %d runs, want %d", label, engines[i], g.Group, g.Runs, len(e.runs))
 					}
 					for _, oc := range []string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther} {
@@ -84,7 +84,7 @@ func TestEnginesAgree(t *testing.T) {
 						if st == nil || e.ord[oc] == nil {
 							continue
 						}
-						if !runsMatch(src, st.Runs, len(e.outRuns[oc])) {
+						if st.Runs != len(e.outRuns[oc]) {
 							t.Errorf("%s on %s, %s %s: %d runs, want %d", label, engines[i], g.Group, oc, st.Runs, len(e.outRuns[oc]))
 						}
 						if !st.Exact {
@@ -118,7 +118,7 @@ func TestEnginesAgree(t *testing.T) {
 				}
 			}
 			for _, d := range jsonDiff("", js[0], js[1]) {
-				if !estimate(d.path, src, estimated) {
+				if !estimate(d.path, estimated) {
 					t.Errorf("%s: %s", label, d)
 				}
 			}
@@ -128,7 +128,7 @@ func TestEnginesAgree(t *testing.T) {
 
 // estimate reports whether the JSON leaf at path is an estimate that the
 // engines may disagree on (TestEnginesAgree checks those on their own).
-func estimate(path string, src Source, estimated map[int]bool) bool {
+func estimate(path string, estimated map[int]bool) bool {
 	if m := groupPath.FindStringSubmatch(path); m != nil {
 		gi, _ := strconv.Atoi(m[1])
 		rest := m[2]
@@ -137,8 +137,6 @@ func estimate(path string, src Source, estimated map[int]bool) bool {
 			return true
 		case estimated[gi] && (percentilePath.MatchString(rest) || strings.HasPrefix(rest, ".diff[")):
 			return true
-		case src == SourceRollup && runsPath.MatchString(rest):
-			return true
 		}
 		return false
 	}
@@ -146,15 +144,12 @@ func estimate(path string, src Source, estimated map[int]bool) bool {
 		return true
 	}
 	if m := verdictPath.FindStringSubmatch(path); m != nil {
-		// A verdict reads its group's difference and interval, and its
-		// runs (HyperLogLog from the rollup).
+		// A verdict reads its group's difference and interval.
 		switch m[1] {
 		case "diff_ms", "diff_pct", "ci_low_ms", "ci_high_ms":
 			return len(estimated) > 0
 		case "text":
-			return len(estimated) > 0 || src == SourceRollup
-		case "runs", "runs_for_effect", "more_runs_for_effect", "runs_for_interval", "more_runs_for_interval":
-			return src == SourceRollup
+			return len(estimated) > 0
 		}
 	}
 	return false
@@ -163,7 +158,6 @@ func estimate(path string, src Source, estimated map[int]bool) bool {
 var (
 	groupPath      = regexp.MustCompile(`^\.groups\[(\d+)\](.*)$`)
 	percentilePath = regexp.MustCompile(`^\.(h2|h3)\.percentiles\[\d+\]\.(ms|ci_low_ms|ci_high_ms)$`)
-	runsPath       = regexp.MustCompile(`^(\.(h2|h3|wanted_h3_got_h2|other))?\.(runs|runs_by_order\.h2first|runs_by_order\.h3first)$`)
 	verdictPath    = regexp.MustCompile(`^\.verdicts\[\d+\]\.(\w+)$`)
 )
 

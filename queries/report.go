@@ -279,11 +279,15 @@ func (rep *Report) finish() {
 // points reads counts and percentiles per group, outcome and batch order;
 // an outcome's percentiles are the mean of its two orders' (order.go).
 // Raw reports whose selection the runs table holds read it instead of the
-// samples (points_runs.sql): a row per run, and exact run counts.
+// samples (points_runs.sql): a row per run, and exact run counts; reports
+// from the rollup take their run counts from it too (withExactRuns).
 func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group) error {
 	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, add) }
 	if !useRollup && o.runsTableSelects() {
 		read = func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) }
+	}
+	if useRollup && o.runsTableSelects() {
+		read = withExactRuns(ctx, conn, o, w, read)
 	}
 	return pointsInto(o, read, get)
 }

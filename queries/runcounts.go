@@ -1,0 +1,79 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// exactRunCounts reads points_runs_counts.sql: the runs of every group ×
+// outcome × batch order of points_raw.sql's shape (totals over orders with
+// order "", over outcomes with outcome "" and order "", the grand total
+// with group "" too), counted exactly from the runs table.
+func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window) (map[[3]string]uint64, error) {
+	const name = "points_runs_counts.sql"
+	q, err := query(name, o)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[[3]string]uint64{}
+	err = eachRowOf(ctx, conn, q, runsArgs(o, w), "run counts ("+name+")", func(rows driver.Rows) error {
+		var (
+			grp, ord, oc string
+			n            uint64
+		)
+		if err := rows.Scan(&grp, &ord, &oc, &n); err != nil {
+			return err
+		}
+		counts[[3]string{grp, oc, ord}] += n
+		counts[[3]string{grp, oc, ""}] += n // a run has one batch order
+		if oc == "" {
+			counts[[3]string{"", "", ""}] += n // and one group
+		}
+		return nil
+	})
+	return counts, err
+}
+
+// withExactRuns reads the rollup's rows with read and hands them to add
+// with their run counts replaced by exact ones (exactRunCounts), read
+// beside the rollup's query. The rollup's HyperLogLog states estimate,
+// and the engines hash run ids differently; a report's counts are exact.
+func withExactRuns(ctx context.Context, conn driver.Conn, o *Options, w window, read func(add pointRow) error) func(add pointRow) error {
+	return func(add pointRow) error {
+		type result struct {
+			counts map[[3]string]uint64
+			err    error
+		}
+		done := make(chan result, 1)
+		go func() {
+			c, err := exactRunCounts(ctx, conn, o, w)
+			done <- result{c, err}
+		}()
+		type row struct {
+			grp, outcome, order string
+			nSamples            uint64
+			qs                  []float32
+		}
+		var buf []row
+		err := read(func(grp, outcome, order string, _, nSamples uint64, qs []float32) {
+			buf = append(buf, row{grp, outcome, order, nSamples, qs})
+		})
+		r := <-done
+		if err != nil {
+			return err
+		}
+		if r.err != nil {
+			return r.err
+		}
+		for _, x := range buf {
+			runs, ok := r.counts[[3]string{x.grp, x.outcome, x.order}]
+			if !ok {
+				return fmt.Errorf("run counts: group %q, outcome %q, order %q in the rollup but no run of it in the runs table", x.grp, x.outcome, x.order)
+			}
+			add(x.grp, x.outcome, x.order, runs, x.nSamples, x.qs)
+		}
+		return nil
+	}
+}
