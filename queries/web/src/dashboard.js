@@ -6,6 +6,7 @@ import { distribution } from './distribution.js';
 import { trend } from './trend.js';
 import { offline } from './static.js';
 import { worldMap } from './map.js';
+import { compare } from './compare.js';
 import { getState, setState, reportOptions } from './state.js';
 
 function swap() {
@@ -36,8 +37,9 @@ function charts() {
   const dist = document.getElementById('distribution');
   const tr = document.getElementById('trend');
   const mp = document.getElementById('map');
+  const cmp = document.getElementById('compare');
   for (const v of [mp && worldMap(mp, data, state, onChange, mapOptions(data)), dist && distribution(dist, data, state, onChange),
-    tr && trend(tr, data, state, onChange)]) {
+    tr && trend(tr, data, state, onChange), cmp && !document.getElementById('h3rum-data') && compare(cmp, data, state, onChange)]) {
     if (v) views.push(v);
   }
   window.addEventListener('hashchange', follow);
