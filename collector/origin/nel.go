@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -139,4 +140,37 @@ func (h *nelHeaders) set(w map[string][]string) {
 	w["Nel"] = h.nel
 	w["Report-To"] = h.reportTo
 	w["Reporting-Endpoints"] = h.endpoints
+}
+
+// ViaIngest is n for a probe-only collector whose reports go to the ingest
+// collector at ingestURL (an origin): without an Endpoint of its own, the
+// policy sends browsers to ingestURL's /reports, and with nowhere to send
+// them (ingestURL empty or not https: browsers upload only to secure
+// endpoints) it is none.
+func (n NEL) ViaIngest(ingestURL string) NEL {
+	if n.Endpoint != "" {
+		return n
+	}
+	u, err := url.Parse(ingestURL)
+	if ingestURL == "" || err != nil || u.Scheme != "https" || u.Host == "" {
+		return NEL{}
+	}
+	n.Endpoint = strings.TrimSuffix(ingestURL, "/") + "/reports"
+	return n
+}
+
+// NELHosts are the hosts a collector keeps NEL reports about: hosts when
+// given, else the origins' host names that are set (H3Host, H2Host);
+// none means any.
+func (s *Server) NELHosts(hosts []string) []string {
+	if len(hosts) > 0 {
+		return hosts
+	}
+	var own []string
+	for _, h := range []string{s.H3Host, s.H2Host} {
+		if h != "" {
+			own = append(own, h)
+		}
+	}
+	return own
 }

@@ -83,11 +83,11 @@ func probeUnderLoad(b *testing.B, cpus, ingest string, probe func(n int) []time.
 // reportProbe reports the quiet and loaded latencies' p50 and p99 and the
 // p99 ratio.
 func reportProbe(b *testing.B, quiet, loaded []time.Duration) {
-	b.ReportMetric(pct(quiet, 0.5), "quiet-p50-ms")
-	b.ReportMetric(pct(quiet, 0.99), "quiet-p99-ms")
-	b.ReportMetric(pct(loaded, 0.5), "ingest-p50-ms")
-	b.ReportMetric(pct(loaded, 0.99), "ingest-p99-ms")
-	b.ReportMetric(pct(loaded, 0.99)/pct(quiet, 0.99), "p99-ratio")
+	b.ReportMetric(durationPct(quiet, 0.5), "quiet-p50-ms")
+	b.ReportMetric(durationPct(quiet, 0.99), "quiet-p99-ms")
+	b.ReportMetric(durationPct(loaded, 0.5), "ingest-p50-ms")
+	b.ReportMetric(durationPct(loaded, 0.99), "ingest-p99-ms")
+	b.ReportMetric(durationPct(loaded, 0.99)/durationPct(quiet, 0.99), "p99-ratio")
 }
 
 // prober returns a func that times n sequential /probe requests to origin
@@ -111,7 +111,7 @@ func prober(b *testing.B, origin string) func(n int) []time.Duration {
 }
 
 // pct is the p-quantile of sorted latencies, in ms.
-func pct(l []time.Duration, p float64) float64 {
+func durationPct(l []time.Duration, p float64) float64 {
 	return float64(l[int(p*float64(len(l)-1))].Microseconds()) / 1000
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -15,12 +17,15 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	conn, closeStore, err := st.open(ctx, nil, false)
+	if err := st.check(); err != nil {
+		return err
+	}
+	db, err := store.Connect(ctx, st.options(nil, false))
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	applied, err := st.migrate(ctx, conn)
+	defer db.Close()
+	applied, err := db.Migrate(ctx)
 	if err != nil {
 		return err
 	}

@@ -144,9 +144,9 @@ func TestNELChromium(t *testing.T) {
 // TestNELFlags checks the NEL flags' validation and where each role sends
 // reports.
 func TestNELFlags(t *testing.T) {
-	parse := func(args ...string) (*serveConfig, error) {
+	parse := func(args ...string) (*serveFlags, error) {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		var c serveConfig
+		var c serveFlags
 		c.register(fs)
 		if err := parseFlags(fs, append([]string{"--data-dir", t.TempDir()}, args...), io.Discard); err != nil {
 			return nil, err
@@ -175,12 +175,12 @@ func TestNELFlags(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
-		if n := c.srv.NEL; n.MaxAge != tc.maxAge || n.Endpoint != tc.endpoint || (n.MaxAge > 0 && (n.SuccessFraction != 0.01 || n.FailureFraction != 1)) {
+		if n := c.Origin.NEL; n.MaxAge != tc.maxAge || n.Endpoint != tc.endpoint || (n.MaxAge > 0 && (n.SuccessFraction != 0.01 || n.FailureFraction != 1)) {
 			t.Errorf("%v: NEL %+v, want max age %v, endpoint %q", tc.args, n, tc.maxAge, tc.endpoint)
 		}
 	}
 	c, _ := parse("--h3-host", "h3.example", "--h2-host", "h2.example")
-	if got := c.nelReportHosts(); len(got) != 2 || got[0] != "h3.example" || got[1] != "h2.example" {
+	if got := c.Origin.NELHosts(c.NELHosts); len(got) != 2 || got[0] != "h3.example" || got[1] != "h2.example" {
 		t.Errorf("NEL hosts %v, want the two origins' hosts", got)
 	}
 }

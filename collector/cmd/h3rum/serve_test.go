@@ -26,6 +26,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/collector/origin"
+	"github.com/h3rum/h3rum/collector/serve"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
@@ -34,8 +35,9 @@ import (
 // a fresh data dir and its own ClickHouse unless args say otherwise) and
 // returns once it listens. Cleanup stops it and checks it exited cleanly.
 type testServe struct {
-	cfg     *serveConfig
+	cfg     *serveFlags
 	srv     *origin.Server
+	local   *store.Local // the managed ClickHouse, if any
 	dataDir string
 	h3, h2  string // https://localhost:port
 }
@@ -46,7 +48,7 @@ func startServe(t testing.TB, args ...string) *testServe {
 	base := []string{"--addr", "localhost:0", "--h2-addr", "localhost:0", "--data-dir", dataDir,
 		"--flush-interval", "200ms", "--rate-limit", "0", "--shutdown-timeout", "5s", "--metrics-addr", "localhost:0"}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var c serveConfig
+	var c serveFlags
 	c.register(fs)
 	if err := parseFlags(fs, append(base, args...), io.Discard); err != nil {
 		t.Fatalf("flags: %v", err)
@@ -54,15 +56,17 @@ func startServe(t testing.TB, args ...string) *testServe {
 	if err := c.validate(); err != nil {
 		t.Fatalf("validate: %v", err)
 	}
-	ready := make(chan *origin.Server, 1)
-	c.ready = func(s *origin.Server) { ready <- s }
+	ready := make(chan *serve.Started, 1)
+	c.Ready = func(s *serve.Started) { ready <- s }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	go func() { done <- serve(ctx, &c, nil, log, io.Discard) }()
+	c.Logger = log
+	go func() { done <- serve.Run(ctx, &c.Config) }()
 	ts := &testServe{cfg: &c, dataDir: dataDir}
 	select {
-	case ts.srv = <-ready:
+	case s := <-ready:
+		ts.srv, ts.local = s.Origin, s.Local
 	case err := <-done:
 		cancel()
 		t.Fatalf("serve exited before it was ready: %v", err)
@@ -371,7 +375,7 @@ func TestSecondServeOnSameDataDirRefused(t *testing.T) {
 func TestServeRestartsLocalClickHouse(t *testing.T) {
 	ts := startServe(t)
 	c := insecureClient()
-	local := ts.cfg.store.local
+	local := ts.local
 	if local == nil || !local.Up() {
 		t.Fatal("serve runs no managed ClickHouse")
 	}
@@ -464,7 +468,7 @@ func TestServeRoles(t *testing.T) {
 	// Fixed ports, so that the demo page is configured.
 	probe := startServe(t, "--role", "probe", "--ingest-url", "https://ingest.example", "--clickhouse", "clickhouse://127.0.0.1:1/none",
 		"--addr", "localhost:"+freePort(t), "--h2-addr", "localhost:"+freePort(t))
-	if probe.cfg.store.local != nil {
+	if probe.local != nil {
 		t.Error("--role probe started a ClickHouse")
 	}
 	_, report := syntheticReport("shop")
@@ -558,7 +562,7 @@ func TestTokenSources(t *testing.T) {
 					t.Setenv(src.env[0], src.env[1])
 				}
 				fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-				var c serveConfig
+				var c serveFlags
 				c.register(fs)
 				if err := parseFlags(fs, append([]string{"--addr", "localhost:0", "--h2-addr", "localhost:0"}, src.args...), io.Discard); err != nil {
 					t.Fatal(err)
@@ -566,7 +570,7 @@ func TestTokenSources(t *testing.T) {
 				if err := c.validate(); err != nil {
 					t.Fatal(err)
 				}
-				got := map[string]string{"report-token": c.reportToken, "agent-token": c.agentToken}[name]
+				got := map[string]string{"report-token": c.ReportToken, "agent-token": c.AgentToken}[name]
 				if got != secret {
 					t.Errorf("--%s from the %s = %q, want %q", name, src.how, got, secret)
 				}
