@@ -86,7 +86,7 @@ func (r *run) handshakes(ctx context.Context) ([]beacon.Sample, []tls.CurveID, e
 		m.t.mu.Unlock()
 		r.log.Debug("handshake", "run", r.idHex, "step", step.name, "connect_ms", s.Connect, "duration_ms", s.Duration,
 			"key_exchange", st.CurveID.String(), "client_resumed", st.DidResume, "server_resumed", s.Server.Resumed,
-			"early", s.Server.EarlyData, "error", s.Error)
+			"early", s.Server.EarlyData, "err", s.Error)
 		samples = append(samples, s)
 		curves = append(curves, st.CurveID)
 	}

@@ -146,7 +146,7 @@ func (s *Sender) Send(ctx context.Context, res *Result) error {
 			ack, err = c.send(ctx, id, msg, orDefault(s.AckTimeout, DefaultAckTimeout))
 			if err != nil && ctx.Err() == nil {
 				s.drop(c)
-				log.Warn("ingest connection lost before the acknowledgement; sending the run again", "run", id, "error", err)
+				log.Warn("ingest connection lost before the acknowledgement; sending the run again", "run", id, "err", err)
 			}
 		}
 		switch {
@@ -156,14 +156,14 @@ func (s *Sender) Send(ctx context.Context, res *Result) error {
 			return err
 		case err != nil:
 			if c == nil {
-				log.Warn("ingest unreachable", "url", s.URL, "error", err, "retry_in", backoff.String())
+				log.Warn("ingest unreachable", "url", s.URL, "err", err, "retry_in", backoff.String())
 			}
 		case ack.OK:
 			return nil
 		case beacon.Transient(ack.Reason):
 			log.Info("collector deferred a run; sending it again", "run", id, "reason", ack.Reason, "retry_in", backoff.String())
 		default:
-			log.Warn("collector refused a run", "run", id, "reason", ack.Reason, "error", ack.Error)
+			log.Warn("collector refused a run", "run", id, "reason", ack.Reason, "err", ack.Error)
 			return &RefusedError{ID: id, Reason: ack.Reason, Msg: ack.Error}
 		}
 		if !sleep(ctx, backoff/2+mrand.N(backoff/2+1)) {
@@ -304,7 +304,7 @@ func (c *wsConn) readLoop(log *slog.Logger) {
 		delete(c.waiting, ack.ID)
 		c.mu.Unlock()
 		if !ok {
-			log.Warn("ingest acknowledged a message this agent is not waiting for", "id", ack.ID, "ok", ack.OK, "error", ack.Error)
+			log.Warn("ingest acknowledged a message this agent is not waiting for", "id", ack.ID, "ok", ack.OK, "err", ack.Error)
 			continue
 		}
 		ch <- ack // buffered

@@ -80,7 +80,7 @@ func bindAll(ctx context.Context, hosts []string, port int, udp bool, logger *sl
 		ln, err := lc.Listen(ctx, "tcp", addr)
 		if err != nil {
 			if i > 0 && (errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT)) {
-				logger.Warn("cannot bind localhost's IPv6 address, serving IPv4 only", "addr", addr, "error", err)
+				logger.Warn("cannot bind localhost's IPv6 address, serving IPv4 only", "addr", addr, "err", err)
 				continue
 			}
 			s.close()
@@ -121,7 +121,7 @@ func (s *Server) checkUDPBuffers() {
 		forceUDPBuffers(c, quicBufferSize)
 		r, w, err := udpBufferSizes(c)
 		if err != nil {
-			s.logger.Debug("cannot read UDP buffer sizes", "addr", c.LocalAddr().String(), "error", err)
+			s.logger.Debug("cannot read UDP buffer sizes", "addr", c.LocalAddr().String(), "err", err)
 			continue
 		}
 		rcv, snd = min(rcv, r), min(snd, w)

@@ -313,7 +313,7 @@ func (s *Server) serve(name string, f func() error) {
 			s.errMu.Lock()
 			s.errs = append(s.errs, fmt.Errorf("serving %s: %w", name, err))
 			s.errMu.Unlock()
-			s.logger.Error("serving stopped", "listener", name, "error", err)
+			s.logger.Error("serving stopped", "listener", name, "err", err)
 			s.failOnce.Do(func() { close(s.failed) })
 		}
 	}()

@@ -511,7 +511,7 @@ func (fc *fileCert) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, erro
 	c, err := tls.LoadX509KeyPair(fc.certFile, fc.keyFile)
 	if err != nil {
 		fc.logger.Warn("certificate files changed but do not load; keeping the previous certificate",
-			"cert", fc.certFile, "key", fc.keyFile, "error", err)
+			"cert", fc.certFile, "key", fc.keyFile, "err", err)
 		return fc.cert, nil
 	}
 	fc.logger.Info("reloaded certificate", "cert", fc.certFile, "not_after", c.Leaf.NotAfter)

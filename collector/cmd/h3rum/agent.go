@@ -157,12 +157,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					return
 				case err != nil:
 					failed.Add(1)
-					log.Error("run failed", "error", err)
+					log.Error("run failed", "err", err)
 				case dryRun:
 					msg, err := res.Envelope()
 					if err != nil {
 						failed.Add(1)
-						log.Error("run failed", "error", err)
+						log.Error("run failed", "err", err)
 						break
 					}
 					out.Lock()
