@@ -151,9 +151,12 @@ bench-compare:
 	@[ -n "$(OLD)" ] && [ -n "$(NEW)" ] || { echo "usage: make bench-compare OLD=var/bench/<run>.txt NEW=var/bench/<run>.txt"; exit 2; }
 	$(GO) tool benchstat $(OLD) $(NEW)
 
-## bench-deps: Debian's caddy, the probe's peer in make bench (its package may start a caddy service on :80)
+## bench-deps: Debian's caddy, the probe's peer in make bench (its package may start a caddy service on :80), and
+## the scripts the beacon is measured against (web-vitals, Plausible's tracker), pinned in beacon/bench/peers
 bench-deps:
 	@command -v caddy >/dev/null || { sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; $$sudo apt-get install -y caddy; }
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory deps APT_PKGS=npm # Debian's nodejs comes without npm
+	cd beacon/bench/peers && npm ci --no-audit --no-fund
 
 ## geoip: DB-IP Lite's city database and asn.mmdb (built from @ip-location-db/asn; CC BY 4.0) into $(DATA_DIR)/geoip
 # asn.mmdb is in the GeoLite2-ASN layout, built by collector/cmd/mkasn from the package's CSV files. Each
