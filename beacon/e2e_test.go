@@ -53,7 +53,7 @@ type fixture struct {
 	// reports received.
 	peerJS      atomic.Pointer[map[string][]byte]
 	peerBeacons [2]atomic.Int64 // by peers' order
-	shutdown []func()
+	shutdown    []func()
 }
 
 type result struct {
