@@ -69,6 +69,14 @@ func TestDashboardCompareInChromium(t *testing.T) {
 	tb.navigate(base+"/dashboard?since=2025-01-03T00:00:00Z&until=2025-01-05T00:00:00Z&token="+testToken+"#view=compare", ready)
 	check("default baseline", "2025-01-01T00:00:00Z", "2025-01-03T00:00:00Z")
 	tb.screenshot(filepath.Join(artifactDir(t), "dashboard-compare.png"))
+	// The report's first contact, in the same template as the HTML report's:
+	// each group's runs of the window, by group and by browser.
+	var fc map[string]string
+	tb.eval(`Object.fromEntries([...document.querySelectorAll('#first-contact table.first-contact tr[data-group]')].map(r =>
+  [r.closest('table').dataset.by + ' ' + r.dataset.group, r.querySelector('[data-kind="runs"]').textContent + ' ' + r.querySelector('[data-kind="h3_first_share"]').textContent]))`, &fc)
+	if !strings.HasPrefix(fc["group AS"], "1200 ") || !strings.HasPrefix(fc["group EU"], "1000 ") || len(fc) < 3 || strings.HasSuffix(fc["group AS"], " -") {
+		t.Errorf("the dashboard's first-contact tables: %v", fc)
+	}
 
 	// A baseline typed in goes into the fragment and is compared.
 	tb.eval(`(() => { document.getElementById('compare-since').value = '2025-01-01T12:00:00Z'; document.getElementById('compare-until').value = '2025-01-02T12:00:00Z';

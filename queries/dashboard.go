@@ -27,6 +27,7 @@ var dashboardTmpl = template.Must(template.New("dashboard.html").Funcs(template.
 	"label":     func(k string) string { return outcomeLabel[k] },
 	"rule":      sufficiencyText,
 	"continent": continentName,
+	"fcTable":   func(by string, rows []FirstContactCount) fcTable { return fcTable{by, rows} },
 }).ParseFS(assets, "assets/dashboard.html"))
 
 // Chart colours (Tableau 10): H2 blue, H3 orange, fallback red, other grey.

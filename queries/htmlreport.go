@@ -17,9 +17,7 @@ import (
 // meant to be mailed or attached to a ticket and opened from file://, so
 // it must fetch nothing: its Content-Security-Policy allows no source at
 // all but the two inline elements, by their hashes (no 'unsafe-inline').
-var htmlReportTmpl = template.Must(template.Must(dashboardTmpl.Clone()).Funcs(template.FuncMap{
-	"fcTable": func(by string, rows []FirstContactCount) fcTable { return fcTable{by, rows} },
-}).New("htmlreport").Parse(`<!doctype html>
+var htmlReportTmpl = template.Must(template.Must(dashboardTmpl.Clone()).New("htmlreport").Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -36,29 +34,12 @@ var htmlReportTmpl = template.Must(template.Must(dashboardTmpl.Clone()).Funcs(te
 </header>
 <main>
 {{template "content" .V}}
-{{with .V.R.FirstContact}}<section id="first-contact" aria-labelledby="first-contact-title">
-<h2 id="first-contact-title">First contact with the HTTP/3 origin</h2>
-<p class="note">Each run's first request to the H3 origin: on h3 (an HTTPS DNS record or a cached Alt-Svc), on h2 and h3 later (this run's Alt-Svc upgrade), or never on h3; shares of the runs where it was seen, every design. Not measured: runs of warm-up 0; unknown: the first request failed, is missing or had no protocol.</p>
-{{template "first-contact-table" (fcTable "group" .Groups)}}
-{{if ne .By "browser"}}{{template "first-contact-table" (fcTable "browser" .Browsers)}}{{end}}
-</section>{{end}}
 </main>
 <script type="application/json" id="h3rum-data">{{.Reports}}</script>
 <script>{{.JS}}</script>
 </body>
 </html>
-{{define "first-contact-table"}}<table class="first-contact" data-by="{{.By}}">
-<thead><tr><th>{{.By}}</th><th>runs</th><th>h3 first</th><th>upgraded</th><th>never</th><th>h3 first share</th><th>upgraded share</th><th>never share</th><th>not measured</th><th>unknown</th></tr></thead>
-<tbody>
-{{range .Rows}}<tr data-group="{{.Group}}">
-<th scope="row">{{.Group}}</th><td class="n" data-kind="runs">{{.Runs}}</td><td class="n" data-kind="h3_first">{{.H3First}}</td>
-<td class="n" data-kind="upgraded">{{.Upgraded}}</td><td class="n" data-kind="never">{{.Never}}</td>
-<td class="n" data-kind="h3_first_share">{{with .H3FirstShare}}{{share .Share}} <small>{{cishr .CILow .CIHigh}}</small>{{else}}-{{end}}</td>
-<td class="n">{{with .UpgradedShare}}{{share .Share}}{{else}}-{{end}}</td><td class="n">{{with .NeverShare}}{{share .Share}}{{else}}-{{end}}</td>
-<td class="n" data-kind="not_measured">{{.NotMeasured}}</td><td class="n" data-kind="unknown">{{.Unknown}}</td>
-</tr>
-{{end}}</tbody>
-</table>{{end}}`))
+`))
 
 // fcTable is one first-contact table of the page.
 type fcTable struct {

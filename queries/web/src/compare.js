@@ -42,7 +42,8 @@ function chart(c) {
   for (const t of [lo, hi]) {
     s.append(svg('text', { x: x(t), y: H - 8, 'text-anchor': t === lo ? 'start' : 'end', 'font-size': 11, fill: colInk }, signed(t) + ' ms'));
   }
-  s.append(svg('text', { x: x(0), y: H - 8, 'text-anchor': 'middle', 'font-size': 11, fill: colInk }, '0'));
+  // The zero's label, unless it would run into an end's.
+  if (x(0) - x(lo) > 40 && x(hi) - x(0) > 40) s.append(svg('text', { x: x(0), y: H - 8, 'text-anchor': 'middle', 'font-size': 11, fill: colInk }, '0'));
   gs.forEach((g, i) => {
     const y = top + row * i + row / 2;
     const gEl = svg('g', { class: 'compare-group', 'data-group': g.group, 'data-change': g.change });
