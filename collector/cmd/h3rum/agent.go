@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"crypto/x509"
-	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,8 +10,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/h3rum/h3rum/beacon"
@@ -131,86 +127,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	c.Logger, s.Logger = log, log
 	defer s.Close()
 
-	var (
-		started, failed, refused atomic.Int64
-		out                      sync.Mutex
-		wg                       sync.WaitGroup
-		fatal                    = make(chan error, concurrency)
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// take claims the next run; more says whether any is left to claim.
-	take := func() bool { return count == 0 || started.Add(1) <= int64(count) }
-	more := func() bool { return count == 0 || started.Load() < int64(count) }
-	for w := range concurrency {
-		wg.Go(func() {
-			// Workers start spread over one interval, so that their runs
-			// do not all measure the same moments.
-			if !sleepCtx(ctx, time.Duration(w)*interval/time.Duration(concurrency)) {
-				return
-			}
-			for take() {
-				start := time.Now()
-				res, err := c.Run(ctx)
-				switch {
-				case ctx.Err() != nil:
-					return
-				case err != nil:
-					failed.Add(1)
-					log.Error("run failed", "err", err)
-				case dryRun:
-					msg, err := res.Envelope()
-					if err != nil {
-						failed.Add(1)
-						log.Error("run failed", "err", err)
-						break
-					}
-					out.Lock()
-					stdout.Write(append(msg, '\n'))
-					out.Unlock()
-				default:
-					err := s.Send(ctx, res)
-					if _, ok := errors.AsType[*agent.RefusedError](err); ok {
-						refused.Add(1) // Send has logged it
-					} else if err == nil {
-						log.Info("run delivered", "run", hex.EncodeToString(res.Report.RunID[:]), "took", time.Since(start).Round(time.Millisecond).String())
-					} else if ctx.Err() == nil {
-						fatal <- err // the collector refuses the agent itself
-						cancel()
-						return
-					}
-				}
-				if !more() || !sleepCtx(ctx, time.Until(start.Add(interval))) {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	select {
-	case err := <-fatal:
-		return err
-	default:
-	}
-	if n := failed.Load() + refused.Load(); n > 0 && count > 0 {
-		return fmt.Errorf("agent: %d of %d runs failed or were refused (see the log)", n, count)
-	}
-	return nil
-}
-
-// sleepCtx waits d or until ctx ends, and reports whether it waited d.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return (&agent.Loop{Config: &c, Sender: &s, Count: count, Concurrency: concurrency, Interval: interval,
+		DryRun: dryRun, Out: stdout, Logger: log}).Run(ctx)
 }
 
 // resolveFlag is --resolve host=ip, repeatable; a comma-separated list is
