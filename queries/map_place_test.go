@@ -64,6 +64,10 @@ func TestPlaceFilter(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", o, err)
 		}
+		// The report says which place it covers.
+		if rep.Filters.Continent != o.Continent || rep.Filters.Country != o.Country {
+			t.Errorf("%+v: the report's filters say %+v", o, rep.Filters)
+		}
 		m := map[string]int{}
 		for _, g := range rep.Groups {
 			m[g.Group] = g.Runs

@@ -88,6 +88,10 @@ type Filters struct {
 	IncludeFailed   bool `json:"include_failed"`
 	IncludeBots     bool `json:"include_bots"`
 	IncludeExcluded bool `json:"include_excluded"`
+	// Continent and Country are the place filter (continent=, country=):
+	// absent when the report covers every place.
+	Continent string `json:"continent,omitempty"`
+	Country   string `json:"country,omitempty"`
 }
 
 // CIMethod describes how confidence intervals were computed.
