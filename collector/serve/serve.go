@@ -368,7 +368,8 @@ func (c *Config) startIngest(ctx context.Context, mux *http.ServeMux, geo *inges
 	}
 	hub := &queries.Hub{}
 	pipe.Feed = hub
-	if err := c.registerIngest(mux, db.Conn, pipe, hub, geo, log, reg); err != nil {
+	ih, err := c.registerIngest(mux, db.Conn, pipe, hub, geo, log, reg)
+	if err != nil {
 		return nil, nil, err
 	}
 	if err := pipe.Start(ctx); err != nil {
@@ -377,6 +378,15 @@ func (c *Config) startIngest(ctx context.Context, mux *http.ServeMux, geo *inges
 	stops = append(stops, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		// The WebSocket sessions the HTTP servers' shutdown does not own:
+		// agents' reports are answered before the pipeline stops
+		// accepting, live viewers are told the collector is going away.
+		if err := ih.Close(sctx); err != nil {
+			log.Error("closing agent sessions", "err", err)
+		}
+		if err := hub.Close(sctx); err != nil {
+			log.Error("closing the live feed", "err", err)
+		}
 		if err := pipe.Shutdown(sctx); err != nil {
 			log.Error("draining the ingest pipeline", "err", err)
 		}
@@ -434,11 +444,11 @@ func demoOrigin(host, addr string) string {
 
 // registerIngest adds the report endpoints (/beacon, /ingest/ws, /reports) and the
 // query endpoints (/api/report, /api/live, /dashboard) to mux.
-func (c *Config) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) error {
+func (c *Config) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (*ingest.Handler, error) {
 	clients := access.Clients{TrustedProxies: c.TrustedProxies, Header: c.ClientIPHeader}
 	origins, err := access.ParseOrigins(c.Origin.AllowOrigins) // the probe's CORS rule, checked by Validate
 	if err != nil {
-		return &ConfigError{err}
+		return nil, &ConfigError{err}
 	}
 	failures := access.NewFailures() // one throttle for every token
 	ih := &ingest.Handler{
@@ -460,7 +470,7 @@ func (c *Config) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe *inge
 		Registerer:     reg,
 	}
 	if err := ih.Init(); err != nil {
-		return &ConfigError{err}
+		return nil, &ConfigError{err}
 	}
 	mux.Handle("/beacon", ih)
 	mux.Handle("/ingest/ws", ih)
@@ -476,5 +486,5 @@ func (c *Config) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe *inge
 		Logger:        log,
 	}
 	qh.Register(mux)
-	return nil
+	return ih, nil
 }
