@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -75,28 +77,8 @@ func TestChangeInterval(t *testing.T) {
 // runs in the second. The comparison reads each as planted, over the API
 // as in Go.
 func TestCompareWindows(t *testing.T) {
-	day := func(d int) time.Time { return time.Date(2025, 1, 1+d, 0, 0, 0, 0, time.UTC) }
-	var rows []synth.Sample
-	for _, p := range []synth.Planted{
-		{Seed: 41, P: 95, Start: day(0), Span: 48 * time.Hour, Regions: []synth.PlantedRegion{
-			{Continent: "AS", Country: "JP", Subdivision: "JP-13", Runs: 1200, MedianMS: 150, DiffMS: 0},
-			{Continent: "EU", Country: "DE", Subdivision: "DE-BE", Runs: 1000, MedianMS: 30, DiffMS: 0},
-			{Continent: "OC", Country: "AU", Subdivision: "AU-NSW", Runs: 400, MedianMS: 90, DiffMS: 0},
-		}},
-		{Seed: 42, P: 95, Start: day(2), Span: 48 * time.Hour, Regions: []synth.PlantedRegion{
-			{Continent: "AS", Country: "JP", Subdivision: "JP-13", Runs: 1200, MedianMS: 150, DiffMS: -150},
-			{Continent: "EU", Country: "DE", Subdivision: "DE-BE", Runs: 1000, MedianMS: 30, DiffMS: 0},
-			{Continent: "OC", Country: "AU", Subdivision: "AU-NSW", Runs: 40, MedianMS: 90, DiffMS: 0},
-		}},
-	} {
-		r, err := p.Rows()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, r...)
-	}
-	conn := newDB(t)
-	load(t, conn, rows)
+	day := changeDay
+	conn := plantedChange(t, true)
 
 	after := Options{Since: day(2), Until: day(4)}
 	c, err := Compare(context.Background(), conn, after, day(0), day(2))
@@ -171,4 +153,38 @@ func TestCompareWindows(t *testing.T) {
 	if resp, _ := get(t, srv.URL+"/api/compare?since=2025-01-03T00:00:00Z", nil); resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 		t.Errorf("/api/compare without the token: %d", resp.StatusCode)
 	}
+}
+
+// changeDay is day d of plantedChange's four: 2025-01-01 + d.
+func changeDay(d int) time.Time { return time.Date(2025, 1, 1+d, 0, 0, 0, 0, time.UTC) }
+
+// plantedChange loads two windows of two days each: Asia's H3 − H2 at p95
+// goes from 0 to −150 ms, Europe's stays 0; with thin, Oceania has 400 runs
+// in the first and 40 in the second.
+func plantedChange(t *testing.T, thin bool) driver.Conn {
+	t.Helper()
+	regions := func(asDiff float64, ocRuns int) []synth.PlantedRegion {
+		r := []synth.PlantedRegion{
+			{Continent: "AS", Country: "JP", Subdivision: "JP-13", Runs: 1200, MedianMS: 150, DiffMS: asDiff},
+			{Continent: "EU", Country: "DE", Subdivision: "DE-BE", Runs: 1000, MedianMS: 30, DiffMS: 0},
+		}
+		if thin {
+			r = append(r, synth.PlantedRegion{Continent: "OC", Country: "AU", Subdivision: "AU-NSW", Runs: ocRuns, MedianMS: 90, DiffMS: 0})
+		}
+		return r
+	}
+	var rows []synth.Sample
+	for _, p := range []synth.Planted{
+		{Seed: 41, P: 95, Start: changeDay(0), Span: 48 * time.Hour, Regions: regions(0, 400)},
+		{Seed: 42, P: 95, Start: changeDay(2), Span: 48 * time.Hour, Regions: regions(-150, 40)},
+	} {
+		r, err := p.Rows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r...)
+	}
+	conn := newDB(t)
+	load(t, conn, rows)
+	return conn
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
-	"github.com/h3rum/h3rum/queries/synth"
 )
 
 // TestDashboardCompareInChromium: over TestCompareWindows's planted change
@@ -22,26 +21,7 @@ func TestDashboardCompareInChromium(t *testing.T) {
 	if _, err := chromium.Find(""); err != nil {
 		t.Fatalf("the before/after test needs headless Chromium: %v", err)
 	}
-	day := func(d int) time.Time { return time.Date(2025, 1, 1+d, 0, 0, 0, 0, time.UTC) }
-	var rows []synth.Sample
-	for _, p := range []synth.Planted{
-		{Seed: 41, P: 95, Start: day(0), Span: 48 * time.Hour, Regions: []synth.PlantedRegion{
-			{Continent: "AS", Country: "JP", Subdivision: "JP-13", Runs: 1200, MedianMS: 150, DiffMS: 0},
-			{Continent: "EU", Country: "DE", Subdivision: "DE-BE", Runs: 1000, MedianMS: 30, DiffMS: 0},
-		}},
-		{Seed: 42, P: 95, Start: day(2), Span: 48 * time.Hour, Regions: []synth.PlantedRegion{
-			{Continent: "AS", Country: "JP", Subdivision: "JP-13", Runs: 1200, MedianMS: 150, DiffMS: -150},
-			{Continent: "EU", Country: "DE", Subdivision: "DE-BE", Runs: 1000, MedianMS: 30, DiffMS: 0},
-		}},
-	} {
-		r, err := p.Rows()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, r...)
-	}
-	conn := newDB(t)
-	load(t, conn, rows)
+	conn := plantedChange(t, false)
 	base := serve(t, &Handler{Conn: conn, Token: testToken}).URL
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
