@@ -16,6 +16,7 @@ type Handshake struct {
 	Samples      int          `json:"samples"`
 	Percentiles  []Percentile `json:"percentiles"`         // request duration, ms; no intervals
 	ConnectMS    []Percentile `json:"connect_percentiles"` // connection set-up (TCP+TLS, or QUIC), ms
+	FastestMS    float64      `json:"fastest_ms"`          // the quickest request's duration: the path's and the protocol's floor
 	ResumedShare float64      `json:"resumed_share"`       // TLS session resumed
 	EarlyShare   float64      `json:"early_data_share"`    // sent as 0-RTT early data
 }
@@ -28,13 +29,14 @@ func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, get
 			kind           string
 			n              uint64
 			qs, qc         []float32
+			fastest        float32
 			resumed, early float64
 		)
-		if err := rows.Scan(&grp, &proto, &kind, &n, &qs, &qc, &resumed, &early); err != nil {
+		if err := rows.Scan(&grp, &proto, &kind, &n, &qs, &qc, &fastest, &resumed, &early); err != nil {
 			return err
 		}
 		g := get(grp)
-		g.Handshakes = append(g.Handshakes, Handshake{Proto: proto, Kind: kind, Samples: int(n), Percentiles: levels(qs), ConnectMS: levels(qc),
+		g.Handshakes = append(g.Handshakes, Handshake{Proto: proto, Kind: kind, Samples: int(n), Percentiles: levels(qs), ConnectMS: levels(qc), FastestMS: round3(float64(fastest)),
 			ResumedShare: math.Round(resumed*1e6) / 1e6, EarlyShare: math.Round(early*1e6) / 1e6})
 		return nil
 	})

@@ -307,6 +307,21 @@ type Stats struct {
 // Lateness summarises the pump's own delay over the packets written.
 type Lateness struct {
 	Mean, P50, P99, Max time.Duration
+	// Sum and Count are the total delay and the packets it is over, so that
+	// a phase's mean is the difference of two summaries (After).
+	Sum   time.Duration
+	Count uint64
+}
+
+// After is the lateness of the packets written between earlier and l
+// (two summaries of one pump): their count, sum and mean; the percentiles
+// and the maximum are the whole run's and are left out.
+func (l Lateness) After(earlier Lateness) Lateness {
+	d := Lateness{Sum: l.Sum - earlier.Sum, Count: l.Count - earlier.Count}
+	if d.Count > 0 {
+		d.Mean = d.Sum / time.Duration(d.Count)
+	}
+	return d
 }
 
 func (s Stats) String() string {
@@ -374,7 +389,8 @@ func (h *lateHistogram) summary() Lateness {
 	if n == 0 {
 		return Lateness{}
 	}
-	l := Lateness{Mean: time.Duration(h.sum.Load() / int64(n)), Max: time.Duration(h.max.Load())}
+	sum := h.sum.Load()
+	l := Lateness{Mean: time.Duration(sum / int64(n)), Max: time.Duration(h.max.Load()), Sum: time.Duration(sum), Count: n}
 	quantile := func(q float64) time.Duration {
 		want := uint64(math.Ceil(q * float64(n)))
 		var seen uint64

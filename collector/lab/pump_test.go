@@ -295,3 +295,24 @@ func BenchmarkPump(b *testing.B) {
 		})
 	}
 }
+
+// TestLatenessAfter: the difference of two summaries is the mean of the
+// packets between them alone, whatever came before.
+func TestLatenessAfter(t *testing.T) {
+	var h lateHistogram
+	for range 100 {
+		h.record(int64(9 * time.Millisecond)) // a busy phase
+	}
+	before := h.summary()
+	for _, ns := range []int64{1e6, 2e6, 3e6} {
+		h.record(ns)
+	}
+	after := h.summary()
+	d := after.After(before)
+	if d.Count != 3 || d.Mean != 2*time.Millisecond || d.Sum != 6*time.Millisecond {
+		t.Errorf("After = %+v, want 3 packets, mean 2ms, sum 6ms (whole run's mean %v)", d, after.Mean)
+	}
+	if z := before.After(before); z.Count != 0 || z.Mean != 0 {
+		t.Errorf("nothing between: %+v, want zero", z)
+	}
+}

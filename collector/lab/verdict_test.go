@@ -106,3 +106,96 @@ func TestSelfCheckJudge(t *testing.T) {
 		})
 	}
 }
+
+// handshakes are an agent group's handshakes on a path of round trip
+// rtt with base ms of the agent's and the server's own, each kind's
+// fastest request at its round trips and its median slow by noise
+// (which only ever adds).
+func handshakes(rtt, base, noise float64, kinds ...string) []queries.Handshake {
+	var hs []queries.Handshake
+	for _, k := range agentHandshakes {
+		for _, want := range kinds {
+			if want == k.proto+" "+k.kind {
+				fastest := k.trips*rtt + base
+				hs = append(hs, queries.Handshake{Proto: k.proto, Kind: k.kind, Samples: 3, FastestMS: fastest,
+					Percentiles: []queries.Percentile{{P: 50, MS: fastest + noise}}})
+			}
+		}
+	}
+	return hs
+}
+
+func TestSelfCheckAgent(t *testing.T) {
+	control := Observed{Region: Region{Name: "control", Continent: "NA", Up: Path{DelayMS: 10}, Down: Path{DelayMS: 10}}}
+	mid := Observed{Region: Region{Name: "mid", Continent: "AS", Up: Path{DelayMS: 50}, Down: Path{DelayMS: 50}}}
+	blocked := Observed{Region: Region{Name: "blocked", Continent: "AF", Up: Path{DelayMS: 20}, Down: Path{DelayMS: 20}, BlockUDP: true}}
+	all := []string{"h3 full", "h3 0rtt", "h2 full"}
+	agentGroup := func(continent string, rtt, warm float64, hs []queries.Handshake) queries.Group {
+		return queries.Group{Group: continent, H2: stats(3, rtt+warm, rtt+warm), H3: stats(3, rtt+warm, rtt+warm),
+			Availability: &queries.Availability{Share: 1}, Handshakes: hs}
+	}
+	blockedGroup := func(hs []queries.Handshake) queries.Group {
+		return queries.Group{Group: "AF", Availability: &queries.Availability{Share: 0}, Handshakes: hs}
+	}
+	for _, tc := range []struct {
+		name    string
+		regions []Observed
+		groups  []queries.Group
+		ok      map[string]bool
+		want    []string
+	}{
+		{"fastest handshakes at their round trips pass, however slow the median",
+			[]Observed{control, mid, blocked},
+			[]queries.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 1.5, handshakes(100, 5, 40, all...)),
+				blockedGroup(handshakes(40, 5, 60, "h2 full"))},
+			map[string]bool{"control": true, "mid": true, "blocked": true},
+			[]string{"agent h3 0rtt fastest 25.0 ms (5.0 ms over 1R: the base the other regions are judged by)", "agent calibration: region control puts the agent's and the server's own time at 1.5 ms (h2)",
+				"agent h2 warm p50 101.5 ms (want 101.5) ok", "agent h3 full fastest 2.00R after 5.0 ms, region control's base (want 2R) ok",
+				"agent h3 0rtt fastest 1.00R after 5.0 ms, region control's base (want 1R) ok", "agent h2 full fastest 3.00R after 5.0 ms, region control's base (want 3R) ok"}},
+		{"a round trip more in every handshake fails",
+			[]Observed{control, mid, blocked},
+			[]queries.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 1.5, handshakes(100, 105, 0, all...)),
+				blockedGroup(handshakes(40, 45, 0, "h2 full"))},
+			map[string]bool{"control": true, "mid": false, "blocked": false},
+			[]string{"agent h3 0rtt fastest 2.00R after 5.0 ms, region control's base (want 1R) FAILED", "agent h2 full fastest 4.00R after 5.0 ms, region control's base (want 3R) FAILED"}},
+		{"a warm median off the calibrated path fails",
+			[]Observed{control, mid, blocked},
+			[]queries.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 30, handshakes(100, 5, 0, all...)),
+				blockedGroup(handshakes(40, 5, 0, "h2 full"))},
+			map[string]bool{"control": true, "mid": false, "blocked": true},
+			[]string{"agent h2 warm p50 130.0 ms (want 101.5) FAILED"}},
+		{"the only region calibrates: its handshakes are shown, not judged",
+			[]Observed{mid},
+			[]queries.Group{agentGroup("AS", 100, 5, handshakes(100, 105, 0, all...))},
+			map[string]bool{"mid": true},
+			[]string{"agent h3 full fastest 305.0 ms (105.0 ms over 2R: the base the other regions are judged by)"}},
+		{"without a lossless region, the region's own warm overhead is the base",
+			[]Observed{mid, blocked},
+			[]queries.Group{blockedGroup(handshakes(40, 5, 0, "h2 full"))},
+			map[string]bool{"mid": false, "blocked": true},
+			[]string{"agent: no runs in the report FAILED", "agent h2 full fastest 3.12R after 0.0 ms, the region's own request overhead (want 3R) ok"}},
+		{"a missing handshake fails",
+			[]Observed{control, mid},
+			[]queries.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 1.5, handshakes(100, 5, 0, "h3 full", "h2 full"))},
+			map[string]bool{"control": true, "mid": false},
+			[]string{"agent h3 0rtt: none FAILED"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := SelfCheck{}.Judge(tc.regions, nil, &queries.Report{Groups: tc.groups})
+			var all []string
+			all = append(all, res.Lines...)
+			for _, v := range res.Regions {
+				if v.Pass != tc.ok[v.Region] {
+					t.Errorf("%s: pass %v, want %v: %s", v.Region, v.Pass, tc.ok[v.Region], strings.Join(v.Notes, "; "))
+				}
+				all = append(all, v.Notes...)
+			}
+			text := strings.Join(all, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("lacks %q in:\n%s", w, text)
+				}
+			}
+		})
+	}
+}

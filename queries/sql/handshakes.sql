@@ -6,7 +6,9 @@
 -- An agent report reads the agent's handshake samples instead, each a
 -- request on a new connection of a known kind (the server's word: a full
 -- handshake, a resumed session, or 0-RTT early data); browser rows have no
--- kind. Parameters: since, until (unix seconds), site twice.
+-- kind. fastest is the quickest such request: the floor the path and the
+-- protocol's round trips set, which noise (queueing, a busy CPU) only adds
+-- to. Parameters: since, until (unix seconds), site twice.
 SELECT
     /*GROUP*/ AS grp,
     toString(got) AS proto,
@@ -14,6 +16,7 @@ SELECT
     count() AS n_samples,
     quantilesTDigest(/*LEVELS*/)(duration_ms) AS q,
     quantilesTDigest(/*LEVELS*/)(connect_ms) AS qc,
+    min(duration_ms) AS fastest,
     avg(srv_resumed) AS resumed,
     avg(srv_early) AS early
 FROM samples

@@ -156,9 +156,19 @@ func (c *labConfig) run(ctx context.Context, regions []lab.Region, out io.Writer
 		}
 	}
 	var agentRep *queries.Report
+	agentLate := make([][2]lab.Lateness, len(l.Regions)) // the emulator's own delay while the agent ran
 	if c.agentRuns > 0 {
 		agentStart := time.Now().UTC().Add(-time.Second)
+		before := make([][2]lab.Lateness, len(l.Regions))
+		for i, r := range l.Regions {
+			up, down := r.Stats()
+			before[i] = [2]lab.Lateness{up.Late, down.Late}
+		}
 		delivered := c.runAgents(ctx, l, dir, token, out)
+		for i, r := range l.Regions {
+			up, down := r.Stats()
+			agentLate[i] = [2]lab.Lateness{up.Late.After(before[i][0]), down.Late.After(before[i][1])}
+		}
 		if err := waitAgentRuns(ctx, conn, agentStart, delivered); err != nil {
 			return false, err
 		}
@@ -172,7 +182,7 @@ func (c *labConfig) run(ctx context.Context, regions []lab.Region, out io.Writer
 			return false, err
 		}
 	}
-	return c.verdicts(passes, agentRep, l, out), nil
+	return c.verdicts(passes, agentRep, agentLate, l, out), nil
 }
 
 // engine is a browser the lab visits the demo page with.
@@ -504,12 +514,12 @@ type labBrowser interface {
 // verdicts runs the lab package's self-check over the passes and prints
 // it, with the emulator's packet counts per region; it returns whether
 // every check passed.
-func (c *labConfig) verdicts(passes []*labPass, agentRep *queries.Report, l *lab.Lab, out io.Writer) bool {
+func (c *labConfig) verdicts(passes []*labPass, agentRep *queries.Report, agentLate [][2]lab.Lateness, l *lab.Lab, out io.Writer) bool {
 	obs := make([]lab.Observed, len(l.Regions))
 	fmt.Fprintln(out, "\nthe packets' fate per region and direction (loss model's own counters; udp = QUIC, the rest TCP):")
 	for i, r := range l.Regions {
 		up, down := r.Stats()
-		obs[i] = lab.Observed{Region: r.Region, UpStats: up, DownStats: down}
+		obs[i] = lab.Observed{Region: r.Region, UpStats: up, DownStats: down, AgentUp: agentLate[i][0], AgentDown: agentLate[i][1]}
 		for _, d := range []struct {
 			name string
 			p    lab.Path
