@@ -82,7 +82,7 @@ func designs(ctx context.Context, conn driver.Conn, o *Options, w window) ([]Des
 	if err != nil {
 		return nil, fmt.Errorf("reading embedded %s: %w", name, err)
 	}
-	rows, err := conn.Query(ctx, string(q), w.since, w.until, o.Site, o.Site)
+	rows, err := conn.Query(ctx, strings.ReplaceAll(string(q), "/*PLACE*/", o.placeCond()), w.since, w.until, o.Site, o.Site)
 	if err != nil {
 		return nil, fmt.Errorf("listing designs: %w", err)
 	}

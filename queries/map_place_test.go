@@ -72,6 +72,24 @@ func TestPlaceFilter(t *testing.T) {
 		for _, g := range rep.Groups {
 			m[g.Group] = g.Runs
 		}
+		// The sections that read every design cover the same place:
+		// the designs' runs, first contact's and (no NEL reports here)
+		// the place's runs alone.
+		designRuns, firstRuns, groupRuns := 0, 0, 0
+		for _, d := range rep.Designs {
+			designRuns += d.Runs
+		}
+		if rep.FirstContact != nil {
+			for _, b := range rep.FirstContact.Browsers {
+				firstRuns += b.Runs
+			}
+		}
+		for _, g := range rep.Groups {
+			groupRuns += g.DesignRuns
+		}
+		if o.Source == SourceRaw && (designRuns != groupRuns || firstRuns != groupRuns) {
+			t.Errorf("%+v: designs count %d runs, first contact %d, the groups %d", o, designRuns, firstRuns, groupRuns)
+		}
 		return m
 	}
 	if all := run(Options{By: "country", Source: SourceRaw}); all["JP"] != 200 || all["IN"] != 90 || all["DE"] != 150 {

@@ -27,18 +27,18 @@ var nelGroupings = map[string]bool{"continent": true, "country": true, "subdivis
 
 // nelQuery returns an embedded NEL SQL file with the grouping and the
 // percentile levels filled in: fixed strings only.
-func nelQuery(name, by string) (string, error) {
+func nelQuery(name, by, place string) (string, error) {
 	b, err := nelSQL.ReadFile("sql/" + name)
 	if err != nil {
 		return "", fmt.Errorf("reading embedded %s: %w", name, err)
 	}
-	return strings.NewReplacer("/*GROUP*/", groupExpr[by], "/*LEVELS*/", levelsSQL).Replace(string(b)), nil
+	return strings.NewReplacer("/*GROUP*/", groupExpr[by], "/*LEVELS*/", levelsSQL, "/*PLACE*/", place).Replace(string(b)), nil
 }
 
 // nelRows runs an embedded NEL SQL file over the window and hands every
 // row to scan.
 func nelRows(ctx context.Context, conn driver.Conn, o *Options, w window, name, by, what string, scan func(driver.Rows) error) error {
-	q, err := nelQuery(name, by)
+	q, err := nelQuery(name, by, o.placeCond())
 	if err != nil {
 		return err
 	}

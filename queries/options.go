@@ -230,6 +230,10 @@ func (o *Options) placeSQL() string {
 	return b.String()
 }
 
+// placeCond is /*PLACE*/, the place alone for the files that read every
+// design (first contact, the designs, NEL): a condition, (1) for the world.
+func (o *Options) placeCond() string { return "(1" + o.placeSQL() + ")" }
+
 // percentileList names the report's percentiles: "50, 75, 90, 95, 99".
 func percentileList() string {
 	s := make([]string, len(percentiles))

@@ -52,7 +52,7 @@ func query(name string, o *Options) (string, error) {
 		return "", invalid("unknown grouping %q", o.By)
 	}
 	q := strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL).Replace(string(b))
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*KEEP*/", o.keepSQL()).Replace(q), nil
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEEP*/", o.keepSQL()).Replace(q), nil
 }
 
 // keepSQL is /*KEEP*/: which of a runs-table row's parallel requests the

@@ -5,6 +5,7 @@ SELECT param_parallel, param_bytes, param_warmup, beacon_major, toUInt64(uniq(ru
 FROM samples
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = '' OR site = ?)
+  AND /*PLACE*/
   AND source = 'agent' AND phase = 'parallel'
 GROUP BY param_parallel, param_bytes, param_warmup, beacon_major
 ORDER BY n_runs DESC, param_parallel, param_bytes, param_warmup, beacon_major

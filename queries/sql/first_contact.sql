@@ -38,6 +38,7 @@ FROM
       AND source = 'browser'
       AND (? = 1 OR bot = 0)
       AND want = 'h3'
+      AND /*PLACE*/
     GROUP BY run_id
 )
 ARRAY JOIN ['group', 'browser'] AS by, [run_grp, run_browser] AS grp

@@ -10,5 +10,6 @@ FROM samples
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND error = '' AND (got = 'h2' OR got = 'h3')
   AND (? = 1 OR bot = 0)
+  AND /*PLACE*/
 GROUP BY proto
 ORDER BY proto

@@ -14,5 +14,6 @@ FROM nel_reports
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND type != 'ok'
   AND (? = 1 OR bot = 0)
+  AND /*PLACE*/
 GROUP BY grp, nel_type, nel_phase, proto
 ORDER BY estimated DESC, grp, nel_type, nel_phase, proto

@@ -13,5 +13,6 @@ SELECT
 FROM nel_reports
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = 1 OR bot = 0)
+  AND /*PLACE*/
 GROUP BY proto
 ORDER BY proto
