@@ -233,7 +233,8 @@ func newDashView(r *Report, o *Options, live bool) *dashView {
 	return v
 }
 
-// renderPart renders one of the page's parts: "top", "content" or "bottom".
+// renderPart renders one of the page's parts: "top" ("masthead", the
+// heading, and "header", the rest of it), "content" or "bottom".
 func renderPart(w io.Writer, part string, v *dashView) error {
 	return dashboardTmpl.ExecuteTemplate(w, part, v)
 }

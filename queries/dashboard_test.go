@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
 	"github.com/h3rum/h3rum/queries/synth"
@@ -276,5 +278,89 @@ func TestDashboardHeadFirst(t *testing.T) {
 				t.Errorf("a refused request got the page's head:\n%s", body)
 			}
 		})
+	}
+}
+
+// gatedConn holds every query until gate is closed: a report that takes
+// as long as the test wants.
+type gatedConn struct {
+	driver.Conn
+	gate chan struct{}
+}
+
+func (c gatedConn) Query(ctx context.Context, q string, args ...any) (driver.Rows, error) {
+	select {
+	case <-c.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c.Conn.Query(ctx, q, args...)
+}
+
+func (c gatedConn) QueryRow(ctx context.Context, q string, args ...any) driver.Row {
+	select {
+	case <-c.gate:
+	case <-ctx.Done():
+	}
+	return c.Conn.QueryRow(ctx, q, args...)
+}
+
+// The page's head and heading reach the browser before any query
+// returns: what it paints first does not wait for the report.
+func TestDashboardHeadingBeforeReport(t *testing.T) {
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 3, Runs: 100}))
+	gate := make(chan struct{})
+	mux := http.NewServeMux()
+	(&Handler{Conn: gatedConn{conn, gate}, AllowOpen: true}).Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/dashboard?by=country&continent=AS&since=" + testSince.Format(time.RFC3339) + "&until=" + testUntil.Format(time.RFC3339))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Read what arrives while every query is held.
+	var got strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for !strings.Contains(got.String(), `id="loading"`) {
+			n, err := resp.Body.Read(buf)
+			got.Write(buf[:n])
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("reading the page: %v after %q", err, got.String())
+		}
+	case <-time.After(20 * time.Second):
+		close(gate)
+		t.Fatalf("no heading while the report was held; got %q", got.String())
+	}
+	first := got.String()
+	for _, want := range []string{`<link rel="stylesheet" href="/dashboard.css">`, "<h1>HTTP/3 vs HTTP/2 by country in Asia (AS)</h1>", `id="loading"`} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the first part lacks %q: %s", want, first)
+		}
+	}
+	if strings.Contains(first, `id="estimate"`) || strings.Contains(first, `class="meta"`) {
+		t.Errorf("the first part has what needs the report: %s", first)
+	}
+	close(gate)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := first + string(rest)
+	if l, m, e := strings.Index(page, `id="loading"`), strings.Index(page, `class="meta"`), strings.Index(page, `<div id="estimate">`); l < 0 || m < l || e < m ||
+		!strings.HasSuffix(strings.TrimSpace(page), "</html>") {
+		t.Errorf("want the heading, then the header's rest, then the estimate, then the end: loading %d, meta %d, estimate %d", l, m, e)
 	}
 }
