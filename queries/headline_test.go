@@ -2,7 +2,9 @@ package queries
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries/synth"
 )
 
 // TestHeadlineIgnoresPlantedTraps stores clean runs with known durations
@@ -250,5 +253,61 @@ func TestHeadlineWeighsBatchOrdersEqually(t *testing.T) {
 		if d := g.Diff[0]; d.CILowMS == nil || *d.CILowMS > -40 || *d.CIHighMS < -40 {
 			t.Errorf("%s: H3 − H2 at p50 %+v: −40 outside its interval", src, d)
 		}
+	}
+}
+
+// A headline report (headline=1, what the dashboard's map asks for) has
+// the complete report's headline, intervals and verdicts exactly, and
+// none of the sections it leaves out.
+func TestHeadlineOnly(t *testing.T) {
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 12, Runs: 600}))
+	ctx := context.Background()
+	o, err := OptionsFromValues(url.Values{"since": {testSince.Format(time.RFC3339)}, "until": {testUntil.Format(time.RFC3339)}, "headline": {"1"}}, testUntil)
+	if err != nil || !o.Headline || o.values().Get("headline") != "1" {
+		t.Fatalf("headline=1: %+v, %v; values %v", o.Headline, err, o.values())
+	}
+	head, err := Run(ctx, conn, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Headline = false
+	full, err := Run(ctx, conn, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !head.Filters.HeadlineOnly || full.Filters.HeadlineOnly {
+		t.Errorf("filters say headline only %v (headline) and %v (complete)", head.Filters.HeadlineOnly, full.Filters.HeadlineOnly)
+	}
+	if head.Trend != nil || head.FirstContact != nil || head.ScriptErrors != nil {
+		t.Errorf("headline report has left-out sections: trend %v, first contact %v, script errors %v", head.Trend != nil, head.FirstContact != nil, head.ScriptErrors != nil)
+	}
+	if full.Trend == nil || full.FirstContact == nil {
+		t.Fatalf("the complete report lacks its sections")
+	}
+	if len(head.Groups) == 0 || len(head.Groups) != len(full.Groups) {
+		t.Fatalf("%d groups, complete %d", len(head.Groups), len(full.Groups))
+	}
+	for i := range head.Groups {
+		h, f := head.Groups[i], full.Groups[i]
+		if len(h.Handshakes) != 0 || len(h.Failures) != 0 || h.ITT != nil || h.Curves != nil || f.ITT == nil || f.Curves == nil {
+			t.Errorf("%s: handshakes %d, failures %d, ITT %v, curves %v (complete: ITT %v, curves %v)", h.Group, len(h.Handshakes), len(h.Failures),
+				h.ITT != nil, h.Curves != nil, f.ITT != nil, f.Curves != nil)
+		}
+		for _, part := range []struct {
+			name string
+			a, b any
+		}{{"h2", h.H2, f.H2}, {"h3", h.H3, f.H3}, {"diff", h.Diff, f.Diff}, {"paired", h.Paired, f.Paired}, {"availability", h.Availability, f.Availability}} {
+			ja, _ := json.Marshal(part.a)
+			jb, _ := json.Marshal(part.b)
+			if string(ja) != string(jb) {
+				t.Errorf("%s %s: headline %s, complete %s", h.Group, part.name, ja, jb)
+			}
+		}
+	}
+	jv, _ := json.Marshal(head.Verdicts)
+	jf, _ := json.Marshal(full.Verdicts)
+	if len(head.Verdicts) == 0 || string(jv) != string(jf) {
+		t.Errorf("verdicts: headline %s, complete %s", jv, jf)
 	}
 }

@@ -92,6 +92,9 @@ type Filters struct {
 	// absent when the report covers every place.
 	Continent string `json:"continent,omitempty"`
 	Country   string `json:"country,omitempty"`
+	// HeadlineOnly: the report was asked for its headline alone
+	// (headline=1), its other sections left out.
+	HeadlineOnly bool `json:"headline_only,omitempty"`
 }
 
 // CIMethod describes how confidence intervals were computed.

@@ -113,6 +113,13 @@ type Options struct {
 	// EffectMS is the difference, in ms, for which each verdict says how
 	// many more runs would detect it. 0 means DefaultEffectMS (10).
 	EffectMS float64
+	// Headline computes the headline alone: the point estimates, the runs
+	// (intervals, the paired view, the verdicts), the timeline and the
+	// excluded runs (availability per run). The intention-to-treat view,
+	// failures, handshakes, NEL, the distribution curves, the trend, script
+	// errors and first contact are left out: what the dashboard's map
+	// needs, at a fraction of the complete report's time.
+	Headline bool
 	// Now is the reference for a zero Until; zero means time.Now().
 	Now time.Time
 }
@@ -339,7 +346,7 @@ func parseAgo(s string) (time.Duration, bool) {
 
 // OptionsFromValues reads options from URL query parameters: since, until,
 // site, continent, country, by, min_runs, warmup, failed, bots (1/true), source, replicates,
-// verdict_p and effect_ms.
+// verdict_p, effect_ms and headline.
 // Unknown parameters are errors, so typos do not silently widen a report.
 func OptionsFromValues(v url.Values, now time.Time) (Options, error) {
 	o := Options{Now: now}
@@ -384,6 +391,8 @@ func OptionsFromValues(v url.Values, now time.Time) (Options, error) {
 			o.Source = Source(val)
 		case "agent":
 			o.Agent, err = parseBool(key, val)
+		case "headline":
+			o.Headline, err = parseBool(key, val)
 		case "token":
 			// The dashboard's first-load credential, checked by the handler.
 		default:
@@ -461,6 +470,9 @@ func (o *Options) values() url.Values {
 	}
 	if o.EffectMS != 0 && o.EffectMS != DefaultEffectMS {
 		v.Set("effect_ms", strconv.FormatFloat(o.EffectMS, 'f', -1, 64))
+	}
+	if o.Headline {
+		v.Set("headline", "1")
 	}
 	if o.Agent {
 		v.Set("agent", "1")

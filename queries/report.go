@@ -26,6 +26,9 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 		return nil, err
 	}
 	boot, others := rep.sections(conn)
+	if rep.opts.Headline {
+		others = slices.DeleteFunc(others, func(s section) bool { return s.name != "excluded" })
+	}
 	lanes := [][]section{{rep.pointsSection(conn, useRollup), boot}, append([]section{rep.timelineSection(conn)}, others...)}
 	if err := rep.complete(ctx, lanes, "points", "timeline"); err != nil {
 		return nil, err
@@ -84,7 +87,7 @@ func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, bool, 
 		By:      o.By,
 		MinRuns: o.MinRuns,
 		Filters: Filters{IncludeWarmup: o.IncludeWarmup, IncludeFailed: o.IncludeFailed, IncludeBots: o.IncludeBots,
-			IncludeExcluded: o.IncludeExcluded, Continent: o.Continent, Country: o.Country},
+			IncludeExcluded: o.IncludeExcluded, Continent: o.Continent, Country: o.Country, HeadlineOnly: o.Headline},
 		Source:            "raw",
 		Percentiles:       percentiles[:],
 		ExactBelowSamples: ExactBelowSamples,

@@ -118,7 +118,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		var more []*queries.Report
 		if o.By != "country" && !o.Agent {
 			byCountry := o
-			byCountry.By = "country"
+			byCountry.By, byCountry.Headline = "country", true // what the map draws
 			c, err := queries.Run(ctx, conn, byCountry)
 			if err != nil {
 				return err
