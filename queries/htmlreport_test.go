@@ -121,6 +121,14 @@ func TestHTMLReportOffline(t *testing.T) {
 			if !reflect.DeepEqual(dom, want) || !reflect.DeepEqual(carried, want) {
 				t.Errorf("verdicts on the page %+v,\nin its JSON %+v,\nwant %+v", dom, carried, want)
 			}
+			// A file has no server to drill into: no link leads to one,
+			// while the map's countries are drawn.
+			var serverLinks, countries int
+			tb.eval(`[...document.querySelectorAll('a[href^="/"]')].length`, &serverLinks)
+			tb.eval(`document.querySelectorAll('#map [data-country]').length`, &countries)
+			if serverLinks != 0 || countries == 0 {
+				t.Errorf("%d links to a server in the file, %d countries on the map", serverLinks, countries)
+			}
 			asFaster := false
 			for _, v := range dom {
 				asFaster = asFaster || v.Group == "AS" && v.Verdict == VerdictFaster

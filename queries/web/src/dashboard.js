@@ -71,6 +71,8 @@ function mapOptions(data) {
       });
     },
     drill(code) {
+      // A report written to a file has no server to drill into.
+      if (document.body.dataset.report === 'static') return '';
       const d = new URLSearchParams(q);
       d.set('country', code);
       d.set('by', 'subdivision');

@@ -89,7 +89,7 @@ function largest(path, f) {
 // worldMap draws the map into root. o.report() gives the by-country report
 // (a promise); o.country and o.continent name the place the page is
 // filtered to, which the map zooms to; o.drill(code) is the address of a
-// country's drill-down.
+// country's drill-down, or '' where there is none (a report in a file).
 export function worldMap(root, data, state, onChange, o) {
   root.hidden = false;
   const countries = feature(world, world.objects.countries).features;
@@ -140,7 +140,7 @@ export function worldMap(root, data, state, onChange, o) {
     tip.style.top = (b.bottom - r.top + 6) + 'px';
   };
   const hideTip = () => { tip.hidden = true; };
-  const go = (e) => { const c = e.dataset.country; if (c) location.assign(o.drill(c)); };
+  const go = (e) => { const c = e.dataset.country; if (c && o.drill(c)) location.assign(o.drill(c)); };
   for (const e of paths) {
     e.addEventListener('mouseenter', () => showTip(e));
     e.addEventListener('mouseleave', hideTip);
@@ -201,7 +201,7 @@ export function worldMap(root, data, state, onChange, o) {
       const f = figs.get(g.group);
       const thin = f.state === 'thin';
       return el('tr', { 'data-country': g.group, 'data-state': f.state },
-        el('th', { scope: 'row' }, isCode(g.group) ? el('a', { href: o.drill(g.group) }, g.group) : g.group),
+        el('th', { scope: 'row' }, isCode(g.group) && o.drill(g.group) ? el('a', { href: o.drill(g.group) }, g.group) : g.group),
         el('td', { class: 'n' }, f.ms === undefined ? '—' : signed(f.ms)),
         el('td', { class: 'n' }, thin ? 'too few runs' : signed(f.lo) + ' to ' + signed(f.hi)),
         el('td', { class: 'n' }, String(f.runs)), el('td', { class: 'n' }, pctOf(f.share)));
