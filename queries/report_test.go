@@ -415,7 +415,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 			label := string(src) + " " + g.Group
 			// Runs: uniq from raw rows (exact below 65 536 values but for
 			// rare 32-bit hash collisions); HyperLogLog from the rollup.
-			if !runsMatch(src, g.Runs, len(e.runs)) || g.Samples != e.samples {
+			if g.Runs != len(e.runs) || g.Samples != e.samples {
 				t.Errorf("%s: runs/samples %d/%d, want %d/%d", label, g.Runs, g.Samples, len(e.runs), e.samples)
 			}
 			for _, oc := range []string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther} {
@@ -427,14 +427,14 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				if s == nil {
 					continue
 				}
-				if s.Samples != len(e.out[oc]) || !runsMatch(src, s.Runs, len(e.outRuns[oc])) {
+				if s.Samples != len(e.out[oc]) || s.Runs != len(e.outRuns[oc]) {
 					t.Errorf("%s %s: samples/runs %d/%d, want %d/%d", label, oc, s.Samples, s.Runs, len(e.out[oc]), len(e.outRuns[oc]))
 				}
 				if s.TooSmall != (s.Runs < DefaultMinRuns) {
 					t.Errorf("%s %s: too_small %v with %d runs", label, oc, s.TooSmall, s.Runs)
 				}
 				checkPercentiles(t, label+" "+oc, s, e.ord[oc])
-				if o := s.RunsByOrder; !runsMatch(src, o.H2First+o.H3First, len(e.outRuns[oc])) {
+				if o := s.RunsByOrder; o.H2First+o.H3First != len(e.outRuns[oc]) {
 					t.Errorf("%s %s: runs by order %+v, want %d in all", label, oc, o, len(e.outRuns[oc]))
 				}
 				// Every run is fetched here, so below ExactBelowSamples the
@@ -629,7 +629,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 	raw, roll := reports[SourceRaw], reports[SourceRollup]
 	for i := range raw.Groups {
 		a, b := &raw.Groups[i], &roll.Groups[i]
-		if a.Group != b.Group || !runsMatch(SourceRollup, b.Runs, a.Runs) || a.Samples != b.Samples {
+		if a.Group != b.Group || b.Runs != a.Runs || a.Samples != b.Samples {
 			t.Errorf("raw %s %d/%d vs rollup %s %d/%d", a.Group, a.Runs, a.Samples, b.Group, b.Runs, b.Samples)
 		}
 		if a.Paired.MedianMS != b.Paired.MedianMS || a.Availability.Share != b.Availability.Share {
@@ -753,16 +753,6 @@ func b01i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// runsMatch compares a reported run count with the exact one: raw rows
-// count with uniq (exact at test scale), the rollup with uniqHLL12, whose
-// standard error is 1.6 %; 5 % is three standard errors.
-func runsMatch(src Source, got, want int) bool {
-	if src != SourceRollup {
-		return got == want
-	}
-	return math.Abs(float64(got-want)) <= math.Max(1, 0.05*float64(want))
 }
 
 // TestRunsTableAnswersAsTheSamples: for every selection both answer, the
@@ -1049,7 +1039,7 @@ func TestReportToThePresent(t *testing.T) {
 		}
 		for i := range raw.Groups {
 			a, b := &raw.Groups[i], &rep.Groups[i]
-			if a.Group != b.Group || a.Samples != b.Samples || !runsMatch(SourceRollup, b.Runs, a.Runs) {
+			if a.Group != b.Group || a.Samples != b.Samples || b.Runs != a.Runs {
 				t.Errorf("%s: %s %d runs, %d samples; raw %s %d, %d", name, b.Group, b.Runs, b.Samples, a.Group, a.Runs, a.Samples)
 			}
 			if a.ITT == nil || b.ITT == nil || a.ITT.H3 == nil || b.ITT.H3 == nil || a.ITT.H3.Samples != b.ITT.H3.Samples {

@@ -3,8 +3,11 @@ package queries
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // exactRunCounts reads points_runs_counts.sql: the runs of every group ×
@@ -20,21 +23,51 @@ func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window)
 	counts := map[[3]string]uint64{}
 	err = eachRowOf(ctx, conn, q, runsArgs(o, w), "run counts ("+name+")", func(rows driver.Rows) error {
 		var (
-			grp, ord, oc string
-			n            uint64
+			grp, ord string
+			n        = make([]uint64, 1+len(runCountOutcomes)) // n_any, then by outcome
 		)
-		if err := rows.Scan(&grp, &ord, &oc, &n); err != nil {
+		dest := []any{&grp, &ord}
+		for i := range n {
+			dest = append(dest, &n[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		counts[[3]string{grp, oc, ord}] += n
-		counts[[3]string{grp, oc, ""}] += n // a run has one batch order
-		if oc == "" {
-			counts[[3]string{"", "", ""}] += n // and one group
+		for i, c := range n {
+			oc := ""
+			if i > 0 {
+				oc = runCountOutcomes[i-1].String()
+				if c == 0 {
+					continue // as the rows of points_raw.sql: none for an outcome without runs
+				}
+			}
+			counts[[3]string{grp, oc, ord}] += c
+			counts[[3]string{grp, oc, ""}] += c // a run has one batch order
+			if oc == "" {
+				counts[[3]string{"", "", ""}] += c // and one group
+			}
 		}
 		return nil
 	})
 	return counts, err
 }
+
+// runCountOutcomes are the outcomes points_runs_counts.sql counts runs
+// of, in its columns' order after n_any.
+var runCountOutcomes = []store.Outcome{store.OutcomeH2, store.OutcomeH3, store.OutcomeWantedH3GotH2, store.OutcomeOther}
+
+// outcomeCountsSQL is /*OUTCOME COUNTS*/: per outcome of runCountOutcomes,
+// the runs whose kept outcomes hold its code in the outcomes column's Enum8.
+var outcomeCountsSQL = func() string {
+	var b strings.Builder
+	for i, oc := range runCountOutcomes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "countIf(has(kept, %d)) AS n_%s", int8(oc), oc)
+	}
+	return b.String()
+}()
 
 // withExactRuns reads the rollup's rows with read and hands them to add
 // with their run counts replaced by exact ones (exactRunCounts), read

@@ -52,7 +52,8 @@ func query(name string, o *Options) (string, error) {
 		return "", invalid("unknown grouping %q", o.By)
 	}
 	q := strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL).Replace(string(b))
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEEP*/", o.keepSQL()).Replace(q), nil
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEEP*/", o.keepSQL(), "/*KEPT*/", o.keptSQL(),
+		"/*OUTCOME COUNTS*/", outcomeCountsSQL).Replace(q), nil
 }
 
 // keepSQL is /*KEEP*/: which of a runs-table row's parallel requests the
@@ -67,6 +68,15 @@ func (o *Options) keepSQL() string {
 		return "arrayMap(x -> toUInt8(1), durations)"
 	}
 	return "arrayMap(e -> toUInt8(e = ''), errors)"
+}
+
+// keptSQL is /*KEPT*/: a runs-table row's outcomes that the selection
+// keeps (keepSQL), the outcomes themselves where it keeps every request.
+func (o *Options) keptSQL() string {
+	if o.IncludeFailed || !o.IncludeExcluded {
+		return "outcomes"
+	}
+	return "arrayFilter((o, e) -> e = '', outcomes, errors)"
 }
 
 // designSQL is /*DESIGN*/: the design, who measured (browsers, or the
