@@ -123,6 +123,15 @@ func TestDashboardDistributionInChromium(t *testing.T) {
 			if ink.H2 < 100 || ink.H3 < 100 {
 				t.Errorf("the curves' canvas has %d H2 and %d H3 pixels", ink.H2, ink.H3)
 			}
+			// Each chart stays inside its own figure: side by side at 1280 px,
+			// one under the other at 360.
+			var fit struct{ Curves, Paired, Gap float64 }
+			tb.eval(`(() => { const r = (s) => document.querySelector(s).getBoundingClientRect();
+			  const c = r('#dist-curves .uplot'), f = r('#dist-curves'), p = r('#dist-paired .uplot'), g = r('#dist-paired');
+			  return {curves: c.right - f.right, paired: p.right - g.right, gap: g.top >= f.bottom ? 1e9 : g.left - c.right}; })()`, &fit)
+			if fit.Curves > 1 || fit.Paired > 1 || fit.Gap < 0 {
+				t.Errorf("charts overflow their figures: curves by %.0f px, paired by %.0f px, the curves reach %.0f px into the paired figure", fit.Curves, fit.Paired, -fit.Gap)
+			}
 			var bins int
 			tb.eval(`document.querySelectorAll('#dist-paired tr[data-runs]').length`, &bins)
 			if bins < 5 {

@@ -189,6 +189,9 @@ export function distribution(root, data, state, onChange) {
       box.querySelector('canvas').setAttribute('aria-label', 'histogram of the per-run differences of ' + g.group + '; the numbers are in the table below');
       box.querySelector('canvas').setAttribute('role', 'img');
     }
+    // Each chart was sized when its figure was the row's only one: fit
+    // them to the row they share now.
+    for (const c of charts) c.setSize(sizeOf(c.root.parentElement, 300));
   };
   pick.addEventListener('change', () => onChange({ group: pick.value }));
   draw(state.get('group'));
