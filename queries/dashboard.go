@@ -226,7 +226,7 @@ func newDashView(r *Report, o *Options, live bool) *dashView {
 		}
 	}
 	v.Crumbs, v.Drill = drillLinks(r, o)
-	v.Charts = append(v.Charts, percentileChart(r), availabilityChart(r), timelineChart(r))
+	v.Charts = append(v.Charts, timelineChart(r))
 	if r.done {
 		v.Data = newDashData(r, v.VerdictP)
 	}
@@ -250,61 +250,6 @@ func niceMax(v float64) float64 {
 	return niceStep(v)
 }
 
-// percentileChart draws p50/p90/p95 of H2 and H3 side by side per group;
-// an estimate with too few runs for an interval is drawn faded.
-func percentileChart(r *Report) chart {
-	pcts := []int{0, 2, 3} // indexes of p50, p90, p95
-	groups := r.Groups[:min(len(r.Groups), maxGroups)]
-	const left, top, bottom, bw, gap = 50.0, 24.0, 40.0, 9.0, 4.0
-	block := float64(len(pcts))*(2*bw+gap) + 18
-	c := chart{ID: "chart-percentiles", Title: "p50 / p90 / p95 by group, H2 (blue) and H3 (orange), ms", H: 260}
-	c.W = left + block*float64(max(len(groups), 1)) + 10
-	top5 := 0.0
-	for _, g := range groups {
-		for _, s := range []*Stats{g.H2, g.H3} {
-			if s != nil {
-				for _, i := range pcts {
-					top5 = math.Max(top5, s.Percentiles[i].MS)
-				}
-			}
-		}
-	}
-	scaleMax := niceMax(top5)
-	plotH := c.H - top - bottom
-	y := func(v float64) float64 { return top + plotH*(1-v/scaleMax) }
-	axes(&c, left, top, c.W-10, c.H-bottom, scaleMax, y, "ms")
-	for gi, g := range groups {
-		x0 := left + 10 + float64(gi)*block
-		for k, i := range pcts {
-			for j, s := range []*Stats{g.H2, g.H3} {
-				if s == nil {
-					continue
-				}
-				p := s.Percentiles[i]
-				x := x0 + float64(k)*(2*bw+gap) + float64(j)*bw
-				fill := colH2
-				proto := "h2"
-				if j == 1 {
-					fill, proto = colH3, "h3"
-				}
-				tip := fmt.Sprintf("%s %s p%g: %s ms", g.Group, proto, p.P, ms(p.MS))
-				if p.Insufficient {
-					tip += " (too few runs for an interval)"
-				}
-				c.Rects = append(c.Rects, rect{X: x, Y: y(p.MS), W: bw - 1, H: c.H - bottom - y(p.MS), Fill: fill,
-					Faded: p.Insufficient, Tip: tip})
-			}
-			c.Texts = append(c.Texts, text{X: x0 + float64(k)*(2*bw+gap) + bw, Y: c.H - bottom + 12, S: "p" + strconv.Itoa(int(percentiles[i])), Anchor: "middle"})
-		}
-		name := g.Group
-		if g.TooSmall {
-			name += " *"
-		}
-		c.Texts = append(c.Texts, text{X: x0 + block/2 - 9, Y: c.H - bottom + 28, S: name, Anchor: "middle"})
-	}
-	return c
-}
-
 // axes draws a y axis with five ticks and the baseline.
 func axes(c *chart, x0, y0, x1, y1, scaleMax float64, y func(float64) float64, unit string) {
 	c.Lines = append(c.Lines, line{x0, y1, x1, y1, colAxis}, line{x0, y0, x0, y1, colAxis})
@@ -314,39 +259,6 @@ func axes(c *chart, x0, y0, x1, y1, scaleMax float64, y func(float64) float64, u
 		c.Texts = append(c.Texts, text{X: x0 - 6, Y: y(v) + 4, S: strconv.FormatFloat(v, 'f', -1, 64), Anchor: "end"})
 	}
 	c.Texts = append(c.Texts, text{X: x0 - 6, Y: y0 - 10, S: unit, Anchor: "end"})
-}
-
-// availabilityChart draws the H3 availability share per group with its CI.
-func availabilityChart(r *Report) chart {
-	groups := r.Groups[:min(len(r.Groups), maxGroups)]
-	const left, top, rowH, right = 90.0, 20.0, 22.0, 20.0
-	c := chart{ID: "chart-availability", Title: "HTTP/3 availability: share of H3-origin requests that used h3", W: 520}
-	c.H = top + rowH*float64(max(len(groups), 1)) + 30
-	plotW := c.W - left - right
-	x := func(v float64) float64 { return left + plotW*v }
-	base := c.H - 26
-	c.Lines = append(c.Lines, line{left, top - 4, left, base, colAxis}, line{left, base, c.W - right, base, colAxis})
-	for i := 0; i <= 4; i++ {
-		v := float64(i) / 4
-		c.Lines = append(c.Lines, line{x(v), base, x(v), base + 4, colAxis})
-		c.Texts = append(c.Texts, text{X: x(v), Y: base + 16, S: strconv.Itoa(i*25) + "%", Anchor: "middle"})
-	}
-	for i, g := range groups {
-		yy := top + float64(i)*rowH
-		c.Texts = append(c.Texts, text{X: left - 6, Y: yy + 13, S: g.Group, Anchor: "end"})
-		a := g.Availability
-		if a == nil {
-			continue
-		}
-		c.Rects = append(c.Rects, rect{X: left, Y: yy + 3, W: plotW * a.Share, H: rowH - 8, Fill: colH3,
-			Tip: fmt.Sprintf("%s: %s of %d requests", g.Group, share(a.Share), a.WantedH3)})
-		if a.CILow != nil {
-			mid := yy + 3 + (rowH-8)/2
-			c.Lines = append(c.Lines, line{x(*a.CILow), mid, x(*a.CIHigh), mid, "#000"},
-				line{x(*a.CILow), mid - 4, x(*a.CILow), mid + 4, "#000"}, line{x(*a.CIHigh), mid - 4, x(*a.CIHigh), mid + 4, "#000"})
-		}
-	}
-	return c
 }
 
 // timelineChart stacks samples per hour by outcome.

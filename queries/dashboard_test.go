@@ -163,7 +163,7 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Errorf("the page lacks the verdict %s", li)
 		}
 	}
-	for _, id := range []string{"chart-percentiles", "chart-availability", "chart-timeline", "dist-curves", "dist-paired", "dash-data"} {
+	for _, id := range []string{"chart-timeline", "dist-curves", "dist-paired", "dash-data"} {
 		if !strings.Contains(dom, `id="`+id+`"`) {
 			t.Errorf("chart %s missing", id)
 		}
