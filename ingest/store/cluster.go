@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"embed"
+	_ "embed"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -18,18 +18,26 @@ import (
 // names the single-server schema uses, so ingest and the reports run
 // unchanged against any server of the cluster.
 
-//go:embed cluster/*.sql
-var clusterMigrations embed.FS
-
 //go:embed sql/cluster_schema_migrations.sql
 var clusterSchemaMigrationsDDL string
 
 // identifier is what h3rum accepts as a cluster or database name in DDL.
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
+// placeholders is the dialect of cluster mode's SQL with the names left
+// unfilled, as /*CLUSTER*/ and /*DATABASE*/.
+var placeholders = dialect{Cluster: "/*CLUSTER*/", Database: "/*DATABASE*/"}
+
 // ClusterMigrations returns cluster mode's migrations in version order,
-// with the placeholders /*CLUSTER*/ and /*DATABASE*/ unfilled.
-func ClusterMigrations() ([]Migration, error) { return readMigrations(clusterMigrations, "cluster") }
+// with the placeholders /*CLUSTER*/ and /*DATABASE*/ in place of the
+// cluster's and the database's names.
+func ClusterMigrations() ([]Migration, error) {
+	t, err := templates()
+	if err != nil {
+		return nil, err
+	}
+	return steps(t, "cluster", placeholders)
+}
 
 // CheckClusterName reports whether name can be a cluster name here.
 func CheckClusterName(name string) error {
@@ -57,11 +65,12 @@ func clusterDatabase(ctx context.Context, conn driver.Conn, cluster string) (str
 
 // MigrateCluster creates or updates the schema on the cluster named
 // cluster (a remote_servers entry of the servers' configuration) through
-// conn, one of its servers: the database on every server, then the
-// cluster migrations with ON CLUSTER DDL, recorded in a schema_migrations
-// table every server holds. It returns the migrations it applied. A server
-// that is down makes ON CLUSTER wait (distributed_ddl_task_timeout,
-// 180 s by default) and fail; run it again once the server is back.
+// conn, one of its servers, as Migrate does on one server: the database on
+// every server, then the current schema or the cluster migrations with ON
+// CLUSTER DDL, recorded in a schema_migrations table every server holds.
+// It returns the migrations it applied or recorded. A server that is down
+// makes ON CLUSTER wait (distributed_ddl_task_timeout, 180 s by default)
+// and fail; run it again once the server is back.
 func MigrateCluster(ctx context.Context, conn driver.Conn, cluster string) ([]string, error) {
 	db, err := clusterDatabase(ctx, conn, cluster)
 	if err != nil {
@@ -70,16 +79,24 @@ func MigrateCluster(ctx context.Context, conn driver.Conn, cluster string) ([]st
 	if err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %s ON CLUSTER %s", db, cluster)); err != nil {
 		return nil, fmt.Errorf("creating database %s on cluster %s: %w", db, cluster, err)
 	}
-	ms, err := ClusterMigrations()
+	t, err := templates()
 	if err != nil {
 		return nil, err
 	}
-	fill := strings.NewReplacer("/*CLUSTER*/", cluster, "/*DATABASE*/", db)
+	d := dialect{Cluster: cluster, Database: db}
+	ms, err := steps(t, "cluster", d)
+	if err != nil {
+		return nil, err
+	}
 	for i := range ms {
-		ms[i].SQL = fill.Replace(ms[i].SQL)
 		ms[i].Name = "cluster/" + ms[i].Name
 	}
-	applied, err := apply(ctx, conn, fill.Replace(clusterSchemaMigrationsDDL), ms)
+	schema, err := currentSchema(t, d)
+	if err != nil {
+		return nil, err
+	}
+	fill := strings.NewReplacer(placeholders.Cluster, cluster, placeholders.Database, db)
+	applied, err := apply(ctx, conn, fill.Replace(clusterSchemaMigrationsDDL), schema, ms)
 	if err != nil {
 		return applied, fmt.Errorf("on cluster %s: %w", cluster, err)
 	}

@@ -2,20 +2,18 @@ package store
 
 import (
 	"context"
-	"embed"
+	_ "embed"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
 
 //go:embed sql/schema_migrations.sql
 var schemaMigrationsDDL string
@@ -24,7 +22,8 @@ var schemaMigrationsDDL string
 // separated by a ";" at the end of a line, run in order. A migration is
 // recorded once all its statements ran, so an interrupted one runs again
 // from its first statement: each must be safe to repeat (IF NOT EXISTS, or
-// a TRUNCATE before a copy).
+// a TRUNCATE before a copy). A step that no upgrade path needs any more
+// runs nothing: it is only recorded.
 type Migration struct {
 	Version int
 	Name    string // file name, e.g. "0001_samples.sql"
@@ -32,22 +31,20 @@ type Migration struct {
 }
 
 // Statements splits the migration into its statements.
-func (m Migration) Statements() []string {
-	var out []string
-	for _, st := range strings.Split(m.SQL, ";\n") {
-		if st = strings.TrimSpace(st); st != "" {
-			out = append(out, st)
-		}
+func (m Migration) Statements() []string { return statements(m.SQL) }
+
+// Migrations returns the single server's migrations in version order.
+func Migrations() ([]Migration, error) {
+	t, err := templates()
+	if err != nil {
+		return nil, err
 	}
-	return out
+	return steps(t, "migrations", dialect{})
 }
 
-// Migrations returns the embedded migrations in version order.
-func Migrations() ([]Migration, error) { return readMigrations(migrations, "migrations") }
-
-// readMigrations returns the migrations in dir of fsys in version order.
-func readMigrations(fsys embed.FS, dir string) ([]Migration, error) {
-	names, err := fs.Glob(fsys, dir+"/*.sql")
+// steps returns the migrations in dir rendered for d, in version order.
+func steps(t *template.Template, dir string, d dialect) ([]Migration, error) {
+	names, err := fs.Glob(schemaFS, dir+"/*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("listing migrations: %w", err)
 	}
@@ -64,30 +61,42 @@ func readMigrations(fsys embed.FS, dir string) ([]Migration, error) {
 			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, base, v)
 		}
 		seen[v] = base
-		b, err := fsys.ReadFile(n)
+		sql, err := render(t, n, d)
 		if err != nil {
-			return nil, fmt.Errorf("reading migration %s: %w", base, err)
+			return nil, err
 		}
-		ms = append(ms, Migration{Version: v, Name: base, SQL: strings.TrimRight(strings.TrimSpace(string(b)), ";")})
+		ms = append(ms, Migration{Version: v, Name: base, SQL: sql})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	return ms, nil
 }
 
-// Migrate applies the migrations the database has not recorded yet, in
-// order, and records each one in schema_migrations. It returns the names
-// of the migrations it applied; running it again applies none.
+// Migrate brings the database's schema up to date and records it in
+// schema_migrations. A new database (nothing recorded) is given the
+// current schema, which every migration leads to, and records all of them;
+// an earlier release's gets the migrations it has not recorded, in order.
+// It returns the names of the migrations it applied or recorded; running
+// it again applies none.
 func Migrate(ctx context.Context, conn driver.Conn) ([]string, error) {
-	ms, err := Migrations()
+	t, err := templates()
 	if err != nil {
 		return nil, err
 	}
-	return apply(ctx, conn, schemaMigrationsDDL, ms)
+	ms, err := steps(t, "migrations", dialect{})
+	if err != nil {
+		return nil, err
+	}
+	schema, err := currentSchema(t, dialect{})
+	if err != nil {
+		return nil, err
+	}
+	return apply(ctx, conn, schemaMigrationsDDL, schema, ms)
 }
 
-// apply creates schema_migrations with ddl, then applies and records the
+// apply creates schema_migrations with ddl; then, if it records nothing,
+// creates schema and records ms, or else applies and records the
 // migrations of ms it does not hold yet.
-func apply(ctx context.Context, conn driver.Conn, ddl string, ms []Migration) ([]string, error) {
+func apply(ctx context.Context, conn driver.Conn, ddl string, schema []string, ms []Migration) ([]string, error) {
 	if err := conn.Exec(ctx, ddl); err != nil {
 		return nil, fmt.Errorf("creating schema_migrations: %w", err)
 	}
@@ -108,6 +117,9 @@ func apply(ctx context.Context, conn driver.Conn, ddl string, ms []Migration) ([
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading schema_migrations: %w", err)
 	}
+	if len(done) == 0 {
+		return create(ctx, conn, schema, ms)
+	}
 	var applied []string
 	for _, m := range ms {
 		if done[m.Version] {
@@ -126,16 +138,40 @@ func apply(ctx context.Context, conn driver.Conn, ddl string, ms []Migration) ([
 	return applied, nil
 }
 
-// record notes an applied migration. It goes through a batch: on 18.16 an
-// INSERT with inline VALUES over the native protocol waits for data blocks.
-func record(ctx context.Context, conn driver.Conn, m Migration) error {
+// create gives a new database the current schema and records every
+// migration as applied, so that the next release upgrades it like one that
+// went through them. Interrupted, it runs again from the start: every
+// statement is a CREATE … IF NOT EXISTS.
+func create(ctx context.Context, conn driver.Conn, schema []string, ms []Migration) ([]string, error) {
+	for i, st := range schema {
+		if err := conn.Exec(ctx, st); err != nil {
+			return nil, fmt.Errorf("creating the schema (statement %d): %w", i+1, err)
+		}
+	}
+	if err := record(ctx, conn, ms...); err != nil {
+		return nil, fmt.Errorf("recording the migrations of the new schema: %w", err)
+	}
+	applied := make([]string, len(ms))
+	for i, m := range ms {
+		applied[i] = m.Name
+	}
+	return applied, nil
+}
+
+// record notes applied migrations, in one block. It goes through a batch:
+// on 18.16 an INSERT with inline VALUES over the native protocol waits for
+// data blocks.
+func record(ctx context.Context, conn driver.Conn, ms ...Migration) error {
 	b, err := conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
 	if err != nil {
 		return err
 	}
-	if err := b.Append(uint32(m.Version), m.Name, time.Now().UTC()); err != nil {
-		b.Abort()
-		return err
+	now := time.Now().UTC()
+	for _, m := range ms {
+		if err := b.Append(uint32(m.Version), m.Name, now); err != nil {
+			b.Abort()
+			return err
+		}
 	}
 	return b.Send()
 }

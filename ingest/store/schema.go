@@ -1,0 +1,149 @@
+package store
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"strings"
+	"text/template"
+)
+
+// The schema is written once for both deployments: schema/ holds the
+// current definition of every table and view, which a new database is
+// created from; migrations/ and cluster/ hold the numbered steps that bring
+// an earlier release's database to it. All are text/template files
+// rendered for one server or for a cluster (a dialect), as Plausible
+// writes its tables once with an ON CLUSTER placeholder. A step may use a
+// current definition ({{template "schema/runs_mv.sql" .}}) where that is
+// what it creates; TestReleasedStepsUnchanged keeps every step as it was
+// released.
+
+//go:embed schema/*.sql migrations/*.sql cluster/*.sql
+var schemaFS embed.FS
+
+// schemaOrder is the order in which a new database creates the current
+// schema's files: a view after the tables it reads and writes.
+var schemaOrder = []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv"}
+
+// dialect is what the schema's templates are rendered for: one server
+// (the zero value) or the cluster named Cluster, whose every server holds
+// the rows of its shard in T_local tables, replicated within the shard,
+// under Distributed tables T over them. Cluster and Database are checked
+// identifiers (or the placeholders /*CLUSTER*/ and /*DATABASE*/).
+type dialect struct {
+	Cluster  string
+	Database string
+}
+
+// OnCluster is the ON CLUSTER clause of DDL, "" on one server.
+func (d dialect) OnCluster() string {
+	if d.Cluster == "" {
+		return ""
+	}
+	return " ON CLUSTER " + d.Cluster
+}
+
+// Name is the name statements use for table as reports read it: in
+// cluster mode the Distributed table (or a view) of the database.
+func (d dialect) Name(table string) string {
+	if d.Cluster == "" {
+		return table
+	}
+	return d.Database + "." + table
+}
+
+// Local is the name of the table holding table's rows on this server: in
+// cluster mode the shard's table under the Distributed one.
+func (d dialect) Local(table string) string {
+	if d.Cluster == "" {
+		return table
+	}
+	return d.Database + "." + table + "_local"
+}
+
+// Engine is the engine of table, a MergeTree family engine (as
+// "ReplacingMergeTree"): in cluster mode its replicated form, with one
+// ZooKeeper path a shard ({shard} and {replica} are the servers' macros).
+func (d dialect) Engine(engine, table string) string {
+	if d.Cluster == "" {
+		return engine
+	}
+	return fmt.Sprintf("Replicated%s('/clickhouse/tables/{shard}/%s/%s_local', '{replica}')", engine, d.Database, table)
+}
+
+// Distributed is the engine of cluster mode's Distributed table over
+// table's local ones, sharded by key (none: "").
+func (d dialect) Distributed(table, key string) string {
+	args := []string{d.Cluster, d.Database, table + "_local"}
+	if key != "" {
+		args = append(args, key)
+	}
+	return "Distributed(" + strings.Join(args, ", ") + ")"
+}
+
+// templates parses every schema file, each named by its path
+// ("schema/samples.sql", "migrations/0001_samples.sql").
+func templates() (*template.Template, error) {
+	all := template.New("").Option("missingkey=error")
+	for _, dir := range []string{"schema", "migrations", "cluster"} {
+		names, err := fs.Glob(schemaFS, dir+"/*.sql")
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", dir, err)
+		}
+		for _, n := range names {
+			b, err := schemaFS.ReadFile(n)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", n, err)
+			}
+			if _, err := all.New(n).Parse(string(b)); err != nil {
+				return nil, fmt.Errorf("parsing %s: %w", n, err)
+			}
+		}
+	}
+	return all, nil
+}
+
+// render executes the template name for d.
+func render(t *template.Template, name string, d dialect) (string, error) {
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, name, d); err != nil {
+		return "", fmt.Errorf("rendering %s: %w", name, err)
+	}
+	return strings.TrimRight(strings.TrimSpace(b.String()), ";"), nil
+}
+
+// currentSchema returns the statements that create the current schema
+// for d, in order.
+func currentSchema(t *template.Template, d dialect) ([]string, error) {
+	var out []string
+	for _, name := range schemaOrder {
+		sql, err := render(t, "schema/"+name+".sql", d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, statements(sql)...)
+	}
+	return out, nil
+}
+
+// statements splits sql into its statements: separated by a ";" at the
+// end of a line, each holding more than comments.
+func statements(sql string) []string {
+	var out []string
+	for _, st := range strings.Split(sql, ";\n") {
+		if st = strings.TrimSpace(st); hasSQL(st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// hasSQL reports whether st holds anything but comments and white space.
+func hasSQL(st string) bool {
+	for _, line := range strings.Split(st, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "--") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,56 @@
+-- One row per run, made by runs_mv from its parallel samples as they are
+-- inserted (a run is always inserted in one block, and the view groups each
+-- block by run), holding what the report's per-run figures need: the run's
+-- exclusions, its H3-batch requests and those served over h3 without
+-- error, its cold requests by origin, and its parallel samples as arrays
+-- with one element per request (duration, outcome, origin, error code: ''
+-- for a success), so that the complete report's bootstrap and paired view
+-- read one row per run instead of 13 samples. failed_wants and
+-- failed_errors hold the failed requests alone (empty for most runs) for
+-- the failures section and the intention-to-treat view's failed runs.
+-- Exactly once like samples: a replayed run is left out of the insert
+-- before the view sees it (store.Stored). It holds browser runs only:
+-- source is a constant, like the rollup's.
+CREATE TABLE IF NOT EXISTS {{.Local "runs"}}{{.OnCluster}}
+(
+    time            DateTime('UTC'),
+    site            String,
+    run_id          UUID,
+    continent       String,
+    country         String,
+    subdivision     String,
+    asn             UInt32,
+    browser         String,
+    ect             String,
+    param_parallel  UInt8,
+    param_bytes     UInt32,
+    param_warmup    UInt8,
+    beacon_major    UInt16,
+    param_order     Enum8('h2first' = 1, 'h3first' = 2),
+    bot             UInt8,
+    exclusions      UInt8,
+    h3n             UInt16,
+    h3ok            UInt16,
+    cold_h2         UInt16,
+    cold_h3         UInt16,
+    durations       Array(Float32),
+    outcomes        Array(Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3)),
+    wants           Array(Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3)),
+    errors          Array(String),
+    failed_wants    Array(Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3)) DEFAULT arrayFilter((w, e) -> e != '', wants, errors),
+    failed_errors   Array(String) DEFAULT arrayFilter(e -> e != '', errors),
+    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
+)
+ENGINE = {{.Engine "ReplacingMergeTree" "runs"}}
+PARTITION BY toYYYYMM(time)
+ORDER BY (site, toStartOfHour(time), run_id)
+SETTINGS index_granularity = 8192, old_parts_lifetime = 10
+{{- if .Cluster}};
+{{template "runs over the shards" .}}{{end}}
+
+{{define "runs over the shards" -}}
+-- Cluster mode: the runs as reports read them, sharded by run id as
+-- samples are (runs_mv writes each run's row to the shard of its samples).
+CREATE TABLE IF NOT EXISTS {{.Name "runs"}}{{.OnCluster}} AS {{.Local "runs"}}
+ENGINE = {{.Distributed "runs" "cityHash64(toString(run_id))"}}
+{{- end}}

@@ -1,0 +1,233 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
+)
+
+// version is the number a step's file name starts with.
+func version(t testing.TB, name string) int {
+	t.Helper()
+	base := name[strings.LastIndex(name, "/")+1:]
+	num, _, _ := strings.Cut(base, "_")
+	v, err := strconv.Atoi(num)
+	if err != nil {
+		t.Fatalf("step %s: %v", name, err)
+	}
+	return v
+}
+
+// applyReleased makes conn's database what the releases made it up to
+// version upTo of stream ("migrations", or "cluster" with fill naming the
+// cluster and database): the recorded steps, run and recorded in
+// schema_migrations as they were.
+func applyReleased(t testing.TB, conn driver.Conn, stream string, upTo int, fill *strings.Replacer) {
+	t.Helper()
+	ctx := context.Background()
+	ddl := "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version"
+	if stream == "cluster" {
+		b, err := os.ReadFile("sql/cluster_schema_migrations.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ddl = fill.Replace(string(b))
+	}
+	if err := conn.Exec(ctx, ddl); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range recorded(t, stream) {
+		v := version(t, s.Name)
+		if v > upTo {
+			break
+		}
+		for _, st := range s.Statements {
+			if fill != nil {
+				st = fill.Replace(st)
+			}
+			if err := conn.Exec(ctx, st); err != nil {
+				t.Fatalf("%s: %v", s.Name, err)
+			}
+		}
+		name := strings.TrimPrefix(s.Name, "migrations/")
+		// A batch: an INSERT with inline VALUES waits for data blocks on 18.16.
+		b, err := conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Append(uint32(v), name, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// schemaOf returns what defines every table and view of conn's database
+// but schema_migrations: its SHOW CREATE TABLE and its columns as
+// system.columns lists them, with the database's name as DB.
+func schemaOf(t testing.TB, conn driver.Conn) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = currentDatabase() AND name != 'schema_migrations' ORDER BY name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	rows.Close()
+	out := map[string]string{}
+	for _, n := range names {
+		var create string
+		if err := conn.QueryRow(ctx, "SHOW CREATE TABLE "+n).Scan(&create); err != nil {
+			t.Fatalf("SHOW CREATE TABLE %s: %v", n, err)
+		}
+		var b strings.Builder
+		b.WriteString(strings.ReplaceAll(create, db, "DB"))
+		cols, err := conn.Query(ctx, "SELECT name, type, default_kind, default_expression FROM system.columns WHERE database = currentDatabase() AND table = ?", n) // in definition order
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cols.Next() {
+			var name, ty, kind, expr string
+			if err := cols.Scan(&name, &ty, &kind, &expr); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "\n  %s %s %s %s", name, ty, kind, expr)
+		}
+		cols.Close()
+		out[n] = b.String()
+	}
+	if len(out) == 0 {
+		t.Fatal("no tables")
+	}
+	return out
+}
+
+// sameSchema reports the tables and views in which got and want differ.
+func sameSchema(t testing.TB, what string, got, want map[string]string) {
+	t.Helper()
+	for n, w := range want {
+		if g, ok := got[n]; !ok {
+			t.Errorf("%s: no %s", what, n)
+		} else if g != w {
+			t.Errorf("%s: %s is\n%s\nwant\n%s", what, n, g, w)
+		}
+	}
+	for n := range got {
+		if _, ok := want[n]; !ok {
+			t.Errorf("%s: %s should not be there", what, n)
+		}
+	}
+}
+
+// TestNewSchemaIsReleasedSchema creates a database the new way (the
+// current schema, schema/) and one through every released step, and holds
+// the two to the same tables and views, column for column, as SHOW CREATE
+// TABLE and system.columns show them; a new database records every step.
+func TestNewSchemaIsReleasedSchema(t *testing.T) {
+	ctx := context.Background()
+	fresh, err := store.Open(ctx, storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	ms, err := store.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := store.Migrate(ctx, fresh)
+	if err != nil {
+		t.Fatalf("creating the schema: %v", err)
+	}
+	if len(applied) != len(ms) {
+		t.Errorf("a new database recorded %d migrations, want all %d", len(applied), len(ms))
+	}
+	if n := countRows(t, fresh, "SELECT count() FROM schema_migrations"); int(n) != len(ms) {
+		t.Errorf("schema_migrations holds %d rows, want %d", n, len(ms))
+	}
+	released, err := store.Open(ctx, storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer released.Close()
+	applyReleased(t, released, "migrations", ms[len(ms)-1].Version, nil)
+	if again, err := store.Migrate(ctx, released); err != nil || len(again) != 0 {
+		t.Errorf("migrating a database of this release applied %v, %v", again, err)
+	}
+	want := schemaOf(t, released)
+	for _, n := range []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv"} {
+		if _, ok := want[n]; !ok {
+			t.Errorf("the released steps made no %s", n)
+		}
+	}
+	sameSchema(t, "new database", schemaOf(t, fresh), want)
+	if again, err := store.Migrate(ctx, fresh); err != nil || len(again) != 0 {
+		t.Errorf("migrating the new database again applied %v, %v", again, err)
+	}
+}
+
+// TestClusterNewSchemaIsReleasedSchema is TestNewSchemaIsReleasedSchema
+// on a 2 × 2 cluster, compared on every server.
+func TestClusterNewSchemaIsReleasedSchema(t *testing.T) {
+	c := storetest.StartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	open := func(i int, db string) driver.Conn {
+		t.Helper()
+		conn, err := store.Open(ctx, c.DSN(t, i, db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	ms, err := store.ClusterMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := store.MigrateCluster(ctx, open(0, "fresh"), storetest.ClusterName)
+	if err != nil || len(applied) != len(ms) {
+		c.LogTails(t)
+		t.Fatalf("creating the schema on the cluster recorded %d migrations, %v; want all %d", len(applied), err, len(ms))
+	}
+	released := open(1, "released")
+	if err := released.Exec(ctx, "CREATE DATABASE IF NOT EXISTS released ON CLUSTER "+storetest.ClusterName); err != nil {
+		t.Fatal(err)
+	}
+	applyReleased(t, released, "cluster", ms[len(ms)-1].Version, strings.NewReplacer("/*CLUSTER*/", storetest.ClusterName, "/*DATABASE*/", "released"))
+	if again, err := store.MigrateCluster(ctx, open(2, "released"), storetest.ClusterName); err != nil || len(again) != 0 {
+		t.Errorf("migrating a cluster of this release applied %v, %v", again, err)
+	}
+	for i := range c.Servers {
+		want := schemaOf(t, open(i, "released"))
+		if i == 0 {
+			for _, n := range []string{"samples", "samples_local", "samples_rollup_mv", "nel_reports_local", "runs", "runs_mv"} {
+				if _, ok := want[n]; !ok {
+					t.Errorf("the released steps made no %s", n)
+				}
+			}
+		}
+		sameSchema(t, fmt.Sprintf("server %d", i+1), schemaOf(t, open(i, "fresh")), want)
+	}
+}
