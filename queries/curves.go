@@ -32,14 +32,10 @@ var curveLevelsSQL = func() string {
 	return strings.Join(s, ", ")
 }()
 
-// curves reads every group's quantile curves (sql/curves.sql).
+// curves reads every group's quantile curves: from the runs table where
+// it holds the selection (sql/curves_runs.sql), else from the samples
+// (sql/curves.sql).
 func curves(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
-	const name = "curves.sql"
-	q, err := query(name, o)
-	if err != nil {
-		return err
-	}
-	q = strings.ReplaceAll(q, "/*CURVE LEVELS*/", curveLevelsSQL)
 	type key struct{ grp, oc string }
 	type byOrder struct {
 		v  [2][]float64
@@ -47,17 +43,10 @@ func curves(ctx context.Context, conn driver.Conn, o *Options, w window, get fun
 	}
 	acc := map[key]*byOrder{}
 	var keys []key
-	err = eachRowOf(ctx, conn, q, rawArgs(o, w), "quantile curves ("+name+")", func(rows driver.Rows) error {
-		var (
-			grp, oc, ord string
-			qs           []float32
-		)
-		if err := rows.Scan(&grp, &oc, &ord, &qs); err != nil {
-			return err
-		}
+	add := func(grp, oc, ord string, qs []float32) {
 		k, ok := orderIndex(ord)
 		if !ok || len(qs) != len(curveLevels) {
-			return nil
+			return
 		}
 		b := acc[key{grp, oc}]
 		if b == nil {
@@ -69,8 +58,13 @@ func curves(ctx context.Context, conn driver.Conn, o *Options, w window, get fun
 		for i, x := range qs {
 			b.v[k][i] = float64(x)
 		}
-		return nil
-	})
+	}
+	var err error
+	if o.runsTableSelects() {
+		err = curvesFromRuns(ctx, conn, o, w, add)
+	} else {
+		err = curvesFromSamples(ctx, conn, o, w, add)
+	}
 	if err != nil {
 		return err
 	}
@@ -94,4 +88,54 @@ func curves(ctx context.Context, conn driver.Conn, o *Options, w window, get fun
 		}
 	}
 	return nil
+}
+
+// curvesFromSamples reads sql/curves.sql: a row per group × outcome ×
+// batch order.
+func curvesFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
+	const name = "curves.sql"
+	q, err := query(name, o)
+	if err != nil {
+		return err
+	}
+	q = strings.ReplaceAll(q, "/*CURVE LEVELS*/", curveLevelsSQL)
+	return eachRowOf(ctx, conn, q, rawArgs(o, w), "quantile curves ("+name+")", func(rows driver.Rows) error {
+		var (
+			grp, oc, ord string
+			qs           []float32
+		)
+		if err := rows.Scan(&grp, &oc, &ord, &qs); err != nil {
+			return err
+		}
+		add(grp, oc, ord, qs)
+		return nil
+	})
+}
+
+// curvesFromRuns reads sql/curves_runs.sql: a row per group × batch order
+// with both protocols' curves.
+func curvesFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
+	const name = "curves_runs.sql"
+	q, err := query(name, o)
+	if err != nil {
+		return err
+	}
+	q = strings.ReplaceAll(q, "/*CURVE LEVELS*/", curveLevelsSQL)
+	return eachRowOf(ctx, conn, q, runsArgs(o, w), "quantile curves ("+name+")", func(rows driver.Rows) error {
+		var (
+			grp, ord       string
+			runsH2, runsH3 uint64
+			qH2, qH3       []float32
+		)
+		if err := rows.Scan(&grp, &ord, &runsH2, &qH2, &runsH3, &qH3); err != nil {
+			return err
+		}
+		if runsH2 > 0 {
+			add(grp, OutcomeH2, ord, qH2)
+		}
+		if runsH3 > 0 {
+			add(grp, OutcomeH3, ord, qH3)
+		}
+		return nil
+	})
 }

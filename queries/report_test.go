@@ -919,6 +919,74 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 	if len(fromSamples) == 0 || !slices.Equal(fromSamples, fromRuns) {
 		t.Errorf("%s: timeline from the samples %+v, from the runs table %+v", what, fromSamples, fromRuns)
 	}
+	// The quantile curves (curves_runs.sql and curves.sql): each a
+	// t-digest of the same durations, fed in another order.
+	var curvesOf [2]map[string]*Group
+	for k, read := range []func(add func(grp, oc, ord string, qs []float32)) error{
+		func(add func(grp, oc, ord string, qs []float32)) error {
+			return curvesFromSamples(ctx, conn, o, w, add)
+		},
+		func(add func(grp, oc, ord string, qs []float32)) error { return curvesFromRuns(ctx, conn, o, w, add) },
+	} {
+		curvesOf[k] = map[string]*Group{}
+		if err := read(func(grp, oc, ord string, qs []float32) {
+			g := groupOf(curvesOf[k], grp+" "+oc+" "+ord)
+			g.Curves = &Curves{H2: make([]float64, len(qs))}
+			for i, x := range qs {
+				g.Curves.H2[i] = float64(x)
+			}
+		}); err != nil {
+			t.Fatalf("%s: curves: %v", what, err)
+		}
+	}
+	if len(curvesOf[0]) == 0 || len(curvesOf[0]) != len(curvesOf[1]) {
+		t.Errorf("%s: curves of %d groups × outcomes × orders from the samples, %d from the runs table", what, len(curvesOf[0]), len(curvesOf[1]))
+	}
+	for key, a := range curvesOf[0] {
+		b := curvesOf[1][key]
+		if b == nil {
+			t.Errorf("%s: no curve of %s from the runs table", what, key)
+			continue
+		}
+		for i, p := range a.Curves.H2 {
+			if q := b.Curves.H2[i]; math.Abs(p-q) > 0.5+0.03*math.Abs(p) {
+				t.Errorf("%s: curve of %s at p%g: %.3f ms from the samples, %.3f from the runs table", what, key, curveLevels[i], p, q)
+			}
+		}
+	}
+	// The trend's cells (trend_runs.sql and trend.sql): the same runs, and
+	// the quantile grid within the t-digest's order effect.
+	type trendCell struct {
+		runs uint64
+		qs   []float32
+	}
+	var cellsOf [2]map[string]trendCell
+	for k, read := range []func(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error{
+		trendFromSamples, trendFromRuns,
+	} {
+		cellsOf[k] = map[string]trendCell{}
+		if err := read(ctx, conn, o, w, true, func(t uint32, grp, oc, ord string, runs uint64, qs []float32) {
+			cellsOf[k][fmt.Sprint(t, grp, oc, ord)] = trendCell{runs, qs}
+		}); err != nil {
+			t.Fatalf("%s: trend: %v", what, err)
+		}
+	}
+	if len(cellsOf[0]) == 0 || len(cellsOf[0]) != len(cellsOf[1]) {
+		t.Errorf("%s: %d trend cells from the samples, %d from the runs table", what, len(cellsOf[0]), len(cellsOf[1]))
+	}
+	for key, a := range cellsOf[0] {
+		b, ok := cellsOf[1][key]
+		if !ok || a.runs != b.runs || len(a.qs) != len(b.qs) {
+			t.Errorf("%s: trend cell %s: %d runs from the samples, %d from the runs table (present %v)", what, key, a.runs, b.runs, ok)
+			continue
+		}
+		for i, p := range a.qs {
+			if q := b.qs[i]; math.Abs(float64(p-q)) > 0.5+0.03*math.Abs(float64(p)) {
+				t.Errorf("%s: trend cell %s at level %g: %.3f ms from the samples, %.3f from the runs table", what, key, trendLevels[i], p, q)
+				break
+			}
+		}
+	}
 	// And the intention-to-treat view (itt_runs.sql and itt_raw.sql).
 	var itts [2]map[string]*Group
 	for k, name := range []string{"itt_raw.sql", "itt_runs.sql"} {

@@ -116,23 +116,11 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window) (*Trend,
 	}
 	cells := map[key]*[2]side{} // by outcome: h2, h3
 	runsOf := map[string]int{}
-	q, err := trendQuery("trend.sql", o, hourly)
-	if err != nil {
-		return nil, err
-	}
-	err = eachRowOf(ctx, conn, q, rawArgs(o, w), "trend (trend.sql)", func(rows driver.Rows) error {
-		var (
-			t            uint32
-			grp, oc, ord string
-			runs         uint64
-			qs           []float32
-		)
-		if err := rows.Scan(&t, &grp, &oc, &ord, &runs, &qs); err != nil {
-			return err
-		}
+	var err error
+	add := func(t uint32, grp, oc, ord string, runs uint64, qs []float32) {
 		k, ok := orderIndex(ord)
 		if !ok || len(qs) != len(trendLevels) {
-			return nil
+			return
 		}
 		c := cells[key{t, grp}]
 		if c == nil {
@@ -149,8 +137,12 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window) (*Trend,
 		for i, x := range qs {
 			s.q[k][i] = float64(x)
 		}
-		return nil
-	})
+	}
+	if o.runsTableSelects() {
+		err = trendFromRuns(ctx, conn, o, w, hourly, add)
+	} else {
+		err = trendFromSamples(ctx, conn, o, w, hourly, add)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -265,4 +257,53 @@ func atLevel(curve []float64, q float64) (float64, bool) {
 	}
 	f := (q - l[i-1]) / (l[i] - l[i-1])
 	return curve[i-1] + f*(curve[i]-curve[i-1]), true
+}
+
+// trendFromSamples reads sql/trend.sql: a row per window × group ×
+// outcome × batch order.
+func trendFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+	q, err := trendQuery("trend.sql", o, hourly)
+	if err != nil {
+		return err
+	}
+	return eachRowOf(ctx, conn, q, rawArgs(o, w), "trend (trend.sql)", func(rows driver.Rows) error {
+		var (
+			t            uint32
+			grp, oc, ord string
+			runs         uint64
+			qs           []float32
+		)
+		if err := rows.Scan(&t, &grp, &oc, &ord, &runs, &qs); err != nil {
+			return err
+		}
+		add(t, grp, oc, ord, runs, qs)
+		return nil
+	})
+}
+
+// trendFromRuns reads sql/trend_runs.sql: a row per window × group ×
+// batch order, both protocols side by side.
+func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+	q, err := trendQuery("trend_runs.sql", o, hourly)
+	if err != nil {
+		return err
+	}
+	return eachRowOf(ctx, conn, q, runsArgs(o, w), "trend (trend_runs.sql)", func(rows driver.Rows) error {
+		var (
+			t              uint32
+			grp, ord       string
+			runsH2, runsH3 uint64
+			qH2, qH3       []float32
+		)
+		if err := rows.Scan(&t, &grp, &ord, &runsH2, &qH2, &runsH3, &qH3); err != nil {
+			return err
+		}
+		if runsH2 > 0 {
+			add(t, grp, OutcomeH2, ord, runsH2, qH2)
+		}
+		if runsH3 > 0 {
+			add(t, grp, OutcomeH3, ord, runsH3, qH3)
+		}
+		return nil
+	})
 }
