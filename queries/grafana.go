@@ -58,6 +58,7 @@ func grafanaSQL(name string, args ...string) (string, error) {
 	q = sqlLineComment.ReplaceAllString(q, "")
 	q = strings.ReplaceAll(q, "/*SELECTION*/", selectionSQL)
 	q = strings.ReplaceAll(q, "/*PLACE*/", "1") // the dashboards cover the world
+	q = runsHLL.Replace(q)                      // Grafana's panels estimate runs
 	if strings.Contains(q, edgesBegin) {
 		if q, err = cutEdges(name, q, true); err != nil {
 			return "", err

@@ -196,6 +196,13 @@ func cutEdges(name, q string, keep bool) (string, error) {
 // with the partial hours at the window's edges aggregated from raw rows —
 // when the window is whole hours the raw-edge block is cut, for an empty
 // raw branch still costs a scan.
+// runsHLL and runsExact fill points_rollup.sql's run counts: the
+// rollup's HyperLogLog states, or zeros where the runs table counts them.
+var (
+	runsHLL   = strings.NewReplacer("/*RUNS MERGE*/", "uniqHLL12Merge(runs_state)", "/*ROLLUP RUNS*/", "runs", "/*EDGE RUNS*/", "uniqHLL12State(run_id)")
+	runsExact = strings.NewReplacer("/*RUNS MERGE*/", "toUInt64(0)", "/*ROLLUP RUNS*/", "toUInt8(0)", "/*EDGE RUNS*/", "toUInt8(0)")
+)
+
 func sourceQuery(kind string, o *Options, w window, useRollup bool) (name, q string, args []any, err error) {
 	if !useRollup {
 		name = kind + "_raw.sql"
@@ -206,6 +213,11 @@ func sourceQuery(kind string, o *Options, w window, useRollup bool) (name, q str
 	if q, err = query(name, o); err != nil {
 		return name, "", nil, err
 	}
+	runs := runsHLL
+	if o.runsTableSelects() { // points() counts the runs exactly (withExactRuns)
+		runs = runsExact
+	}
+	q = runs.Replace(q)
 	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
 	if q, err = cutEdges(name, q, edges); err != nil {
 		return name, "", nil, err
