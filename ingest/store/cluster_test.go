@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -252,33 +251,6 @@ func TestCluster(t *testing.T) {
 		}
 		if n := count(conn, "SELECT count() FROM samples"); n != rows {
 			t.Errorf("server %d counts %d rows after retention, want the %d recent ones", i+1, n, rows)
-		}
-	}
-}
-
-// TestClusterViewsMatchSingleServer holds the cluster's materialized views
-// to the single server's: the same SELECT, over samples_local instead of
-// samples (TestCluster compares the tables' columns on live servers).
-func TestClusterViewsMatchSingleServer(t *testing.T) {
-	selectOf := func(path string) string {
-		t.Helper()
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := string(b)
-		i := strings.Index(s, "\nSELECT")
-		if i < 0 {
-			t.Fatalf("%s has no SELECT", path)
-		}
-		return strings.TrimSpace(strings.ReplaceAll(s[i:], "/*DATABASE*/.samples_local", "samples"))
-	}
-	for cluster, single := range map[string]string{
-		"cluster/0016_samples_rollup_mv.sql": "migrations/0034_samples_rollup_mv.sql",
-		"cluster/0036_runs_mv.sql":           "migrations/0046_runs_mv.sql",
-	} {
-		if a, b := selectOf(cluster), selectOf(single); a != b {
-			t.Errorf("%s selects\n%s\nbut %s\n%s", cluster, a, single, b)
 		}
 	}
 }

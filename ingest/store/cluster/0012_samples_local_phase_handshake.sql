@@ -1,2 +1,2 @@
--- The agent's handshake phase (see migrations/0032_samples_phase_handshake.sql).
-ALTER TABLE /*DATABASE*/.samples_local ON CLUSTER /*CLUSTER*/ MODIFY COLUMN phase Enum8('warmup' = 1, 'parallel' = 2, 'handshake' = 3)
+-- The agent's handshake phase (migrations/0032).
+{{template "migrations/0032_samples_phase_handshake.sql" .}}

@@ -3,4 +3,4 @@
 -- replicated shards, so it is created again (0014). It holds no rows
 -- (inserts are synchronous); an insert in between fails and its spool
 -- retries.
-DROP TABLE IF EXISTS /*DATABASE*/.samples ON CLUSTER /*CLUSTER*/
+DROP TABLE IF EXISTS {{.Name "samples"}}{{.OnCluster}}

@@ -1,2 +1,2 @@
 -- The rollup's view is rebuilt to keep agent rows out (0016).
-DROP TABLE IF EXISTS /*DATABASE*/.samples_rollup_mv ON CLUSTER /*CLUSTER*/
+{{template "migrations/0033_drop_samples_rollup_mv.sql" .}}

@@ -1,2 +1,2 @@
--- The rollup holds browser rows only (0016); see migrations/0035.
-ALTER TABLE /*DATABASE*/.samples_rollup_local ON CLUSTER /*CLUSTER*/ ADD COLUMN source Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
+-- The rollup holds browser rows only (0016); migrations/0035.
+{{template "migrations/0035_samples_rollup_source.sql" .}}

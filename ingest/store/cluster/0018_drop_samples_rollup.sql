@@ -3,4 +3,4 @@
 -- replicated shards, so it is created again (0019). It holds no rows
 -- (inserts are synchronous); an insert in between fails and its spool
 -- retries.
-DROP TABLE IF EXISTS /*DATABASE*/.samples_rollup ON CLUSTER /*CLUSTER*/
+DROP TABLE IF EXISTS {{.Name "samples_rollup"}}{{.OnCluster}}

@@ -1,2 +1,2 @@
 -- The runs table's view is rebuilt to keep agent runs out (0021).
-DROP TABLE IF EXISTS /*DATABASE*/.runs_mv ON CLUSTER /*CLUSTER*/
+{{template "migrations/0036_drop_runs_mv.sql" .}}

@@ -3,4 +3,4 @@
 -- replicated shards, so it is created again (0024). It holds no rows
 -- (inserts are synchronous); an insert in between fails and its spool
 -- retries.
-DROP TABLE IF EXISTS /*DATABASE*/.runs ON CLUSTER /*CLUSTER*/
+DROP TABLE IF EXISTS {{.Name "runs"}}{{.OnCluster}}

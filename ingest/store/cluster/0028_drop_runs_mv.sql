@@ -1,2 +1,2 @@
 -- The runs table's view is rebuilt with the runs' samples (0030).
-DROP TABLE IF EXISTS /*DATABASE*/.runs_mv ON CLUSTER /*CLUSTER*/
+{{template "migrations/0040_drop_runs_mv.sql" .}}

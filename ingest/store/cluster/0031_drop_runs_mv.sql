@@ -1,2 +1,2 @@
 -- The runs table's view is rebuilt with the runs' failed requests (0036).
-DROP TABLE IF EXISTS /*DATABASE*/.runs_mv ON CLUSTER /*CLUSTER*/
+{{template "migrations/0043_drop_runs_mv.sql" .}}

@@ -1,3 +1,3 @@
 -- Writes 0032's columns into the rows stored before, on every replica
--- (through ZooKeeper); see migrations/0045.
-ALTER TABLE /*DATABASE*/.runs_local ON CLUSTER /*CLUSTER*/ UPDATE failed_wants = arrayFilter((w, e) -> e != '', wants, errors), failed_errors = arrayFilter(e -> e != '', errors) WHERE 1
+-- (a mutation goes through ZooKeeper); migrations/0045.
+{{template "migrations/0045_runs_failures_backfill.sql" .}}

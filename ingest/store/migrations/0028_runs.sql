@@ -7,7 +7,7 @@
 -- grouping 13: at 10 M samples that took ~0.8 s of every complete report.
 -- Exactly once like samples: a replayed run is left out of the insert
 -- before the view sees it (store.Stored).
-CREATE TABLE IF NOT EXISTS runs
+CREATE TABLE IF NOT EXISTS {{.Local "runs"}}{{.OnCluster}}
 (
     time            DateTime('UTC'),
     site            String,
@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS runs
     cold_h2         UInt16,
     cold_h3         UInt16
 )
-ENGINE = ReplacingMergeTree
+ENGINE = {{.Engine "ReplacingMergeTree" "runs"}}
 PARTITION BY toYYYYMM(time)
 ORDER BY (site, toStartOfHour(time), run_id)
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10

@@ -3,4 +3,4 @@
 -- Reports never pool the two (queries filter on it; the rollup and runs
 -- views keep browser rows only, 0034 and 0037). Rows stored before are
 -- browser rows.
-ALTER TABLE samples ADD COLUMN source Enum8('browser' = 1, 'agent' = 2) DEFAULT 'browser' AFTER site
+ALTER TABLE {{.Local "samples"}}{{.OnCluster}} ADD COLUMN source Enum8('browser' = 1, 'agent' = 2) DEFAULT 'browser' AFTER site

@@ -1,12 +1,4 @@
 -- The rollup's view (0026) on browser rows only: agent runs are reported
--- from raw rows, never pooled with visitors'.
-CREATE MATERIALIZED VIEW IF NOT EXISTS samples_rollup_mv TO samples_rollup AS
-SELECT
-    toStartOfHour(time) AS hour,
-    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, toUInt8(error != '') AS failed, exclusions,
-    countState() AS samples,
-    uniqHLL12State(run_id) AS runs,
-    quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(if(error = '', duration_ms, toFloat32(10000))) AS duration
-FROM samples
-WHERE phase = 'parallel' AND source = 'browser'
-GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions
+-- from raw rows, never pooled with visitors'. It is the view
+-- schema/samples_rollup_mv.sql defines still.
+{{template "schema/samples_rollup_mv.sql" .}}

@@ -3,7 +3,10 @@
 -- Migrations run before ingest starts, so no row arrives between this and
 -- the view (0042).
 TRUNCATE TABLE runs;
-INSERT INTO runs (time, site, run_id, continent, country, subdivision, asn, browser, ect,
+{{template "0041 runs from samples" .}}
+
+{{define "0041 runs from samples" -}}
+INSERT INTO {{.Name "runs"}} (time, site, run_id, continent, country, subdivision, asn, browser, ect,
                   param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions,
                   h3n, h3ok, cold_h2, cold_h3, durations, outcomes, wants, errors)
 SELECT
@@ -17,7 +20,7 @@ SELECT
     groupArray(outcome) AS outcomes,
     groupArray(want) AS wants,
     groupArray(error) AS errors
-FROM samples
+FROM {{.Name "samples"}}
 WHERE phase = 'parallel' AND source = 'browser'
 -- Every column but the counts and arrays is the same for all samples of a
 -- run (its receive time, enrichment, design, batch order, bot flag and
@@ -25,3 +28,4 @@ WHERE phase = 'parallel' AND source = 'browser'
 -- column name.
 GROUP BY time, site, run_id, continent, country, subdivision, asn, browser, ect,
          param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions
+{{- end}}

@@ -3,7 +3,7 @@
 -- runs a broken script cut short are counted by browser beside the others.
 -- A run cut short before its first sample has no row. 0 for scripts
 -- before 1.3.0, for runs without errors and for rows stored before.
-ALTER TABLE samples
+ALTER TABLE {{.Local "samples"}}{{.OnCluster}}
     ADD COLUMN script_errors_idle UInt16 DEFAULT 0 AFTER partial,
     ADD COLUMN script_errors_warmup UInt16 DEFAULT 0 AFTER script_errors_idle,
     ADD COLUMN script_errors_batch UInt16 DEFAULT 0 AFTER script_errors_warmup,
