@@ -126,7 +126,8 @@ fuzz: go-check
 lab: deps build
 	$(BIN) lab --regions deploy/lab/regions.json --runs 10
 
-## bench: probe, beacon, ingest and report benchmarks, each against a baseline measured in the same run
+## bench: probe, beacon, ingest and report benchmarks, each against a baseline measured in the same run;
+## the report's on ClickHouse 18.16 and 26.x (chdb), the latter with each figure's ratio to the former
 BENCH_STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 BENCH_OUT ?= var/bench/$(BENCH_STAMP)
 bench: deps bench-deps build
@@ -139,7 +140,8 @@ bench: deps bench-deps build
 	  $(GO) test ./beacon -run '^$$' -bench '^BenchmarkE2EMainThread' -benchtime 5x || fail=1; \
 	  $(GO) test ./ingest -run '^$$' -bench . -benchtime 5x -timeout 30m || fail=1; \
 	  $(GO) test ./collector/cmd/h3rum -run '^$$' -bench '^BenchmarkProbeUnderIngest(Split)?$$' -benchtime 1x || fail=1; \
-	  $(GO) run ./collector/cmd/benchreport || fail=1; \
+	  $(GO) run ./collector/cmd/benchreport > $(BENCH_OUT).report.txt || fail=1; cat $(BENCH_OUT).report.txt; \
+	  $(GO) run ./collector/cmd/benchreport -chdb '$(CHDB_LIB)' -no-browser -compare $(BENCH_OUT).report.txt || fail=1; \
 	  exit $$fail; \
 	} 2>&1 | tee $(BENCH_OUT).txt; status=$$?; \
 	$(GO) run ./collector/cmd/benchtable -json $(BENCH_OUT).json $(BENCH_OUT).txt; \

@@ -3,35 +3,16 @@ package storetest
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
-	"net"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
-	"unsafe"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"github.com/ebitengine/purego"
+	"github.com/h3rum/h3rum/ingest/store/chdb"
 )
 
 // ChdbEnv names the environment variable that gives the path of the
 // chdb library (libchdb.so, ClickHouse 26.x; make chdb fetches it), which
 // the Chdb engine runs.
 const ChdbEnv = "H3RUM_TEST_CHDB"
-
-// chdbServeEnv marks the child process: the test binary run again, by
-// Main, as the server. Its value is the parent's PID, which the child
-// watches so that it does not outlive a test binary that was killed.
-const chdbServeEnv = "H3RUM_TEST_CHDB_SERVE"
 
 // skipManaged skips t when the shared engine is Chdb: the library's
 // listener aborts on a failed login, has no users or passwords, and is not
@@ -43,218 +24,18 @@ func skipManaged(t testing.TB, why string) {
 	}
 }
 
-// chdbServer is ClickHouse 26.x serving the native protocol from a child
-// process that loaded libchdb.so: the library's command-line entry runs a
-// query, and while the query runs (ten hours of sleepEachRow) the listener
-// it started with SYSTEM START LISTEN TCP answers. A failed login (a
-// missing database in a DSN, a wrong password) aborts that process, so it
-// is not the test binary itself, and databases are created before tests
-// connect to them.
-type chdbServer struct {
-	dir    string // temporary; data under dir/data, output in dir/server.log
-	port   int
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // the child's exit, once exited is closed
-	admin  driver.Conn
-}
-
-// startChdb starts the listener of the library at lib on a free port.
-func startChdb(ctx context.Context, lib string) (*chdbServer, error) {
-	if _, err := os.Stat(lib); err != nil {
-		return nil, fmt.Errorf("%s: %w (make chdb fetches it)", ChdbEnv, err)
-	}
+// startChdb starts the 26.x server (package chdb) of the library at lib,
+// its sessions' defaults the settings the pipeline pins (FlippedDefaults):
+// the test binary run again, which Main serves.
+func startChdb(ctx context.Context, lib string) (*chdb.Server, error) {
 	if !servers.inMain {
 		return nil, errors.New("the 26.x server runs from storetest.Main: use it as the package's TestMain")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding the test binary: %w", err)
+	if lib == "" {
+		return nil, errors.New(ChdbEnv + " is not set")
 	}
-	dir, err := os.MkdirTemp("", "h3rum-test-chdb-")
-	if err != nil {
+	if _, err := os.Stat(lib); err != nil {
 		return nil, err
 	}
-	s := &chdbServer{dir: dir}
-	for attempt := 0; ; attempt++ {
-		err = s.start(ctx, exe, lib)
-		if err == nil || attempt == 2 || ctx.Err() != nil {
-			break
-		}
-		// Another process may have taken the port between its choice and
-		// the child's bind: try another.
-	}
-	if err != nil {
-		s.stop()
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s *chdbServer) start(ctx context.Context, exe, lib string) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	s.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	// -test.run=^$ first: a test binary whose TestMain is not Main runs no
-	// tests with these arguments instead of running them all again.
-	args := []string{"-test.run=^$", "--",
-		"--path=" + filepath.Join(s.dir, "data"),
-		"--tcp_port=" + strconv.Itoa(s.port),
-		"--listen_host=127.0.0.1",
-		// At its default level the library logs every query at trace
-		// level: about 100 MB an hour.
-		"--logger.level=warning",
-	}
-	// Settings given as options are the defaults of the listener's sessions.
-	flipped := FlippedDefaults(Chdb)
-	for _, k := range slices.Sorted(maps.Keys(flipped)) {
-		args = append(args, "--"+k+"="+flipped[k])
-	}
-	args = append(args, "--multiquery",
-		"--query", "SYSTEM START LISTEN TCP; SELECT sleepEachRow(1) FROM numbers(36000) SETTINGS function_sleep_max_microseconds_per_block=0")
-	cmd := exec.Command(exe, args...)
-	cmd.Dir = s.dir
-	cmd.Env = append(os.Environ(), chdbServeEnv+"="+strconv.Itoa(os.Getpid()), ChdbEnv+"="+lib)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own process group: a ^C to the test run reaches it through the
-	// parent's stop, not halfway through a test.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the 26.x server: %w", err)
-	}
-	s.cmd, s.exited = cmd, make(chan struct{})
-	go func() { s.err = cmd.Wait(); close(s.exited) }()
-
-	wait, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("the 26.x server exited at start (%v): %s", s.err, s.logTail())
-		case <-wait.Done():
-			s.stop()
-			return fmt.Errorf("the 26.x server did not answer on port %d within a minute: %s", s.port, s.logTail())
-		case <-time.After(50 * time.Millisecond):
-		}
-		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), time.Second)
-		if err != nil {
-			continue
-		}
-		c.Close()
-		// Only the default database exists yet, and only its login cannot fail.
-		admin, err := clickhouse.Open(&clickhouse.Options{Addr: []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))}})
-		if err == nil {
-			if err = admin.Ping(wait); err == nil {
-				s.admin = admin
-				return nil
-			}
-			admin.Close()
-		}
-	}
-}
-
-// dsnFor creates database on the server and returns its DSN.
-func (s *chdbServer) dsnFor(database string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.admin.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+database+"`"); err != nil {
-		return "", fmt.Errorf("creating database %s on the 26.x server: %w (%s)", database, err, s.logTail())
-	}
-	u := url.URL{Scheme: "clickhouse", User: url.User("default"),
-		Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)), Path: "/" + database}
-	return u.String(), nil
-}
-
-// stop ends the child by its PID, SIGKILL if SIGTERM is not enough within
-// 10 s, and removes its files; it returns an error if the child had
-// already exited, which is a crash.
-func (s *chdbServer) stop() error {
-	if s.admin != nil {
-		s.admin.Close()
-	}
-	var crashed error
-	if s.cmd != nil {
-		select {
-		case <-s.exited:
-			// Its log says nothing of why: the listener aborts when a login
-			// fails, a connection closed right after its login included.
-			crashed = fmt.Errorf("the 26.x server had exited (%v; it aborts on a failed login, or a connection closed during one): %s", s.err, s.logTail())
-		default:
-			s.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-s.exited:
-			case <-time.After(10 * time.Second):
-				s.cmd.Process.Kill()
-				<-s.exited
-			}
-		}
-	}
-	os.RemoveAll(s.dir)
-	return crashed
-}
-
-func (s *chdbServer) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.Join(lines[max(0, len(lines)-10):], "\n")
-}
-
-// serveChdb is the child process: it loads the library and runs its
-// command-line entry with args (clickhouse-local's), returning only when
-// the query ends. It exits at once if its parent, the test binary, is gone.
-func serveChdb(lib string, args []string) int {
-	if parent, err := strconv.Atoi(os.Getenv(chdbServeEnv)); err == nil {
-		go func() {
-			for os.Getppid() == parent {
-				time.Sleep(time.Second)
-			}
-			os.Exit(1)
-		}()
-	}
-	if i := slices.Index(args, "--"); i >= 0 {
-		args = args[i+1:]
-	}
-	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "loading %s: %v\n", lib, err)
-		return 1
-	}
-	var (
-		cmdline     func(argc int32, argv **byte) unsafe.Pointer
-		resultError func(result unsafe.Pointer) *byte
-	)
-	purego.RegisterLibFunc(&cmdline, h, "chdb_query_cmdline")
-	purego.RegisterLibFunc(&resultError, h, "chdb_result_error")
-	argv := make([]*byte, 0, len(args)+2)
-	for _, a := range append([]string{"clickhouse"}, args...) {
-		b := append([]byte(a), 0)
-		argv = append(argv, &b[0])
-	}
-	argv = append(argv, nil)
-	res := cmdline(int32(len(argv)-1), &argv[0])
-	if res == nil {
-		fmt.Fprintln(os.Stderr, "chdb_query_cmdline returned no result")
-		return 1
-	}
-	if msg := resultError(res); msg != nil {
-		fmt.Fprintf(os.Stderr, "chdb_query_cmdline: %s\n", cString(msg))
-		return 1
-	}
-	return 0
-}
-
-func cString(p *byte) string {
-	n := 0
-	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
-		n++
-	}
-	return unsafe.String(p, n)
+	return chdb.Start(ctx, lib, FlippedDefaults(Chdb))
 }

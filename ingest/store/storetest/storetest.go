@@ -22,6 +22,7 @@ import (
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/chdb"
 )
 
 // Engine is a ClickHouse a test binary can run its databases on.
@@ -62,7 +63,7 @@ var servers struct {
 	}
 	chdb struct {
 		once sync.Once
-		s    *chdbServer
+		s    *chdb.Server
 		err  error
 	}
 	dbs    atomic.Int64
@@ -74,13 +75,13 @@ var servers struct {
 // It is also the 26.x server's process: the test binary run again by the
 // first test that uses Chdb.
 func Main(m *testing.M) int {
-	if os.Getenv(chdbServeEnv) != "" {
-		return serveChdb(os.Getenv(ChdbEnv), os.Args[1:])
+	if code, ok := chdb.Serve(); ok {
+		return code
 	}
 	servers.inMain = true
 	code := m.Run()
 	if s := servers.chdb.s; s != nil {
-		if err := s.stop(); err != nil {
+		if err := s.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "storetest: %v\n", err)
 			code = max(code, 1)
 		}
@@ -124,7 +125,7 @@ func managed(t testing.TB) *store.Local {
 	return m.l
 }
 
-func chdb(t testing.TB) *chdbServer {
+func chdbServer(t testing.TB) *chdb.Server {
 	t.Helper()
 	c := &servers.chdb
 	c.once.Do(func() {
@@ -184,7 +185,7 @@ func DSNOn(t testing.TB, e Engine) string {
 		if os.Getenv(ChdbEnv) == "" {
 			t.Skipf("needs ClickHouse 26.x: %s naming the chdb library (make chdb fetches it)", ChdbEnv)
 		}
-		dsn, err := chdb(t).dsnFor(name)
+		dsn, err := chdbServer(t).DSN(name)
 		if err != nil {
 			t.Fatal(err)
 		}
