@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,13 +23,15 @@ func plantedView(t *testing.T) []synth.Sample {
 	t.Helper()
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	as := func(runs int) []synth.PlantedRegion {
-		return []synth.PlantedRegion{{Continent: "AS", Country: "JP", Subdivision: "JP-13", Runs: runs, MedianMS: 150, DiffMS: -150}}
+		return []synth.PlantedRegion{{Continent: "AS", Country: "JP", Subdivision: "JP-13", Runs: runs, MedianMS: 150, DiffMS: -150, ASN: plantedASN}}
 	}
 	var rows []synth.Sample
 	for _, c := range []synth.Planted{
 		{Seed: 25, P: 95, Start: start, Span: 48 * time.Hour, Regions: []synth.PlantedRegion{
 			{Continent: "EU", Country: "DE", Subdivision: "DE-BE", Runs: 2000, MedianMS: 30, DiffMS: 0},
 			{Continent: "OC", Country: "AU", Subdivision: "AU-NSW", Runs: 40, MedianMS: 90, DiffMS: -20},
+			// A Japanese network that blocks QUIC: its runs fall back to h2.
+			{Continent: "AS", Country: "JP", Subdivision: "JP-13", Runs: 150, MedianMS: 150, DiffMS: -150, ASN: blockedASN, BlockUDP: true},
 		}},
 		{Seed: 26, P: 95, Start: start, Span: trendGapFrom * time.Hour, Regions: as(1600)},
 		{Seed: 27, P: 95, Start: start.Add(trendGapTo * time.Hour), Span: (48 - trendGapTo) * time.Hour, Regions: as(1400)},
@@ -44,7 +47,12 @@ func plantedView(t *testing.T) []synth.Sample {
 	return rows
 }
 
-// The hours [trendGapFrom, trendGapTo) of plantedView have no Asian run.
+// plantedView's Japanese runs come from plantedASN, but for 150 from
+// blockedASN, whose UDP is blocked.
+const plantedASN, blockedASN = 64496, 64500
+
+// The hours [trendGapFrom, trendGapTo) of plantedView have no Asian run
+// but for blockedASN's fallbacks.
 const trendGapFrom, trendGapTo = 20, 30
 
 const plantedWindow = "since=2025-01-01T00:00:00Z&until=2025-01-03T00:00:00Z"
@@ -173,4 +181,37 @@ func TestDashboardDistributionInChromium(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A network that blocks QUIC shows where it is: drilled into Japan by
+// ASN, its HTTP/3 availability is 0 % beside the other network's 100 %,
+// its runs are left out of the headline as fallbacks, and Japan's own
+// availability on the world page counts them.
+func TestDashboardBlockedASNInChromium(t *testing.T) {
+	base := plantedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tb := openTab(t, ctx, 1280, 900)
+	tb.navigate(base+"/dashboard?"+plantedWindow+"&country=JP&by=asn&token="+testToken, `!document.getElementById('computing') && document.querySelector('#verdicts')`)
+	var shares map[string]float64
+	tb.eval(`Object.fromEntries([...document.querySelectorAll('#availability td[data-pct=share]')].map(td => [td.dataset.group, +td.dataset.value]))`, &shares)
+	blocked, good := "AS"+itoa(blockedASN), "AS"+itoa(plantedASN)
+	if s, ok := shares[blocked]; !ok || s != 0 {
+		t.Errorf("the blocked network's availability: %v (present %v), want 0; all: %v", s, ok, shares)
+	}
+	if s := shares[good]; s != 1 {
+		t.Errorf("the other network's availability: %v, want 1; all: %v", s, shares)
+	}
+	var notes string
+	tb.eval(`[...document.querySelectorAll('.excluded')].map(p => p.textContent).join(' | ')`, &notes)
+	if !strings.Contains(notes, blocked) || !strings.Contains(notes, "fallback 150") {
+		t.Errorf("the excluded runs do not name the blocked network's 150 fallbacks: %q", notes)
+	}
+	// Its verdict says that more runs will not help, not "not enough runs yet".
+	var verdict struct{ Verdict, Text string }
+	tb.eval(`(() => { const li = document.querySelector('#verdicts li[data-group="`+blocked+`"]'); return li ? {verdict: li.dataset.verdict, text: li.textContent} : {}; })()`, &verdict)
+	if verdict.Verdict != VerdictNoHTTP3 || !strings.Contains(verdict.Text, "HTTP/3 never used: none of 150 runs' H3 batches") {
+		t.Errorf("the blocked network's verdict: %+v", verdict)
+	}
+	tb.screenshot(filepath.Join(artifactDir(t), "dashboard-blocked-asn.png"))
 }

@@ -31,6 +31,7 @@ const (
 	VerdictNoDifference  = "no_difference"   // the interval holds zero
 	VerdictNotEnoughRuns = "not_enough_runs" // below the sufficiency rule or min_runs: no interval to judge by
 	VerdictNoInterval    = "no_interval"     // intervals were not computed (disabled, or an estimate)
+	VerdictNoHTTP3       = "no_h3"           // no H3 batch used h3: nothing to compare, however many runs come
 )
 
 // Defaults of VerdictRule, and the rule's fixed levels.
@@ -111,6 +112,8 @@ type Verdict struct {
 	MoreRunsForInterval int `json:"more_runs_for_interval"`
 	// Text says it in one line.
 	Text string `json:"text"`
+
+	availability *Availability // no_h3's, for its text
 }
 
 // Judge is the power rule applied to g, a group of a complete report: its
@@ -139,7 +142,14 @@ func (r VerdictRule) Judge(g *Group) Verdict {
 		v.DiffMS, v.DiffPct = ptr(d.MS), ptr(d.Pct)
 	}
 	tooSmall := g.H2 == nil || g.H3 == nil || v.Runs < r.MinRuns
+	a := g.Availability
 	switch {
+	case g.H3 == nil && a != nil && a.WantedH3 > 0 && a.GotH3 == 0:
+		// Where QUIC does not get through (a network that blocks UDP,
+		// HTTP/3 not advertised) more runs give no comparison: saying
+		// "not enough runs yet" would promise one.
+		v.Verdict = VerdictNoHTTP3
+		v.availability = a
 	case d == nil || d.Insufficient || tooSmall:
 		v.Verdict = VerdictNotEnoughRuns
 		// At least one: an estimate's run counts (a rollup's) may
@@ -222,6 +232,14 @@ func (v *Verdict) text() string {
 			}
 		}
 		return s
+	case VerdictNoHTTP3:
+		a := v.availability
+		ci := ""
+		if a.CILow != nil && a.CIHigh != nil {
+			ci = fmt.Sprintf(" (95 %% CI of the share %.1f–%.1f %%)", 100**a.CILow, 100**a.CIHigh)
+		}
+		return fmt.Sprintf("%s: HTTP/3 never used: none of %s %s to the HTTP/3 origin used h3%s, so there is nothing to compare; "+
+			"more runs will not change that while QUIC does not get through", v.Group, groupDigits(a.WantedH3), availabilityUnit(a), ci)
 	case VerdictNoInterval:
 		if v.DiffMS == nil {
 			return fmt.Sprintf("%s: no interval at %s, so no verdict", v.Group, at)
@@ -291,4 +309,13 @@ func twoSignificant(n int) int {
 	}
 	p := math.Pow(10, math.Floor(math.Log10(float64(n)))-1)
 	return int(math.Round(float64(n)/p) * p)
+}
+
+// availabilityUnit names what an availability counts, for a sentence:
+// "runs' H3 batches" (a complete report) or "requests" (an estimate).
+func availabilityUnit(a *Availability) string {
+	if a.Unit == "runs" {
+		return "runs' H3 batches"
+	}
+	return "requests"
 }

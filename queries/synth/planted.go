@@ -36,6 +36,11 @@ type PlantedRegion struct {
 	Runs                            int
 	MedianMS                        float64 // both protocols' median request duration
 	DiffMS                          float64 // H3 − H2 at the percentile P: negative when HTTP/3 is faster
+	// ASN is the runs' autonomous system (0: unknown). BlockUDP makes it
+	// a network that blocks QUIC: every request to the H3 origin falls back
+	// to h2, at H2's durations, so its runs are fallbacks (availability 0).
+	ASN      uint32
+	BlockUDP bool
 }
 
 // The spreads of Planted's model.
@@ -107,7 +112,7 @@ func (c Planted) Rows() ([]Sample, error) {
 			id[k] = byte(rng.Uint32())
 		}
 		row := Sample{Time: r.at, Site: "example.com", RunID: id, Continent: r.reg.Continent, Country: r.reg.Country,
-			Subdivision: r.reg.Subdivision, Browser: "Chrome", ECT: "4g"}
+			Subdivision: r.reg.Subdivision, ASN: r.reg.ASN, Browser: "Chrome", ECT: "4g"}
 		u := PlantRunSD * rng.NormFloat64()
 		seq := uint8(0)
 		add := func(phase, want, got string, d float64) {
@@ -116,16 +121,19 @@ func (c Planted) Rows() ([]Sample, error) {
 			seq++
 			out = append(out, s)
 		}
-		m := r.reg.MedianMS
+		m, h3, s3 := r.reg.MedianMS, "h3", r.s3
+		if r.reg.BlockUDP {
+			h3, s3 = "h2", PlantSD
+		}
 		add("warmup", "h3", "h2", 3*m)
-		add("warmup", "h3", "h3", 1.5*m)
-		add("warmup", "h3", "h3", 1.2*m)
+		add("warmup", "h3", h3, 1.5*m)
+		add("warmup", "h3", h3, 1.2*m)
 		add("warmup", "h2", "h2", 3*m)
 		for range 5 {
 			add("parallel", "h2", "h2", m*math.Exp(u+PlantSD*rng.NormFloat64()))
 		}
 		for range 5 {
-			add("parallel", "h3", "h3", m*math.Exp(u+r.s3*rng.NormFloat64()))
+			add("parallel", "h3", h3, m*math.Exp(u+s3*rng.NormFloat64()))
 		}
 	}
 	return out, nil
