@@ -11,9 +11,15 @@ import (
 
 // serveBrokenScript is a page's script that breaks what h3rum uses, as
 // polyfills and old libraries on real pages do: reading a response's body
-// throws, or with ?broken=observer, observing Resource Timing does.
+// throws, or with ?broken=observer, observing Resource Timing does. With
+// ?broken=uuid it removes crypto.randomUUID, as on an http page, where
+// only getRandomValues is there.
 func serveBrokenScript(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/javascript")
+	if r.URL.Query().Has("uuid") {
+		fmt.Fprint(w, "delete Crypto.prototype.randomUUID;")
+		return
+	}
 	broken := "Response.prototype.arrayBuffer"
 	if r.URL.Query().Has("observer") {
 		broken = "PerformanceObserver.prototype.observe"

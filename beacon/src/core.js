@@ -28,10 +28,22 @@ export const rate = (s) => (s >= 0 && s <= 1 ? +s : 1);
 // same id would make the second, real one look like a replay and drop it.
 // Math.random is no CSPRNG (V8's xorshift128+ has 128 bits of state for
 // every id of a page and is seeded per isolate), so it is not used even as
-// a fallback: without getRandomValues there is no run. The page's first
-// call costs Chromium about 0.6 ms (BenchmarkE2ERunID; later ones 20 µs),
-// so it is made in the idle callback, not while the script is evaluated.
+// a fallback: without getRandomValues there is no run.
+// crypto.randomUUID draws from the same CSPRNG, and its first call on a
+// page costs Chromium about 20 µs where the first getRandomValues costs
+// about 0.5 ms, most of it in making the page's first ArrayBuffer
+// (BenchmarkE2ERunID). A v4 UUID has 122 random bits: its 30 random digits
+// (all but the version digit, "4", and the variant digit, which has only 2
+// random bits) and the last 2 of a second UUID make the 32. randomUUID
+// exists only in secure contexts; on an http page the id comes from
+// getRandomValues. Either way it is drawn in the idle callback, not while
+// the script is evaluated.
 export const runID = (c) => {
+  if (c.randomUUID) {
+    // xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx
+    const [t, m, v, r, n] = c.randomUUID().split('-');
+    return t + m + v.slice(1) + r.slice(1) + n + c.randomUUID().slice(-2);
+  }
   let s = '';
   for (const x of c.getRandomValues(new Uint8Array(16))) s += (x + 256).toString(16).slice(1);
   return s;

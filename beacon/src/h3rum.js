@@ -49,7 +49,8 @@ let cfg, started; // the run's configuration (core.js config)
 const start = m(() => {
   const N = navigator, L = location;
   // Browsers with AbortSignal.timeout (2022) have fetch, Resource Timing
-  // and crypto.getRandomValues; the run id needs the last (core.js runID).
+  // and crypto.getRandomValues; the run id needs the last, or randomUUID
+  // where the page has it (core.js runID).
   if (D.hidden || N.connection?.saveData || !AbortSignal.timeout || !W.crypto?.getRandomValues) return;
   cfg.id = runID(W.crypto);
   const t0 = P.now(), samples = [], seen = {}, waiting = {};

@@ -128,11 +128,22 @@ test('client reads UA-CH and network information where present', () => {
   }), { br: [['Chromium', '156']], pf: 'Linux', mb: false, et: '4g', rtt: 50, dl: 10, wd: true });
 });
 
-test('runID: 128 bits from crypto.getRandomValues, as 32 hex digits', () => {
-  const ids = new Set(Array.from({ length: 1000 }, () => runID(globalThis.crypto)));
-  assert.equal(ids.size, 1000);
-  for (const id of ids) assert.match(id, /^[0-9a-f]{32}$/);
-  // Every byte becomes two digits, leading zero kept, in order.
+test('runID: 128 bits from the CSPRNG, as 32 hex digits', () => {
+  const noUUID = { getRandomValues: (a) => globalThis.crypto.getRandomValues(a) }; // as on an http page
+  for (const [name, c] of [['randomUUID', globalThis.crypto], ['getRandomValues', noUUID]]) {
+    const ids = new Set(Array.from({ length: 1000 }, () => runID(c)));
+    assert.equal(ids.size, 1000, name);
+    for (const id of ids) assert.match(id, /^[0-9a-f]{32}$/, name);
+    // Every digit is random: each of the 16 values shows up at every
+    // position (a fixed digit, like a UUID's version, would not).
+    for (let i = 0; i < 32; i++) assert.equal(new Set([...ids].map((id) => id[i])).size, 16, `${name}: digit ${i}`);
+  }
+  // With randomUUID: its 30 random digits, then the last 2 of a second.
+  const uuids = ['01234567-89ab-4cde-bf01-23456789abcd', '01234567-89ab-4cde-bf01-23456789abef'];
+  let n = 0;
+  assert.equal(runID({ randomUUID: () => uuids[n++], getRandomValues: () => assert.fail('getRandomValues used') }),
+    '0123456789abcdef0123456789abcdef');
+  // Without it: every byte becomes two digits, leading zero kept, in order.
   const fixed = (bytes) => ({ getRandomValues: (a) => (a.set(bytes), a) });
   assert.equal(runID(fixed([0, 1, 15, 16, 127, 128, 254, 255, 0, 0, 0, 0, 10, 11, 12, 13])),
     '00010f107f80feff000000000a0b0c0d');
@@ -144,6 +155,7 @@ test('runID: 128 bits from crypto.getRandomValues, as 32 hex digits', () => {
   Math.random = () => assert.fail('Math.random used for a run id');
   try {
     runID(globalThis.crypto);
+    runID(noUUID);
   } finally {
     Math.random = random;
   }
