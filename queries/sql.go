@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 //go:embed sql/*.sql
@@ -52,7 +54,7 @@ func query(name string, o *Options) (string, error) {
 		return "", invalid("unknown grouping %q", o.By)
 	}
 	q := strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL).Replace(string(b))
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEEP*/", o.keepSQL(), "/*KEPT*/", o.keptSQL(),
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEEP*/", o.keepSQL(), "/*KEPT*/", o.keptSQL(), "/*BOT BIT*/", botBit,
 		"/*OUTCOME COUNTS*/", outcomeCountsSQL).Replace(q), nil
 }
 
@@ -69,6 +71,10 @@ func (o *Options) keepSQL() string {
 	}
 	return "arrayMap(e -> toUInt8(e = ''), errors)"
 }
+
+// botBit is /*BOT BIT*/: the exclusion bit of a bot's run (store.ExcludeBot),
+// which some sections leave out whatever the selection.
+var botBit = strconv.Itoa(int(store.ExcludeBot))
 
 // keptSQL is /*KEPT*/: a runs-table row's outcomes that the selection
 // keeps (keepSQL), the outcomes themselves where it keeps every request.

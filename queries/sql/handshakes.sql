@@ -23,7 +23,7 @@ FROM samples
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = '' OR site = ?)
   AND reused = 0 AND error = '' AND (got = 'h2' OR got = 'h3')
-  AND bitAnd(exclusions, 64) = 0
+  AND bitAnd(exclusions, /*BOT BIT*/) = 0
   AND (source = 'browser' OR phase = 'handshake')
   AND /*DESIGN*/
 GROUP BY grp, proto, kind

@@ -15,7 +15,7 @@ FROM samples
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = '' OR site = ?)
   AND phase = 'parallel' AND (want = 'h2' OR want = 'h3')
-  AND bitAnd(exclusions, 64) = 0
+  AND bitAnd(exclusions, /*BOT BIT*/) = 0
   AND /*DESIGN*/
 GROUP BY grp, sent_to
 ORDER BY grp, sent_to

@@ -21,7 +21,7 @@ FROM
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
       AND (want = 'h2' OR want = 'h3')
-      AND bitAnd(exclusions, 64) = 0 AND /*DESIGN*/
+      AND bitAnd(exclusions, /*BOT BIT*/) = 0 AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
     SELECT /*GROUP*/ AS grp, toString(want) AS sent_to, toUInt8(error != '') AS f,
@@ -32,7 +32,7 @@ FROM
         OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
       AND (? = '' OR site = ?)
       AND phase = 'parallel' AND (want = 'h2' OR want = 'h3')
-      AND bitAnd(exclusions, 64) = 0 AND /*DESIGN*/
+      AND bitAnd(exclusions, /*BOT BIT*/) = 0 AND /*DESIGN*/
     GROUP BY grp, sent_to, f
     /*END RAW EDGES*/
 )

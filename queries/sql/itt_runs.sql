@@ -34,7 +34,7 @@ FROM
         FROM runs
         WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
           AND (? = '' OR site = ?)
-          AND bitAnd(exclusions, 64) = 0
+          AND bitAnd(exclusions, /*BOT BIT*/) = 0
           AND /*DESIGN*/
     )
     GROUP BY grp

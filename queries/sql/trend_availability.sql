@@ -6,8 +6,8 @@
 SELECT
     toUInt32(/*BUCKET*/) AS t,
     /*GROUP*/ AS grp,
-    countIf(h3n > 0 AND (bitAnd(exclusions, 64) = 0 OR ? = 1)) AS with_h3,
-    countIf(h3n > 0 AND h3ok = h3n AND (bitAnd(exclusions, 64) = 0 OR ? = 1)) AS available
+    countIf(h3n > 0 AND (bitAnd(exclusions, /*BOT BIT*/) = 0 OR ? = 1)) AS with_h3,
+    countIf(h3n > 0 AND h3ok = h3n AND (bitAnd(exclusions, /*BOT BIT*/) = 0 OR ? = 1)) AS available
 FROM runs
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = '' OR site = ?)
