@@ -19,6 +19,10 @@ const (
 	// MaxScriptErrors is the most errors of one kind a report may count
 	// (x); a run makes at most a few hundred callbacks.
 	MaxScriptErrors = 65_535
+	// RequestTimeoutMS is how long the script (AbortSignal.timeout) and
+	// the agent wait for a probe request before it counts as a timeout;
+	// the report's intention-to-treat view counts a failed request at it.
+	RequestTimeoutMS = 10_000
 )
 
 // Reasons a report is rejected, for metrics labels (see DecodeError).

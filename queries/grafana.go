@@ -59,7 +59,7 @@ func grafanaSQL(name string, args ...string) (string, error) {
 	q = strings.ReplaceAll(q, "/*SELECTION*/", selectionSQL)
 	q = strings.ReplaceAll(q, "/*PLACE*/", "1") // the dashboards cover the world
 	q = runsHLL.Replace(q)                      // Grafana's panels estimate runs
-	q = strings.ReplaceAll(q, "/*BOT BIT*/", botBit)
+	q = strings.NewReplacer("/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS).Replace(q)
 	if strings.Contains(q, edgesBegin) {
 		if q, err = cutEdges(name, q, true); err != nil {
 			return "", err

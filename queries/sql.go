@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -54,7 +55,7 @@ func query(name string, o *Options) (string, error) {
 		return "", invalid("unknown grouping %q", o.By)
 	}
 	q := strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL).Replace(string(b))
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEEP*/", o.keepSQL(), "/*KEPT*/", o.keptSQL(), "/*BOT BIT*/", botBit,
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEEP*/", o.keepSQL(), "/*KEPT*/", o.keptSQL(), "/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS,
 		"/*OUTCOME COUNTS*/", outcomeCountsSQL).Replace(q), nil
 }
 
@@ -75,6 +76,10 @@ func (o *Options) keepSQL() string {
 // botBit is /*BOT BIT*/: the exclusion bit of a bot's run (store.ExcludeBot),
 // which some sections leave out whatever the selection.
 var botBit = strconv.Itoa(int(store.ExcludeBot))
+
+// timeoutMS is /*TIMEOUT MS*/: what the intention-to-treat view counts a
+// failed request at, the script's request timeout.
+var timeoutMS = strconv.Itoa(beacon.RequestTimeoutMS)
 
 // keptSQL is /*KEPT*/: a runs-table row's outcomes that the selection
 // keeps (keepSQL), the outcomes themselves where it keeps every request.

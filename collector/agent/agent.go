@@ -33,7 +33,7 @@ const BeaconVersion = "1.0.0+agent"
 const (
 	DefaultParallel = 5
 	DefaultWarmup   = 2
-	DefaultTimeout  = 10 * time.Second
+	DefaultTimeout  = beacon.RequestTimeoutMS * time.Millisecond // the script's
 	DefaultSite     = "agent"
 )
 

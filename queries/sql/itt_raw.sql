@@ -10,7 +10,7 @@ SELECT
     count() AS n_samples,
     countIf(error != '') AS n_failed,
     uniqIf(run_id, error != '') AS n_failed_runs,
-    quantilesTDigest(/*LEVELS*/)(if(error = '', duration_ms, toFloat32(10000))) AS q
+    quantilesTDigest(/*LEVELS*/)(if(error = '', duration_ms, toFloat32(/*TIMEOUT MS*/))) AS q
 FROM samples
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = '' OR site = ?)

@@ -26,7 +26,7 @@ FROM
     UNION ALL
     SELECT /*GROUP*/ AS grp, toString(want) AS sent_to, toUInt8(error != '') AS f,
            countState() AS samples_state,
-           quantilesTDigestState(/*LEVELS*/)(if(error = '', duration_ms, toFloat32(10000))) AS duration_state
+           quantilesTDigestState(/*LEVELS*/)(if(error = '', duration_ms, toFloat32(/*TIMEOUT MS*/))) AS duration_state
     FROM samples
     WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
         OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))

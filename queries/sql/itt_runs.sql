@@ -26,7 +26,7 @@ FROM
     (
         SELECT
             /*GROUP*/ AS grp,
-            arrayMap((d, e) -> if(e = '', d, toFloat32(10000)), durations, errors) AS ds,
+            arrayMap((d, e) -> if(e = '', d, toFloat32(/*TIMEOUT MS*/)), durations, errors) AS ds,
             arrayFilter((d, w) -> w = 'h2', ds, wants) AS d_h2,
             arrayFilter((d, w) -> w = 'h3', ds, wants) AS d_h3,
             arrayCount((w, e) -> w = 'h2' AND e != '', wants, errors) AS f_h2,
