@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 
 	"github.com/h3rum/h3rum/beacon"
@@ -15,34 +14,6 @@ import (
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
-
-// applyOlder applies ms to a fresh database as an earlier release did,
-// recording each in schema_migrations.
-func applyOlder(t *testing.T, conn driver.Conn, ms []store.Migration) {
-	t.Helper()
-	ctx := context.Background()
-	if err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version"); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		for _, st := range m.Statements() {
-			if err := conn.Exec(ctx, st); err != nil {
-				t.Fatalf("%s: %v", m.Name, err)
-			}
-		}
-		// A batch: an INSERT with inline VALUES waits for data blocks on 18.16.
-		b, err := conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Append(uint32(m.Version), m.Name, time.Now().UTC()); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Send(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // TestMigrateInPlace upgrades a database of the release before the outcome
 // column (migrations 1–3, with rows in its tables): the rows survive the
@@ -60,7 +31,7 @@ func TestMigrateInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyOlder(t, conn, ms[:3])
+	applyReleased(t, conn, "migrations", upTo(3), nil)
 	// Rows as the earlier release wrote them: no outcome column.
 	old, err := conn.PrepareBatch(ctx, "INSERT INTO samples (time, site, run_id, seq, phase, want, got, duration_ms, bot, param_parallel, param_warmup, beacon_version)")
 	if err != nil {
@@ -136,7 +107,7 @@ func TestMigrateInPlace(t *testing.T) {
 }
 
 // TestMigrateRunsFailures upgrades a database whose runs table predates
-// its failed-request columns (migrations up to 0042, with a run stored):
+// its failed-request columns (the release at 0042, with a run stored):
 // the stored run gets its failed requests' origins and codes, and runs
 // stored after through the rebuilt view get theirs.
 func TestMigrateRunsFailures(t *testing.T) {
@@ -146,28 +117,11 @@ func TestMigrateRunsFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ms, err := store.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	older := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Name == "0043_drop_runs_mv.sql" })
-	if older < 0 {
-		t.Fatal("no migration 0043")
-	}
 	// The run is stored by today's Batch, which writes every column of
 	// today's samples table: the later migrations that only add samples
 	// columns come first (Migrate then skips them).
-	samplesColumns := []string{"0047_samples_script_errors.sql"}
-	early := slices.Clone(ms[:older])
-	for _, m := range ms[older:] {
-		if slices.Contains(samplesColumns, m.Name) {
-			early = append(early, m)
-		}
-	}
-	if len(early) != older+len(samplesColumns) {
-		t.Fatalf("missing one of the migrations %v", samplesColumns)
-	}
-	applyOlder(t, conn, early)
+	samplesColumns := []int{47}
+	applyReleased(t, conn, "migrations", func(v int) bool { return v <= 42 || slices.Contains(samplesColumns, v) }, nil)
 	// A run with two failed requests, one to each origin.
 	failing := func() store.Run {
 		run := storetest.Run(t, "s")

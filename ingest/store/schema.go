@@ -22,7 +22,8 @@ import (
 var schemaFS embed.FS
 
 // schemaOrder is the order in which a new database creates the current
-// schema's files: a view after the tables it reads and writes.
+// schema's files: a view after the tables it reads and writes. (The other
+// file, distributed.sql, is the tables' Distributed table in cluster mode.)
 var schemaOrder = []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv"}
 
 // dialect is what the schema's templates are rendered for: one server
@@ -80,6 +81,17 @@ func (d dialect) Distributed(table, key string) string {
 	}
 	return "Distributed(" + strings.Join(args, ", ") + ")"
 }
+
+// sharded is a dialect with one Distributed table's Table and sharding
+// Key, for schema/distributed.sql.
+type sharded struct {
+	dialect
+	Table, Key string
+}
+
+// Over returns d for the Distributed table over table's local ones,
+// sharded by key (none: "").
+func (d dialect) Over(table, key string) sharded { return sharded{d, table, key} }
 
 // templates parses every schema file, each named by its path
 // ("schema/samples.sql", "migrations/0001_samples.sql").

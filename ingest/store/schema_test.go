@@ -3,75 +3,14 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
-
-// version is the number a step's file name starts with.
-func version(t testing.TB, name string) int {
-	t.Helper()
-	base := name[strings.LastIndex(name, "/")+1:]
-	num, _, _ := strings.Cut(base, "_")
-	v, err := strconv.Atoi(num)
-	if err != nil {
-		t.Fatalf("step %s: %v", name, err)
-	}
-	return v
-}
-
-// applyReleased makes conn's database what the releases made it up to
-// version upTo of stream ("migrations", or "cluster" with fill naming the
-// cluster and database): the recorded steps, run and recorded in
-// schema_migrations as they were.
-func applyReleased(t testing.TB, conn driver.Conn, stream string, upTo int, fill *strings.Replacer) {
-	t.Helper()
-	ctx := context.Background()
-	ddl := "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, applied_at DateTime('UTC')) ENGINE = MergeTree ORDER BY version"
-	if stream == "cluster" {
-		b, err := os.ReadFile("sql/cluster_schema_migrations.sql")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ddl = fill.Replace(string(b))
-	}
-	if err := conn.Exec(ctx, ddl); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range recorded(t, stream) {
-		v := version(t, s.Name)
-		if v > upTo {
-			break
-		}
-		for _, st := range s.Statements {
-			if fill != nil {
-				st = fill.Replace(st)
-			}
-			if err := conn.Exec(ctx, st); err != nil {
-				t.Fatalf("%s: %v", s.Name, err)
-			}
-		}
-		name := strings.TrimPrefix(s.Name, "migrations/")
-		// A batch: an INSERT with inline VALUES waits for data blocks on 18.16.
-		b, err := conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Append(uint32(v), name, time.Now().UTC()); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Send(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // schemaOf returns what defines every table and view of conn's database
 // but schema_migrations: its SHOW CREATE TABLE and its columns as
@@ -171,7 +110,7 @@ func TestNewSchemaIsReleasedSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer released.Close()
-	applyReleased(t, released, "migrations", ms[len(ms)-1].Version, nil)
+	applyReleased(t, released, "migrations", upTo(ms[len(ms)-1].Version), nil)
 	if again, err := store.Migrate(ctx, released); err != nil || len(again) != 0 {
 		t.Errorf("migrating a database of this release applied %v, %v", again, err)
 	}
@@ -184,50 +123,5 @@ func TestNewSchemaIsReleasedSchema(t *testing.T) {
 	sameSchema(t, "new database", schemaOf(t, fresh), want)
 	if again, err := store.Migrate(ctx, fresh); err != nil || len(again) != 0 {
 		t.Errorf("migrating the new database again applied %v, %v", again, err)
-	}
-}
-
-// TestClusterNewSchemaIsReleasedSchema is TestNewSchemaIsReleasedSchema
-// on a 2 × 2 cluster, compared on every server.
-func TestClusterNewSchemaIsReleasedSchema(t *testing.T) {
-	c := storetest.StartCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	open := func(i int, db string) driver.Conn {
-		t.Helper()
-		conn, err := store.Open(ctx, c.DSN(t, i, db))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		return conn
-	}
-	ms, err := store.ClusterMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	applied, err := store.MigrateCluster(ctx, open(0, "fresh"), storetest.ClusterName)
-	if err != nil || len(applied) != len(ms) {
-		c.LogTails(t)
-		t.Fatalf("creating the schema on the cluster recorded %d migrations, %v; want all %d", len(applied), err, len(ms))
-	}
-	released := open(1, "released")
-	if err := released.Exec(ctx, "CREATE DATABASE IF NOT EXISTS released ON CLUSTER "+storetest.ClusterName); err != nil {
-		t.Fatal(err)
-	}
-	applyReleased(t, released, "cluster", ms[len(ms)-1].Version, strings.NewReplacer("/*CLUSTER*/", storetest.ClusterName, "/*DATABASE*/", "released"))
-	if again, err := store.MigrateCluster(ctx, open(2, "released"), storetest.ClusterName); err != nil || len(again) != 0 {
-		t.Errorf("migrating a cluster of this release applied %v, %v", again, err)
-	}
-	for i := range c.Servers {
-		want := schemaOf(t, open(i, "released"))
-		if i == 0 {
-			for _, n := range []string{"samples", "samples_local", "samples_rollup_mv", "nel_reports_local", "runs", "runs_mv"} {
-				if _, ok := want[n]; !ok {
-					t.Errorf("the released steps made no %s", n)
-				}
-			}
-		}
-		sameSchema(t, fmt.Sprintf("server %d", i+1), schemaOf(t, open(i, "fresh")), want)
 	}
 }

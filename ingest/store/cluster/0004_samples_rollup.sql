@@ -1,5 +1,5 @@
--- The rollup as reports read it: every shard's part of every hour. Nothing
--- inserts into it (the view writes to the local tables), so it needs no
--- sharding key.
-CREATE TABLE IF NOT EXISTS /*DATABASE*/.samples_rollup ON CLUSTER /*CLUSTER*/ AS /*DATABASE*/.samples_rollup_local
-ENGINE = Distributed(/*CLUSTER*/, /*DATABASE*/, samples_rollup_local)
+-- Retired: the first cluster release's samples_rollup. A new database is
+-- created from schema/, and none is older than the release that ran this
+-- step with 0001-0007. What it ran when released is in
+-- testdata/released_steps.txt; TestUpgradeFromEveryRelease upgrades every
+-- release's database without it.

@@ -1,10 +1,5 @@
-CREATE MATERIALIZED VIEW IF NOT EXISTS /*DATABASE*/.samples_rollup_mv ON CLUSTER /*CLUSTER*/ TO /*DATABASE*/.samples_rollup_local AS
-SELECT
-    toStartOfHour(time) AS hour,
-    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, toUInt8(error != '') AS failed, exclusions,
-    countState() AS samples,
-    uniqHLL12State(run_id) AS runs,
-    quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(if(error = '', duration_ms, toFloat32(10000))) AS duration
-FROM /*DATABASE*/.samples_local
-WHERE phase = 'parallel'
-GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions
+-- Retired: the first cluster release's samples_rollup_mv. A new database
+-- is created from schema/, and none is older than the release that ran
+-- this step with 0001-0007. What it ran when released is in
+-- testdata/released_steps.txt; TestUpgradeFromEveryRelease upgrades every
+-- release's database without it.

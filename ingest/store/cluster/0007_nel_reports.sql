@@ -1,5 +1,5 @@
--- NEL reports as collectors insert and reports read them, sharded by
--- upload so that an upload's reports stay together (the replay check
--- looks for whole uploads).
-CREATE TABLE IF NOT EXISTS /*DATABASE*/.nel_reports ON CLUSTER /*CLUSTER*/ AS /*DATABASE*/.nel_reports_local
-ENGINE = Distributed(/*CLUSTER*/, /*DATABASE*/, nel_reports_local, cityHash64(toString(batch_id)))
+-- Retired: the first cluster release's nel_reports. A new database is
+-- created from schema/, and none is older than the release that ran this
+-- step with 0001-0006. What it ran when released is in
+-- testdata/released_steps.txt; TestUpgradeFromEveryRelease upgrades every
+-- release's database without it.

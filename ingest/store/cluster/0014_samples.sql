@@ -1,2 +1,2 @@
 -- samples over samples_local with its new columns (0011, 0012).
-{{template "samples over the shards" .}}
+{{template "schema/distributed.sql" (.Over "samples" "cityHash64(toString(run_id))")}}

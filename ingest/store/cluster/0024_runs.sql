@@ -1,3 +1,2 @@
--- runs over runs_local with its source (0022); as 0009.
-CREATE TABLE IF NOT EXISTS /*DATABASE*/.runs ON CLUSTER /*CLUSTER*/ AS /*DATABASE*/.runs_local
-ENGINE = Distributed(/*CLUSTER*/, /*DATABASE*/, runs_local, cityHash64(toString(run_id)))
+-- runs over runs_local with its source (0022).
+{{template "schema/distributed.sql" (.Over "runs" "cityHash64(toString(run_id))")}}

@@ -1,2 +1,2 @@
 -- runs over runs_local with the runs' samples (0025).
-{{template "runs over the shards" .}}
+{{template "schema/distributed.sql" (.Over "runs" "cityHash64(toString(run_id))")}}

@@ -1,2 +1,2 @@
 -- runs over runs_local with the runs' failed requests (0032).
-{{template "runs over the shards" .}}
+{{template "schema/distributed.sql" (.Over "runs" "cityHash64(toString(run_id))")}}

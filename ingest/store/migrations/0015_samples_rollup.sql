@@ -1,29 +1,4 @@
--- Hourly rollup of successful parallel requests by site × region × design
--- × outcome × exclusions, with t-digest quantile states (merged t-digests
--- stay within ~0.1 ms of exact; merged sampling states read p95 low). The
--- design (parallel, bytes, warm-up count, script major version) is in the
--- key so that reports never pool runs of different designs; the
--- exclusions so that the headline (exclusions = 0) and the excluded runs
--- by reason come from the same rows. Runs are counted with HyperLogLog
--- states (uniqHLL12: 2.5 KiB, ~1.6 % standard error): merging uniq's exact
--- states cost three times as much.
-CREATE TABLE IF NOT EXISTS samples_rollup
-(
-    hour            DateTime('UTC'),
-    site            String,
-    continent       String,
-    country         String,
-    param_parallel  UInt8,
-    param_bytes     UInt32,
-    param_warmup    UInt8,
-    beacon_major    UInt16,
-    outcome         Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3),
-    exclusions      UInt8,
-    samples         AggregateFunction(count),
-    runs            AggregateFunction(uniqHLL12, UUID),
-    duration        AggregateFunction(quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99), Float32)
-)
-ENGINE = AggregatingMergeTree
-PARTITION BY toYYYYMM(hour)
-ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, outcome, exclusions)
-SETTINGS index_granularity = 8192, old_parts_lifetime = 10
+-- Retired: the first samples_rollup, keyed by design and exclusions. 0023
+-- drops it, and nothing reads it in between. What it ran when released is
+-- in testdata/released_steps.txt; TestUpgradeFromEveryRelease upgrades
+-- every release's database without it.

@@ -1,14 +1,4 @@
--- The rollup of every row stored so far; run again after an interruption
--- it starts over. Migrations run before ingest starts, so no row arrives
--- between this and the view (0017).
-TRUNCATE TABLE samples_rollup;
-INSERT INTO samples_rollup
-SELECT
-    toStartOfHour(time) AS hour,
-    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, outcome, exclusions,
-    countState() AS samples,
-    uniqHLL12State(run_id) AS runs,
-    quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(duration_ms) AS duration
-FROM samples
-WHERE phase = 'parallel' AND error = ''
-GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, outcome, exclusions
+-- Retired: the first samples_rollup's copy of the stored rows. 0023 drops
+-- the table, and nothing reads it in between. What it ran when released is
+-- in testdata/released_steps.txt; TestUpgradeFromEveryRelease upgrades
+-- every release's database without it.

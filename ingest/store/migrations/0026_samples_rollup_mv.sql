@@ -1,10 +1,4 @@
-CREATE MATERIALIZED VIEW IF NOT EXISTS samples_rollup_mv TO samples_rollup AS
-SELECT
-    toStartOfHour(time) AS hour,
-    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, toUInt8(error != '') AS failed, exclusions,
-    countState() AS samples,
-    uniqHLL12State(run_id) AS runs,
-    quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(if(error = '', duration_ms, toFloat32(10000))) AS duration
-FROM samples
-WHERE phase = 'parallel'
-GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions
+-- Retired: samples_rollup_mv on every source. 0033 drops it before any
+-- insert (migrations run before ingest starts). What it ran when released
+-- is in testdata/released_steps.txt; TestUpgradeFromEveryRelease upgrades
+-- every release's database without it.

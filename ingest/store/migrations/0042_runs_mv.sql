@@ -1,23 +1,5 @@
--- The runs table's view (0037) with the run's batch order, bot flag and
--- parallel samples (0039); the arrays come from one aggregation, so their
--- elements line up.
-CREATE MATERIALIZED VIEW IF NOT EXISTS runs_mv TO runs AS
-SELECT
-    time, site, run_id, continent, country, subdivision, asn, browser, ect,
-    param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions,
-    toUInt16(countIf(want = 'h3')) AS h3n,
-    toUInt16(countIf(want = 'h3' AND outcome = 'h3' AND error = '')) AS h3ok,
-    toUInt16(countIf(cold = 1 AND want = 'h2')) AS cold_h2,
-    toUInt16(countIf(cold = 1 AND want = 'h3')) AS cold_h3,
-    groupArray(duration_ms) AS durations,
-    groupArray(outcome) AS outcomes,
-    groupArray(want) AS wants,
-    groupArray(error) AS errors
-FROM samples
-WHERE phase = 'parallel' AND source = 'browser'
--- Every column but the counts and arrays is the same for all samples of a
--- run (its receive time, enrichment, design, batch order, bot flag and
--- exclusions): grouped by, not aggregated, so that no alias repeats a
--- column name.
-GROUP BY time, site, run_id, continent, country, subdivision, asn, browser, ect,
-         param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions
+-- Retired: runs_mv with the runs' samples, without their failed requests.
+-- 0043 drops it before any insert (migrations run before ingest starts).
+-- What it ran when released is in testdata/released_steps.txt;
+-- TestUpgradeFromEveryRelease upgrades every release's database without
+-- it.

@@ -39,12 +39,7 @@ PARTITION BY toYYYYMM(time)
 ORDER BY (toDate(time), type, batch_id, seq)
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 {{- if .Cluster}};
-{{template "nel_reports over the shards" .}}{{end}}
-
-{{define "nel_reports over the shards" -}}
 -- Cluster mode: NEL reports as collectors insert and reports read them,
 -- sharded by upload so that an upload's reports stay together (the replay
 -- check looks for whole uploads).
-CREATE TABLE IF NOT EXISTS {{.Name "nel_reports"}}{{.OnCluster}} AS {{.Local "nel_reports"}}
-ENGINE = {{.Distributed "nel_reports" "cityHash64(toString(batch_id))"}}
-{{- end}}
+{{template "schema/distributed.sql" (.Over "nel_reports" "cityHash64(toString(batch_id))")}}{{end}}

@@ -46,11 +46,6 @@ PARTITION BY toYYYYMM(time)
 ORDER BY (site, toStartOfHour(time), run_id)
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 {{- if .Cluster}};
-{{template "runs over the shards" .}}{{end}}
-
-{{define "runs over the shards" -}}
 -- Cluster mode: the runs as reports read them, sharded by run id as
 -- samples are (runs_mv writes each run's row to the shard of its samples).
-CREATE TABLE IF NOT EXISTS {{.Name "runs"}}{{.OnCluster}} AS {{.Local "runs"}}
-ENGINE = {{.Distributed "runs" "cityHash64(toString(run_id))"}}
-{{- end}}
+{{template "schema/distributed.sql" (.Over "runs" "cityHash64(toString(run_id))")}}{{end}}

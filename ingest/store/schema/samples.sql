@@ -86,14 +86,9 @@ PARTITION BY toYYYYMM(time)
 ORDER BY (site, toStartOfHour(time), run_id, seq)
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 {{- if .Cluster}};
-{{template "samples over the shards" .}}{{end}}
-
-{{define "samples over the shards" -}}
 -- Cluster mode: what collectors insert into and reports read, the shards'
 -- samples_local, sharded by run id so that a run's samples stay together
 -- (the per-run queries and the exactly-once check rely on it). The hash
 -- reads the UUID as text: cityHash64 of a UUID fails at insert time on
 -- 18.16.
-CREATE TABLE IF NOT EXISTS {{.Name "samples"}}{{.OnCluster}} AS {{.Local "samples"}}
-ENGINE = {{.Distributed "samples" "cityHash64(toString(run_id))"}}
-{{- end}}
+{{template "schema/distributed.sql" (.Over "samples" "cityHash64(toString(run_id))")}}{{end}}

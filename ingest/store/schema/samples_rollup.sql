@@ -39,13 +39,8 @@ PARTITION BY toYYYYMM(hour)
 ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions)
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 {{- if .Cluster}};
-{{template "samples_rollup over the shards" .}}{{end}}
-
-{{define "samples_rollup over the shards" -}}
 -- Cluster mode: the rollup as reports read it, every shard's part of every
 -- hour. Nothing inserts into it (the view writes to the local tables, on
 -- the replica that receives an insert; replication copies the result), so
 -- it needs no sharding key.
-CREATE TABLE IF NOT EXISTS {{.Name "samples_rollup"}}{{.OnCluster}} AS {{.Local "samples_rollup"}}
-ENGINE = {{.Distributed "samples_rollup" ""}}
-{{- end}}
+{{template "schema/distributed.sql" (.Over "samples_rollup" "")}}{{end}}
