@@ -45,6 +45,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&c.Parallel, "parallel", agent.DefaultParallel, fmt.Sprintf("requests per parallel batch, 1 to %d", beacon.MaxParallel))
 	fs.IntVar(&c.Warmup, "warmup", agent.DefaultWarmup, fmt.Sprintf("warm-up requests to the H3 origin, 0 to %d", beacon.MaxWarmup))
 	fs.IntVar(&c.Bytes, "bytes", 0, "probe body size in bytes (the collector caps it)")
+	fs.DurationVar(&c.Timeout, "timeout", agent.DefaultTimeout, "how long each request may take, to the end of its body, before it counts as a timeout (the script's is 10s)")
 	fs.StringVar(&order, "order", "random", "batch order: random (per run), h3first or h2first")
 	fs.StringVar(&caFile, "ca", "", "PEM file of root certificates to trust for the origins and the ingest, e.g. the collector's dev-ca.pem in its data directory (default: the system's)")
 	fs.Var(resolve, "resolve", "host=ip: connect to ip for host, like curl --resolve; repeatable")
@@ -78,6 +79,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("agent: --interval %v: want a positive duration", interval)
 	case concurrency < 1 || concurrency > 64:
 		return usagef("agent: --concurrency %d: want 1 to 64", concurrency)
+	case c.Timeout <= 0:
+		return usagef("agent: --timeout %v: want a positive duration", c.Timeout)
 	case c.Parallel < 1 || c.Parallel > beacon.MaxParallel:
 		return usagef("agent: --parallel %d: want 1 to %d", c.Parallel, beacon.MaxParallel)
 	case c.Warmup < 0 || c.Warmup > beacon.MaxWarmup:
