@@ -142,6 +142,7 @@ func TestUpgradeFromEveryRelease(t *testing.T) {
 			continue // the upgrade runs no retired step
 		}
 		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			t.Parallel() // each release on databases of its own
 			var dbs [2]driver.Conn
 			for i := range dbs {
 				conn, err := store.Open(ctx, storetest.DSN(t))
