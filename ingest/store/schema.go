@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"strings"
 	"text/template"
+
+	"github.com/h3rum/h3rum/beacon"
 )
 
 // The schema is written once for both deployments: schema/ holds the
@@ -92,6 +94,11 @@ type sharded struct {
 // Over returns d for the Distributed table over table's local ones,
 // sharded by key (none: "").
 func (d dialect) Over(table, key string) sharded { return sharded{d, table, key} }
+
+// RequestTimeoutMS is how long the script waits for a probe request
+// (beacon.RequestTimeoutMS): the rollup counts a failed request at it. A
+// change to it changes samples_rollup_mv, which then needs a migration.
+func (dialect) RequestTimeoutMS() int { return beacon.RequestTimeoutMS }
 
 // templates parses every schema file, each named by its path
 // ("schema/samples.sql", "migrations/0001_samples.sql").

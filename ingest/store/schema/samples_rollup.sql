@@ -1,7 +1,7 @@
 -- Hourly rollup of parallel requests by site × region × design × batch
 -- order × outcome × origin (want) × failed × exclusions, fed by
 -- samples_rollup_mv, with t-digest quantile states of the duration — a
--- failed request's counted at the script's 10 s timeout, for the
+-- failed request's counted at the script's timeout, for the
 -- intention-to-treat view; the headline (exclusions = 0) never holds a
 -- failed request, whose run has the failed bit. (Merged t-digests stay
 -- within ~0.1 ms of exact; merged sampling states read p95 low.) The design
