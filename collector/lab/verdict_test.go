@@ -60,6 +60,15 @@ func TestSelfCheckJudge(t *testing.T) {
 			map[string]bool{"control": true, "mid": true, "lossy": true, "blocked": true},
 			[]string{"calibration: region control", "h2 p50 106.0 ms (want 106.0) ok", "under loss, h3 p90 200.0 < h2 p90 400.0 (asserted: MDE 57 ms ≤ expected effect 80 ms with 30 runs) ok",
 				"UDP blocked: HTTP/3 availability 0 % (want 0) ok"}},
+		{"a fallback under heavy loss is shown, one where the path is clean fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: func() *queries.Report {
+			lossyFB := powerful
+			lossyFB.Excluded = map[string]int{"fallback": 1}
+			r := report(lossyFB, 106)
+			r.Groups[0].Excluded = map[string]int{"fallback": 1} // control
+			return r
+		}()}},
+			map[string]bool{"control": false, "mid": true, "lossy": true, "blocked": true},
+			[]string{"runs with a fallback to TCP 1 (not checked under loss)", "runs with a fallback to TCP 1 FAILED"}},
 		{"a median off the round trip fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: report(powerful, 130)}},
 			map[string]bool{"control": true, "mid": false, "lossy": true, "blocked": true},
 			[]string{"h2 p50 130.0 ms (want 106.0) FAILED"}},
