@@ -91,20 +91,7 @@ func TestSelfCheckJudge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := SelfCheck{}.Judge(regions, tc.passes, nil)
-			var all []string
-			all = append(all, res.Lines...)
-			for _, v := range res.Regions {
-				if v.Pass != tc.ok[v.Region] {
-					t.Errorf("%s: pass %v, want %v: %s", v.Region, v.Pass, tc.ok[v.Region], strings.Join(v.Notes, "; "))
-				}
-				all = append(all, v.Notes...)
-			}
-			text := strings.Join(all, "\n")
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("lacks %q in:\n%s", w, text)
-				}
-			}
+			checkVerdicts(t, res, tc.ok, tc.want)
 			wantOK := true
 			for _, ok := range tc.ok {
 				wantOK = wantOK && ok
@@ -191,20 +178,26 @@ func TestSelfCheckAgent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := SelfCheck{}.Judge(tc.regions, nil, &queries.Report{Groups: tc.groups})
-			var all []string
-			all = append(all, res.Lines...)
-			for _, v := range res.Regions {
-				if v.Pass != tc.ok[v.Region] {
-					t.Errorf("%s: pass %v, want %v: %s", v.Region, v.Pass, tc.ok[v.Region], strings.Join(v.Notes, "; "))
-				}
-				all = append(all, v.Notes...)
-			}
-			text := strings.Join(all, "\n")
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("lacks %q in:\n%s", w, text)
-				}
-			}
+			checkVerdicts(t, res, tc.ok, tc.want)
 		})
+	}
+}
+
+// checkVerdicts checks that each region of res passes as ok says and that
+// the lines and notes hold every one of want.
+func checkVerdicts(t *testing.T, res Result, ok map[string]bool, want []string) {
+	t.Helper()
+	all := append([]string{}, res.Lines...)
+	for _, v := range res.Regions {
+		if v.Pass != ok[v.Region] {
+			t.Errorf("%s: pass %v, want %v: %s", v.Region, v.Pass, ok[v.Region], strings.Join(v.Notes, "; "))
+		}
+		all = append(all, v.Notes...)
+	}
+	text := strings.Join(all, "\n")
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("lacks %q in:\n%s", w, text)
+		}
 	}
 }
