@@ -15,6 +15,13 @@ const (
 	MaxSamples = MaxWarmup + 1 + 2*MaxParallel
 )
 
+// The design's defaults: the script's (data-parallel, data-warmup) and
+// the agent's.
+const (
+	DefaultParallel = 5 // Dropbox's N
+	DefaultWarmup   = 2 // the first is TCP and brings Alt-Svc; the second is QUIC
+)
+
 // Proto is an HTTP protocol as the beacon records it.
 type Proto string
 

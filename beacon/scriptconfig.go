@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,34 +27,52 @@ const (
 
 var errQueryTooLong = fmt.Errorf("query longer than %d bytes", maxConfigQuery)
 
-// scriptParams are the embedding's parameters a script URL may carry: the
-// data-* attributes of PROTOCOL.md without the prefix, each checked as the
-// script reads it, so that a URL that would silently fall back to a
-// default is refused instead.
-var scriptParams = map[string]func(string) error{
-	"h3":       checkURLOrigin,
-	"h2":       checkURLOrigin,
-	"endpoint": checkURLOrigin,
-	"site": func(v string) error {
+// ScriptParam is one parameter a script URL may carry: a data-* attribute
+// of PROTOCOL.md without the prefix, with what it means.
+type ScriptParam struct {
+	Name, Usage string
+	check       func(string) error // as the script reads it
+}
+
+// scriptParamList are the embedding's parameters, in the order `h3rum
+// embed -h` lists them, each checked as the script reads it, so that a URL
+// that would silently fall back to a default is refused instead.
+var scriptParamList = []ScriptParam{
+	{"h3", "origin serving /probe over TCP with Alt-Svc: h3 and over QUIC (required)", checkURLOrigin},
+	{"h2", "TCP-only origin serving /probe (required)", checkURLOrigin},
+	{"site", fmt.Sprintf("site id, [A-Za-z0-9._-]{1,%d} (default: the page's host name)", maxSiteLen), func(v string) error {
 		if v == "" || len(v) > maxSiteLen || strings.IndexFunc(v, func(c rune) bool { return !isSiteChar(c) }) >= 0 {
 			return fmt.Errorf("want 1 to %d of A-Z a-z 0-9 . _ -", maxSiteLen)
 		}
 		return nil
-	},
-	"sample": func(v string) error {
+	}},
+	{"sample", "fraction of page loads that run the test, 0 to 1 (default 1)", func(v string) error {
 		// Decimal only: Go parses 0x1p-2 and Inf, the script's +v does not.
 		if x, err := strconv.ParseFloat(v, 64); err != nil || strings.Trim(v, "0123456789.eE+-") != "" || x < 0 || x > 1 {
 			return errors.New("want a fraction from 0 to 1")
 		}
 		return nil
-	},
-	"parallel": checkInt(1, 20),
-	"warmup":   checkInt(0, 10),
-	"bytes":    checkInt(0, 1<<24),
-	"trigger":  checkEnum("load", "manual"),
-	"order":    checkEnum("random", "h2first"),
-	"consent":  checkEnum("wait"),
+	}},
+	{"endpoint", "origin receiving reports at /beacon (default: the script's origin)", checkURLOrigin},
+	{"parallel", fmt.Sprintf("requests per parallel batch, 1 to %d (default %d)", MaxParallel, DefaultParallel), checkInt(1, MaxParallel)},
+	{"warmup", fmt.Sprintf("sequential warm-up requests to the H3 origin, 0 to %d (default %d)", MaxWarmup, DefaultWarmup), checkInt(0, MaxWarmup)},
+	{"bytes", fmt.Sprintf("probe body size, 0 to %d (default 0)", MaxBytes), checkInt(0, MaxBytes)},
+	{"trigger", "load, or manual: the page calls h3rum.run() (default load)", checkEnum("load", "manual")},
+	{"order", "random, or h2first (default random)", checkEnum("random", "h2first")},
+	{"consent", "wait: nothing runs, no request is made, until the page calls h3rum.consent() (default: no wait)", checkEnum("wait")},
 }
+
+// ScriptParams returns the parameters a script URL may carry, in order.
+func ScriptParams() []ScriptParam { return slices.Clone(scriptParamList) }
+
+// scriptParams checks each parameter by name.
+var scriptParams = func() map[string]func(string) error {
+	m := make(map[string]func(string) error, len(scriptParamList))
+	for _, p := range scriptParamList {
+		m[p.Name] = p.check
+	}
+	return m
+}()
 
 // checkURLOrigin accepts an http(s) origin as the script reads it. Its
 // bytes must be UTF-8: the configuration is written into the script as

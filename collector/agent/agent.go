@@ -31,8 +31,8 @@ const BeaconVersion = "1.0.0+agent"
 
 // Defaults of the Config fields.
 const (
-	DefaultParallel = 5
-	DefaultWarmup   = 2
+	DefaultParallel = beacon.DefaultParallel // the script's
+	DefaultWarmup   = beacon.DefaultWarmup
 	DefaultTimeout  = beacon.RequestTimeoutMS * time.Millisecond // the script's
 	DefaultSite     = "agent"
 )
