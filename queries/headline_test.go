@@ -271,6 +271,14 @@ func TestHeadlineOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The dashboard's path, the estimate and then the runs, alike.
+	est, err := Estimate(ctx, conn, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := est.AddRuns(ctx, conn); err != nil || est.Trend != nil || est.FirstContact != nil || len(est.Verdicts) != len(head.Verdicts) {
+		t.Errorf("headline by Estimate and AddRuns: %v, trend %v, first contact %v, %d verdicts (Run: %d)", err, est.Trend != nil, est.FirstContact != nil, len(est.Verdicts), len(head.Verdicts))
+	}
 	o.Headline = false
 	full, err := Run(ctx, conn, o)
 	if err != nil {
