@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/h3rum/h3rum/ingest/spool"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -19,7 +20,7 @@ import (
 type queued struct {
 	run *store.Run
 	nel *store.NELBatch
-	pos position
+	pos spool.Position
 }
 
 // batchLoop inserts runs in spool order until Shutdown, once Ready.
@@ -148,7 +149,7 @@ func (p *Pipeline) insertRetry(batch []queued) bool {
 		} else {
 			runs = append(runs, q.run)
 		}
-		suspect = suspect || q.pos.seg <= p.replayUpTo
+		suspect = suspect || q.pos.Segment <= p.replayUpTo
 	}
 	backoff := 100 * time.Millisecond
 	var failingSince time.Time

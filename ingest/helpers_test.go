@@ -3,11 +3,8 @@ package ingest
 import (
 	"context"
 	"encoding/hex"
-	"log/slog"
 	"math/rand/v2"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/h3rum/h3rum/beacon/beacontest"
+	"github.com/h3rum/h3rum/ingest/spool"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
@@ -90,22 +88,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func testLogger(w *strings.Builder) *slog.Logger {
-	var mu sync.Mutex
-	return slog.New(slog.NewTextHandler(lockedWriter{w, &mu}, nil))
-}
-
-type lockedWriter struct {
-	w  *strings.Builder
-	mu *sync.Mutex
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 func counterValue(t testing.TB, c prometheus.Metric) float64 {
 	t.Helper()
 	var m dto.Metric
@@ -114,3 +96,9 @@ func counterValue(t testing.TB, c prometheus.Metric) float64 {
 	}
 	return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 }
+
+// listSegments returns the ids of the spool segments in dir, oldest first.
+func listSegments(dir string) ([]uint64, error) { return spool.ListSegments(dir) }
+
+// segmentName is the file name of spool segment id.
+func segmentName(id uint64) string { return spool.SegmentName(id) }

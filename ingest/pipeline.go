@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/h3rum/h3rum/ingest/spool"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -114,20 +113,17 @@ type Pipeline struct {
 	closed   bool
 	inflight sync.WaitGroup
 
-	// Spool state shared by the writer and the batcher.
-	mu         sync.Mutex
-	segs       []*segment // on disk, oldest first
-	spoolBytes int64      // bytes in segs
-	reserved   int64      // bytes of Accepts waiting for the writer
-	inserted   position   // every record up to here is in ClickHouse
-	disk       bool       // the queue overflowed: the batcher reads the spool from diskPos
-	diskPos    position
-	nextID     uint64
+	spool spool.Spool
+
+	// Shared by the writer and the batcher.
+	mu      sync.Mutex
+	written spool.Position // the end of the last record the writer has queued or left in the spool
+	disk    bool           // the queue overflowed: the batcher reads the spool after diskPos
+	diskPos spool.Position
 
 	// Writer-owned.
-	f      *os.File
-	active *segment
-	buf    []byte
+	recs [][]byte
+	ends []spool.Position
 
 	// Batcher-owned.
 	replayUpTo uint64 // segments up to this id were left by an earlier process
@@ -157,28 +153,12 @@ func (p *Pipeline) commitDelay() time.Duration {
 	return max(p.CommitDelay, 0)
 }
 
-func (p *Pipeline) spoolMax() int64 {
-	if p.SpoolMaxBytes > 0 {
-		return p.SpoolMaxBytes
-	}
-	return 1 << 30
-}
-
-func (p *Pipeline) segmentBytes() int64 {
-	if p.SegmentBytes > 0 {
-		return p.SegmentBytes
-	}
-	return min(max(p.spoolMax()/16, 64<<10), 4<<20)
-}
-
 func (p *Pipeline) insertTimeout() time.Duration {
 	if p.InsertTimeout > 0 {
 		return p.InsertTimeout
 	}
 	return 30 * time.Second
 }
-
-func (p *Pipeline) segPath(id uint64) string { return filepath.Join(p.Dir, segmentName(id)) }
 
 // Start recovers the spool — checking every segment left by an earlier
 // process, quarantining corrupt ones and queueing the rest for replay — and
@@ -206,11 +186,17 @@ func (p *Pipeline) Start(ctx context.Context) error {
 		return fmt.Errorf("registering ingest metrics: %w", err)
 	}
 	p.m = m
-	if err := os.MkdirAll(p.Dir, 0o750); err != nil {
-		return fmt.Errorf("creating spool directory: %w", err)
-	}
-	if err := p.recover(); err != nil {
+	p.spool.Dir, p.spool.MaxBytes, p.spool.SegmentBytes, p.spool.Logger = p.Dir, p.SpoolMaxBytes, p.SegmentBytes, p.log
+	p.spool.Metrics = spool.Metrics{Fsyncs: m.fsyncs, Corrupt: m.corrupt, Bytes: m.spoolBytes, Segments: m.spoolSegments}
+	left, err := p.spool.Open()
+	if err != nil {
 		return err
+	}
+	if left.Segments > 0 {
+		p.replayUpTo = left.Last.Segment
+		p.disk = true
+		p.written = left.Last
+		p.log.Info("replaying spool", "segments", left.Segments, "runs", left.Records, "bytes", left.Bytes)
 	}
 	p.reqs = make(chan *writeReq, 1024)
 	p.live = make(chan store.Run, 1024)
@@ -290,22 +276,14 @@ func (p *Pipeline) accept(ctx context.Context, req *writeReq) error {
 	p.acceptMu.RUnlock()
 	defer p.inflight.Done()
 
-	n := int64(len(req.frame) + frameHeaderLen)
-	p.mu.Lock()
-	if p.spoolBytes+p.reserved+n > p.spoolMax() {
-		p.mu.Unlock()
+	if !p.spool.Reserve(len(req.frame)) {
 		p.m.busy.Inc()
 		return ErrBusy
 	}
-	p.reserved += n
-	p.mu.Unlock()
-
 	select {
 	case p.reqs <- req:
 	case <-ctx.Done():
-		p.mu.Lock()
-		p.reserved -= n
-		p.mu.Unlock()
+		p.spool.Release(len(req.frame))
 		return ctx.Err()
 	}
 	// Wait for the group commit even if ctx ends: the write is under way,
@@ -343,14 +321,12 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		p.cancelAbort()
 		<-p.batcherDone
-		p.mu.Lock()
-		left := p.spoolBytes
-		p.mu.Unlock()
+		left, _ := p.spool.Stats()
 		err = fmt.Errorf("shutting down ingest: %d spool bytes not yet in ClickHouse, kept for the next start: %w", left, ctx.Err())
 	}
 	p.cancelAbort()
 	p.done.Wait()
-	p.markInserted(position{})
+	p.spool.Ack(spool.Position{})
 	return err
 }
 
@@ -364,9 +340,10 @@ type Stats struct {
 
 // Stats returns the current backlog.
 func (p *Pipeline) Stats() Stats {
+	bytes, segs := p.spool.Stats()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{QueuedRuns: len(p.queue), SpoolBytes: p.spoolBytes, SpoolSegments: len(p.segs), Replaying: p.disk}
+	return Stats{QueuedRuns: len(p.queue), SpoolBytes: bytes, SpoolSegments: segs, Replaying: p.disk}
 }
 
 func sampleCount(run *store.Run) int {

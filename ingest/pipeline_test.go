@@ -18,6 +18,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/beacon/beacontest"
+	"github.com/h3rum/h3rum/ingest/spool"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -87,7 +88,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRecordV1Replays reads a spool segment written by the release before
+// TestRecordV1Replays replays a spool segment written by the release before
 // the spool kept wire bytes (testdata, two runs): an upgrade must replay
 // what the earlier process acknowledged.
 func TestRecordV1Replays(t *testing.T) {
@@ -95,13 +96,22 @@ func TestRecordV1Replays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames, tail, err := scanFrames(data[len(segmentMagic):], int64(len(segmentMagic)))
-	if err != nil || tail != int64(len(data)) || len(frames) != 2 {
-		t.Fatalf("scanning the v1 segment: %d frames, tail %d of %d, %v", len(frames), tail, len(data), err)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, segmentName(1)), data, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	s := &spool.Spool{Dir: dir}
+	left, err := s.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, next := s.Read(spool.Position{}, left.Last)
+	if left.Records != 2 || len(recs) != 2 || next != (spool.Position{Segment: 1, Offset: int64(len(data))}) {
+		t.Fatalf("reading the v1 segment: %+v, %d records up to %+v", left, len(recs), next)
 	}
 	ids := []string{"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"}
-	for i, f := range frames {
-		run, err := decodeRecord(f.payload)
+	for i, f := range recs {
+		run, err := decodeRecord(f.Data)
 		if err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
@@ -272,79 +282,6 @@ func TestPipelineClickHouseDown(t *testing.T) {
 	if segs, _ := listSegments(dir); len(segs) != 0 {
 		t.Errorf("segments %v left after replay", segs)
 	}
-}
-
-// spoolWithRuns leaves n runs in a spool directory, in several segments,
-// as a process that could not reach ClickHouse would.
-func spoolWithRuns(t *testing.T, n int) string {
-	t.Helper()
-	dir := t.TempDir()
-	p := &Pipeline{Conn: deadConn(t), Dir: dir, QueueRuns: 1, SegmentBytes: 8 << 10}
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for range n {
-		if err := p.Accept(context.Background(), testRun(t, "spool")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	p.Shutdown(ctx)
-	return dir
-}
-
-func TestSpoolCorruptSegmentQuarantined(t *testing.T) {
-	dir := spoolWithRuns(t, 60)
-	segs, err := listSegments(dir)
-	if err != nil || len(segs) < 3 {
-		t.Fatalf("want at least 3 segments, have %v (%v)", segs, err)
-	}
-	// Flip a byte in the middle of the second segment; tear the last one.
-	bad := filepath.Join(dir, segmentName(segs[1]))
-	data, _ := os.ReadFile(bad)
-	data[len(data)/2] ^= 0xff
-	os.WriteFile(bad, data, 0o640)
-	badFrames := countFrames(t, data)
-	last := filepath.Join(dir, segmentName(segs[len(segs)-1]))
-	f, _ := os.OpenFile(last, os.O_APPEND|os.O_WRONLY, 0)
-	f.Write(appendFrame(nil, []byte("a record cut short by a crash"))[:20])
-	f.Close()
-
-	var logs strings.Builder
-	conn := testDB(t)
-	p := startPipeline(t, &Pipeline{Conn: conn, Dir: dir, FlushInterval: 20 * time.Millisecond, Logger: testLogger(&logs)})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := p.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(strings.TrimSuffix(bad, segmentExt) + corruptExt); err != nil {
-		t.Errorf("corrupt segment not quarantined: %v", err)
-	}
-	if !strings.Contains(logs.String(), "quarantined") || !strings.Contains(logs.String(), filepath.Base(bad)) {
-		t.Errorf("no clear log line naming the quarantined segment:\n%s", logs.String())
-	}
-	if !strings.Contains(logs.String(), "partly written record") {
-		t.Errorf("torn tail not reported:\n%s", logs.String())
-	}
-	want := uint64((60 - badFrames) * 12)
-	if n := countRows(t, conn, "SELECT count() FROM samples FINAL"); n != want {
-		t.Errorf("%d rows replayed, want %d (all but the quarantined segment's)", n, want)
-	}
-	if segs, _ := listSegments(dir); len(segs) != 0 {
-		t.Errorf("segments %v left after replay", segs)
-	}
-}
-
-// countFrames counts the frames of a segment without checking checksums.
-func countFrames(t *testing.T, data []byte) int {
-	t.Helper()
-	n := 0
-	for off := len(segmentMagic); off+frameHeaderLen <= len(data); n++ {
-		off += frameHeaderLen + int(uint32(data[off])|uint32(data[off+1])<<8|uint32(data[off+2])<<16|uint32(data[off+3])<<24)
-	}
-	return n
 }
 
 func TestBusyWhenSpoolFull(t *testing.T) {

@@ -1,4 +1,4 @@
-package ingest
+package spool
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // The spool is a directory of numbered segment files, each an 8-byte magic
 // followed by frames: a little-endian uint32 payload length, the CRC32C of
 // the payload, and the payload (one record). Segments are only appended to,
-// and deleted once every record in them is in ClickHouse.
+// and deleted once every record in them is acknowledged.
 const (
 	segmentMagic   = "H3SPOOL1"
 	segmentExt     = ".seg"
@@ -31,7 +31,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errCorrupt marks a segment that fails validation.
 var errCorrupt = errors.New("corrupt spool segment")
 
-func segmentName(id uint64) string { return fmt.Sprintf("%016d%s", id, segmentExt) }
+// SegmentName is the file name of segment id in a spool directory.
+func SegmentName(id uint64) string { return fmt.Sprintf("%016d%s", id, segmentExt) }
 
 // appendFrame appends the frame for payload to b.
 func appendFrame(b, payload []byte) []byte {
@@ -76,8 +77,8 @@ func scanFrames(data []byte, base int64) (frames []frame, tail int64, err error)
 	return frames, base + int64(off), nil
 }
 
-// listSegments returns the ids of the segment files in dir, oldest first.
-func listSegments(dir string) ([]uint64, error) {
+// ListSegments returns the ids of the segment files in dir, oldest first.
+func ListSegments(dir string) ([]uint64, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("listing spool %q: %w", dir, err)
