@@ -22,7 +22,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon/chromium"
 	"github.com/h3rum/h3rum/collector/lab"
-	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/local"
 )
 
 // The lab's host names, resolved for the browsers and the agents to the
@@ -164,7 +164,7 @@ func (r *run) waitCollector(ctx context.Context) (string, error) {
 // openStore connects to the collector's ClickHouse, which listens on the
 // collector namespace's loopback.
 func (r *run) openStore(ctx context.Context) (driver.Conn, error) {
-	dsn, err := store.ReadLocalDSN(filepath.Join(r.dir, "clickhouse"))
+	dsn, err := local.ReadDSN(filepath.Join(r.dir, "clickhouse"))
 	if err != nil {
 		return nil, err
 	}

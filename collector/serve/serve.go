@@ -29,6 +29,7 @@ import (
 	"github.com/h3rum/h3rum/ingest"
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/local"
 	"github.com/h3rum/h3rum/queries"
 )
 
@@ -98,7 +99,7 @@ type Config struct {
 // Started is a collector that listens, as Config.Ready sees it.
 type Started struct {
 	Origin *origin.Server
-	Local  *store.Local // the managed ClickHouse, if this collector runs one
+	Local  *local.Server // the managed ClickHouse, if this collector runs one
 }
 
 // MinTokenBytes is the shortest bearer token serve accepts: a token is the

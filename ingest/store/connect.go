@@ -12,17 +12,14 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/access"
+	"github.com/h3rum/h3rum/ingest/store/local"
 )
-
-// LocalDSN is the Options.ClickHouse value that names the managed local
-// server under Options.DataDir.
-const LocalDSN = "local"
 
 // Options choose the ClickHouse server a command uses (serve's, migrate's
 // and report's --clickhouse, --data-dir and --cluster).
 type Options struct {
 	// ClickHouse is a DSN (clickhouse://user:pass@host:9000/db), or
-	// LocalDSN: the server serve manages under DataDir.
+	// local.DSN: the server serve manages under DataDir.
 	ClickHouse string
 	// DataDir holds the managed server's files (DataDir/clickhouse).
 	DataDir string
@@ -30,7 +27,7 @@ type Options struct {
 	// ClickHouse belongs to: inserts get cluster mode's settings and
 	// Migrate applies the cluster's migrations.
 	Cluster string
-	// Start, with LocalDSN, starts the managed server and supervises it
+	// Start, with local.DSN, starts the managed server and supervises it
 	// (serve); without it, Connect reaches the one a running serve
 	// recorded. With a DSN it makes Connect return without waiting for
 	// the server (see Dial).
@@ -52,7 +49,7 @@ func (o *Options) dsn() (string, error) {
 // it, the managed server.
 type DB struct {
 	Conn  driver.Conn
-	Local *Local // the managed server, if Connect started one
+	Local *local.Server // the managed server, if Connect started one
 
 	opts Options
 }
@@ -64,7 +61,7 @@ func Connect(ctx context.Context, o Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dsn == LocalDSN {
+	if dsn == local.DSN {
 		// Its files name the server and hold its password: they must be
 		// this user's alone (a missing dir is reported below, by name).
 		if err := access.CheckPrivate(o.DataDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -72,8 +69,8 @@ func Connect(ctx context.Context, o Options) (*DB, error) {
 		}
 	}
 	db := &DB{opts: o}
-	if dsn == LocalDSN && o.Start {
-		db.Local = &Local{Dir: filepath.Join(o.DataDir, "clickhouse"), Logger: o.Logger}
+	if dsn == local.DSN && o.Start {
+		db.Local = &local.Server{Dir: filepath.Join(o.DataDir, "clickhouse"), Logger: o.Logger}
 		if err := db.Local.Start(ctx); err != nil {
 			return nil, err
 		}
@@ -83,8 +80,8 @@ func Connect(ctx context.Context, o Options) (*DB, error) {
 	case db.Local != nil:
 		// Every connection of the pool checks that the socket it reaches
 		// is the managed server's before it sends the password.
-		db.Conn, err = db.Local.Open(ctx)
-	case dsn == LocalDSN:
+		db.Conn, err = OpenManaged(ctx, db.Local)
+	case dsn == local.DSN:
 		db.Conn, err = OpenLocal(ctx, filepath.Join(o.DataDir, "clickhouse"))
 	case o.Start:
 		// serve with a DSN starts whether or not the server answers yet:

@@ -183,3 +183,56 @@ func TestMigrateRunsFailures(t *testing.T) {
 		t.Errorf("%d mutations of runs still running", n)
 	}
 }
+
+func TestMigrateAppliesOnceThenNoop(t *testing.T) {
+	ctx := context.Background()
+	conn, err := store.Open(ctx, storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	all, err := store.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := store.Migrate(ctx, conn)
+	if err != nil {
+		t.Fatalf("first migrate: %v", err)
+	}
+	if len(applied) != len(all) || len(all) == 0 {
+		t.Fatalf("first migrate applied %v, want all %d migrations", applied, len(all))
+	}
+	again, err := store.Migrate(ctx, conn)
+	if err != nil {
+		t.Fatalf("second migrate: %v", err)
+	}
+	if len(again) != 0 {
+		t.Fatalf("second migrate applied %v, want none", again)
+	}
+	var tables []string
+	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	for _, want := range []string{"samples", "samples_rollup", "samples_rollup_mv", "schema_migrations"} {
+		if !slices.Contains(tables, want) {
+			t.Errorf("table %s missing after migrate; have %v", want, tables)
+		}
+	}
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM schema_migrations").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if int(n) != len(all) {
+		t.Errorf("schema_migrations has %d rows, want %d", n, len(all))
+	}
+}

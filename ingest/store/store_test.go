@@ -148,3 +148,26 @@ func BenchmarkStored(b *testing.B) {
 		}
 	}
 }
+
+func TestOpenRejectsBadDSN(t *testing.T) {
+	for _, dsn := range []string{"http://127.0.0.1:8123/db", "::not a dsn"} {
+		if c, err := store.Open(context.Background(), dsn); err == nil {
+			c.Close()
+			t.Errorf("store.Open(%q) succeeded", dsn)
+		}
+	}
+}
+
+func TestOpenCreatesMissingDatabase(t *testing.T) {
+	l := storetest.Private(t)
+	dsn := l.DSNFor("fresh_db")
+	conn, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("Open with a missing database: %v", err)
+	}
+	defer conn.Close()
+	var db string
+	if err := conn.QueryRow(context.Background(), "SELECT currentDatabase()").Scan(&db); err != nil || db != "fresh_db" {
+		t.Fatalf("currentDatabase() = %q, %v; want fresh_db", db, err)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/chromium"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/chdb"
+	"github.com/h3rum/h3rum/ingest/store/local"
 	"github.com/h3rum/h3rum/queries"
 	"github.com/h3rum/h3rum/queries/synth"
 )
@@ -101,7 +102,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			defer os.RemoveAll(d)
 			*dir = d
 		}
-		local := &store.Local{Dir: filepath.Join(*dir, "clickhouse")}
+		local := &local.Server{Dir: filepath.Join(*dir, "clickhouse")}
 		if err := local.Start(ctx); err != nil {
 			return err
 		}

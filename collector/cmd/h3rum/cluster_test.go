@@ -19,6 +19,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/local"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 	"github.com/h3rum/h3rum/queries"
 )
@@ -130,7 +131,7 @@ func TestClusterFleet(t *testing.T) {
 	if err := single.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(c.Servers[0].Dir, store.PasswordFile))
+	b, err := os.ReadFile(filepath.Join(c.Servers[0].Dir, local.PasswordFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/collector/serve"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/local"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
@@ -37,7 +38,7 @@ import (
 type testServe struct {
 	cfg     *serveFlags
 	srv     *origin.Server
-	local   *store.Local // the managed ClickHouse, if any
+	local   *local.Server // the managed ClickHouse, if any
 	dataDir string
 	h3, h2  string // https://localhost:port
 }

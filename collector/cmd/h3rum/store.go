@@ -8,6 +8,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/local"
 )
 
 // storeFlags choose the ClickHouse server: a DSN, or "local" — the server
@@ -19,7 +20,7 @@ type storeFlags struct {
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.clickhouse, "clickhouse", store.LocalDSN, `ClickHouse DSN (clickhouse://user:pass@host:9000/db), or "local": the server h3rum serve runs under --data-dir`)
+	fs.StringVar(&s.clickhouse, "clickhouse", local.DSN, `ClickHouse DSN (clickhouse://user:pass@host:9000/db), or "local": the server h3rum serve runs under --data-dir`)
 	fs.StringVar(&s.dataDir, "data-dir", "./var", "directory for h3rum's state: certificates, spool, local ClickHouse")
 	fs.StringVar(&s.cluster, "cluster", "", "cluster mode: the ClickHouse cluster (a remote_servers name) that --clickhouse's server belongs to; tables are replicated per shard behind Distributed tables (see deploy/README.md)")
 }
@@ -29,7 +30,7 @@ func (s *storeFlags) check() error {
 	if s.cluster == "" {
 		return nil
 	}
-	if s.clickhouse == store.LocalDSN {
+	if s.clickhouse == local.DSN {
 		return usagef("--cluster %s: needs --clickhouse with a DSN of one of the cluster's servers, not the managed local server", s.cluster)
 	}
 	if err := store.CheckClusterName(s.cluster); err != nil {

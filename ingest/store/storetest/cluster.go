@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/local"
 )
 
 // ClusterName is the remote_servers entry of StartCluster's servers.
@@ -27,7 +28,7 @@ const ClusterName = "h3rum_test"
 // directory.
 type Cluster struct {
 	// Servers in shard-major order: shard 1 replicas 1 and 2, then shard 2.
-	Servers []*store.Local
+	Servers []*local.Server
 
 	zk     *exec.Cmd
 	zkDone chan struct{}
@@ -82,7 +83,7 @@ func StartCluster(t testing.TB) *Cluster {
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(d, store.PasswordFile), []byte(password+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(d, local.PasswordFile), []byte(password+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		extra := fmt.Sprintf(`<interserver_http_host>127.0.0.1</interserver_http_host>
@@ -96,7 +97,7 @@ func StartCluster(t testing.TB) *Cluster {
 		// of a replicated table once took over the default 180 s on one
 		// replica, and a timed-out migration goes on in the background but
 		// fails the one that ran it.
-		l := &store.Local{Dir: d, Port: tcp[i], ExtraConfig: extra,
+		l := &local.Server{Dir: d, Port: tcp[i], ExtraConfig: extra,
 			ExtraProfile: "<distributed_ddl_task_timeout>900</distributed_ddl_task_timeout>"}
 		if err := l.Start(ctx); err != nil {
 			t.Fatalf("starting cluster server %d: %v", i+1, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/chdb"
+	"github.com/h3rum/h3rum/ingest/store/local"
 )
 
 // Engine is a ClickHouse a test binary can run its databases on.
@@ -30,7 +31,7 @@ type Engine string
 
 const (
 	// Managed is clickhouse-server from PATH (Debian's 18.16 here), run by
-	// store.Local as serve runs it.
+	// local.Server as serve runs it.
 	Managed Engine = "managed"
 	// Chdb is ClickHouse 26.x, the chdb library that ChdbEnv names, as a
 	// listener in a child process (chdb.go): a test server only.
@@ -58,7 +59,7 @@ func Shared() Engine {
 var servers struct {
 	managed struct {
 		once sync.Once
-		l    *store.Local
+		l    *local.Server
 		err  error
 	}
 	chdb struct {
@@ -99,13 +100,13 @@ func Main(m *testing.M) int {
 
 // Server returns the shared managed server, starting it on first use
 // (~1 s). When the shared engine is Chdb, t is skipped.
-func Server(t testing.TB) *store.Local {
+func Server(t testing.TB) *local.Server {
 	t.Helper()
 	skipManaged(t, "its process")
 	return managed(t)
 }
 
-func managed(t testing.TB) *store.Local {
+func managed(t testing.TB) *local.Server {
 	t.Helper()
 	m := &servers.managed
 	m.once.Do(func() {
@@ -114,7 +115,7 @@ func managed(t testing.TB) *store.Local {
 			m.err = err
 			return
 		}
-		m.l = &store.Local{Dir: filepath.Join(dir, "clickhouse"), ExtraProfile: profileXML(FlippedDefaults(Managed))}
+		m.l = &local.Server{Dir: filepath.Join(dir, "clickhouse"), ExtraProfile: profileXML(FlippedDefaults(Managed))}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		m.err = m.l.Start(ctx)
@@ -227,17 +228,17 @@ func Open(t testing.TB, dsn string) driver.Conn {
 // Private starts a managed ClickHouse server of the test's own, for tests
 // that stop or kill it or use its password; it is stopped when the test
 // ends. With ChdbEnv set, t is skipped: such tests run on clickhouse-server.
-func Private(t testing.TB) *store.Local {
+func Private(t testing.TB) *local.Server {
 	t.Helper()
 	return PrivateProfile(t, "")
 }
 
 // PrivateProfile is Private with profile placed in the server's default
-// settings profile (store.Local.ExtraProfile), e.g. a setting's default.
-func PrivateProfile(t testing.TB, profile string) *store.Local {
+// settings profile (local.Server.ExtraProfile), e.g. a setting's default.
+func PrivateProfile(t testing.TB, profile string) *local.Server {
 	t.Helper()
 	skipManaged(t, "a server of the test's own to stop, kill or log in to with a password")
-	l := &store.Local{Dir: filepath.Join(t.TempDir(), "clickhouse"), ExtraProfile: profile}
+	l := &local.Server{Dir: filepath.Join(t.TempDir(), "clickhouse"), ExtraProfile: profile}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := l.Start(ctx); err != nil {

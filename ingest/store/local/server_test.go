@@ -1,4 +1,4 @@
-package store_test
+package local_test
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,61 +20,9 @@ import (
 
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/local"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
-
-func TestMigrateAppliesOnceThenNoop(t *testing.T) {
-	ctx := context.Background()
-	conn, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-
-	all, err := store.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	applied, err := store.Migrate(ctx, conn)
-	if err != nil {
-		t.Fatalf("first migrate: %v", err)
-	}
-	if len(applied) != len(all) || len(all) == 0 {
-		t.Fatalf("first migrate applied %v, want all %d migrations", applied, len(all))
-	}
-	again, err := store.Migrate(ctx, conn)
-	if err != nil {
-		t.Fatalf("second migrate: %v", err)
-	}
-	if len(again) != 0 {
-		t.Fatalf("second migrate applied %v, want none", again)
-	}
-	var tables []string
-	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
-	for _, want := range []string{"samples", "samples_rollup", "samples_rollup_mv", "schema_migrations"} {
-		if !slices.Contains(tables, want) {
-			t.Errorf("table %s missing after migrate; have %v", want, tables)
-		}
-	}
-	var n uint64
-	if err := conn.QueryRow(ctx, "SELECT count() FROM schema_migrations").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if int(n) != len(all) {
-		t.Errorf("schema_migrations has %d rows, want %d", n, len(all))
-	}
-}
 
 func TestLocalRestartKeepsPortAndData(t *testing.T) {
 	l := storetest.Private(t)
@@ -92,14 +39,14 @@ func TestLocalRestartKeepsPortAndData(t *testing.T) {
 	}
 	conn.Close()
 	dsn := l.DSN()
-	recorded, err := store.ReadLocalDSN(l.Dir)
+	recorded, err := local.ReadDSN(l.Dir)
 	if err != nil || recorded != dsn {
-		t.Fatalf("ReadLocalDSN = %q, %v; want %q", recorded, err, dsn)
+		t.Fatalf("ReadDSN = %q, %v; want %q", recorded, err, dsn)
 	}
 	if err := l.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(l.Dir, store.AddressFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(l.Dir, local.AddressFile)); !os.IsNotExist(err) {
 		t.Errorf("address file still present after Stop: %v", err)
 	}
 	if err := l.Start(ctx); err != nil {
@@ -120,33 +67,10 @@ func TestLocalRestartKeepsPortAndData(t *testing.T) {
 }
 
 func TestLocalMissingBinary(t *testing.T) {
-	l := &store.Local{Dir: t.TempDir(), Binary: filepath.Join(t.TempDir(), "no-such-clickhouse")}
+	l := &local.Server{Dir: t.TempDir(), Binary: filepath.Join(t.TempDir(), "no-such-clickhouse")}
 	if err := l.Start(context.Background()); err == nil {
 		l.Stop(context.Background())
 		t.Fatal("Start with a missing binary succeeded")
-	}
-}
-
-func TestOpenRejectsBadDSN(t *testing.T) {
-	for _, dsn := range []string{"http://127.0.0.1:8123/db", "::not a dsn"} {
-		if c, err := store.Open(context.Background(), dsn); err == nil {
-			c.Close()
-			t.Errorf("store.Open(%q) succeeded", dsn)
-		}
-	}
-}
-
-func TestOpenCreatesMissingDatabase(t *testing.T) {
-	l := storetest.Private(t)
-	dsn := l.DSNFor("fresh_db")
-	conn, err := store.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatalf("Open with a missing database: %v", err)
-	}
-	defer conn.Close()
-	var db string
-	if err := conn.QueryRow(context.Background(), "SELECT currentDatabase()").Scan(&db); err != nil || db != "fresh_db" {
-		t.Fatalf("currentDatabase() = %q, %v; want fresh_db", db, err)
 	}
 }
 
@@ -158,7 +82,7 @@ func TestOpenCreatesMissingDatabase(t *testing.T) {
 func TestLocalPassword(t *testing.T) {
 	l := storetest.Private(t)
 	ctx := context.Background()
-	for _, name := range []string{store.PasswordFile, store.AddressFile, "config.xml"} {
+	for _, name := range []string{local.PasswordFile, local.AddressFile, "config.xml"} {
 		fi, err := os.Stat(filepath.Join(l.Dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -167,7 +91,7 @@ func TestLocalPassword(t *testing.T) {
 			t.Errorf("%s has mode %v, want 0600", name, fi.Mode().Perm())
 		}
 	}
-	pw, err := os.ReadFile(filepath.Join(l.Dir, store.PasswordFile))
+	pw, err := os.ReadFile(filepath.Join(l.Dir, local.PasswordFile))
 	if err != nil || len(strings.TrimSpace(string(pw))) < 32 {
 		t.Fatalf("password file %q (%v): want at least 32 characters", pw, err)
 	}
@@ -198,12 +122,12 @@ func TestLocalPassword(t *testing.T) {
 	if err := l.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(l.Dir, store.PasswordFile))
+	os.Remove(filepath.Join(l.Dir, local.PasswordFile))
 	os.Chmod(filepath.Join(l.Dir, "config.xml"), 0o644)
 	if err := l.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pw2, _ := os.ReadFile(filepath.Join(l.Dir, store.PasswordFile))
+	pw2, _ := os.ReadFile(filepath.Join(l.Dir, local.PasswordFile))
 	if len(pw2) == 0 || string(pw2) == string(pw) {
 		t.Errorf("no fresh password for a data dir without one: %q", pw2)
 	}
@@ -225,12 +149,12 @@ func TestLocalPassword(t *testing.T) {
 	if err := l.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(filepath.Join(l.Dir, store.PasswordFile), 0o644)
+	os.Chmod(filepath.Join(l.Dir, local.PasswordFile), 0o644)
 	if err := l.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pw3, _ := os.ReadFile(filepath.Join(l.Dir, store.PasswordFile))
-	if fi, _ := os.Stat(filepath.Join(l.Dir, store.PasswordFile)); len(pw3) == 0 || string(pw3) == string(pw2) || fi.Mode().Perm() != 0o600 {
+	pw3, _ := os.ReadFile(filepath.Join(l.Dir, local.PasswordFile))
+	if fi, _ := os.Stat(filepath.Join(l.Dir, local.PasswordFile)); len(pw3) == 0 || string(pw3) == string(pw2) || fi.Mode().Perm() != 0o600 {
 		t.Errorf("a password file readable by others was kept (mode %v)", fi.Mode().Perm())
 	}
 }
@@ -347,7 +271,7 @@ func TestImpostorListener(t *testing.T) {
 // uid 65534 when the test runs as root.
 func TestHostileLocalUserTakesPort(t *testing.T) {
 	var logs syncBuffer
-	l := &store.Local{Dir: filepath.Join(t.TempDir(), "clickhouse"), Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	l := &local.Server{Dir: filepath.Join(t.TempDir(), "clickhouse"), Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	ctx := context.Background()
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -361,7 +285,7 @@ func TestHostileLocalUserTakesPort(t *testing.T) {
 			t.Errorf("stopping: %v", err)
 		}
 	})
-	conn, err := l.Open(ctx)
+	conn, err := store.OpenManaged(ctx, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +293,7 @@ func TestHostileLocalUserTakesPort(t *testing.T) {
 	if err := conn.Exec(ctx, "CREATE TABLE kept (x UInt8) ENGINE = TinyLog"); err != nil {
 		t.Fatal(err)
 	}
-	pw, err := os.ReadFile(filepath.Join(l.Dir, store.PasswordFile))
+	pw, err := os.ReadFile(filepath.Join(l.Dir, local.PasswordFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +318,7 @@ func TestHostileLocalUserTakesPort(t *testing.T) {
 		if err == nil {
 			t.Fatal("a query succeeded while the impostor held the port")
 		}
-		if strings.Contains(err.Error(), store.ErrForeignListener.Error()) {
+		if strings.Contains(err.Error(), local.ErrForeignListener.Error()) {
 			refused = err
 		}
 	}
@@ -554,11 +478,11 @@ func TestLocalRefusesFilesNotPrivate(t *testing.T) {
 		want  string
 	}{
 		{"password of another user", func(t *testing.T, dir string) {
-			writeAs(t, filepath.Join(dir, store.PasswordFile), "planted\n", 0o600, nobody)
-		}, store.PasswordFile, "owned by uid 65534"},
+			writeAs(t, filepath.Join(dir, local.PasswordFile), "planted\n", 0o600, nobody)
+		}, local.PasswordFile, "owned by uid 65534"},
 		{"password its group may write", func(t *testing.T, dir string) {
-			writeAs(t, filepath.Join(dir, store.PasswordFile), "loose\n", 0o620, -1)
-		}, store.PasswordFile, "its group may write it (mode 0620)"},
+			writeAs(t, filepath.Join(dir, local.PasswordFile), "loose\n", 0o620, -1)
+		}, local.PasswordFile, "its group may write it (mode 0620)"},
 		{"status file of another user", func(t *testing.T, dir string) {
 			os.MkdirAll(filepath.Join(dir, "data"), 0o750)
 			writeAs(t, filepath.Join(dir, "data", "status"), fmt.Sprintf("PID: %d\n", os.Getpid()), 0o644, nobody)
@@ -584,7 +508,7 @@ func TestLocalRefusesFilesNotPrivate(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.plant(t, dir)
-			l := &store.Local{Dir: dir}
+			l := &local.Server{Dir: dir}
 			err := l.Start(context.Background())
 			if err == nil {
 				l.Stop(context.Background())
@@ -603,10 +527,10 @@ func TestLocalRefusesFilesNotPrivate(t *testing.T) {
 	// one, or one in a directory another user owns, is not used.
 	dir := filepath.Join(t.TempDir(), "clickhouse")
 	os.MkdirAll(dir, 0o750)
-	address := filepath.Join(dir, store.AddressFile)
+	address := filepath.Join(dir, local.AddressFile)
 	writeAs(t, address, "clickhouse://default:x@127.0.0.1:9/h3rum\n", 0o600, nobody)
 	for _, open := range []func() error{
-		func() error { _, err := store.ReadLocalDSN(dir); return err },
+		func() error { _, err := local.ReadDSN(dir); return err },
 		func() error {
 			c, err := store.OpenLocal(context.Background(), dir)
 			if err == nil {
@@ -621,7 +545,7 @@ func TestLocalRefusesFilesNotPrivate(t *testing.T) {
 	}
 	os.Chown(address, 0, 0)
 	os.Chown(dir, nobody, nobody)
-	if _, err := store.ReadLocalDSN(dir); !errors.Is(err, access.ErrNotPrivate) || !strings.Contains(err.Error(), dir) {
+	if _, err := local.ReadDSN(dir); !errors.Is(err, access.ErrNotPrivate) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("an address in another user's directory: %v; want a refusal naming the directory", err)
 	}
 }
@@ -652,8 +576,8 @@ func TestOpenLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var db string
-	if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil || db != store.LocalDatabase {
-		t.Errorf("currentDatabase() = %q, %v; want %s", db, err, store.LocalDatabase)
+	if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&db); err != nil || db != local.Database {
+		t.Errorf("currentDatabase() = %q, %v; want %s", db, err, local.Database)
 	}
 	conn.Close()
 
@@ -675,7 +599,7 @@ func TestOpenLocal(t *testing.T) {
 	if err == nil {
 		conn.Close()
 	}
-	if err == nil || !strings.Contains(err.Error(), store.ErrForeignListener.Error()) {
+	if err == nil || !strings.Contains(err.Error(), local.ErrForeignListener.Error()) {
 		t.Errorf("with a status file naming process %d: %v; want a refusal", other.Process.Pid, err)
 	}
 	os.WriteFile(status, orig, 0o640)
