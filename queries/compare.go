@@ -218,34 +218,15 @@ func (g *GroupChange) text(p float64) string {
 }
 
 // compare serves GET /api/compare: the report's parameters (its window is
-// after) plus baseline_since and baseline_until (before; default: the
+// after) plus baseline-since and baseline-until (before, also spelled
+// baseline_since and baseline_until; default: the
 // window of the same length that ends where the report's begins).
 func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 	h.init()
 	if !h.authorize(w, r) {
 		return
 	}
-	q := r.URL.Query()
-	base := map[string]string{}
-	for _, k := range []string{"baseline_since", "baseline_until"} {
-		if vs, ok := q[k]; ok {
-			if len(vs) != 1 {
-				fail(w, http.StatusBadRequest, fmt.Sprintf("bad request: parameter %s given %d times", k, len(vs)))
-				return
-			}
-			base[k] = vs[0]
-			delete(q, k)
-		}
-	}
-	now := time.Now()
-	o, err := OptionsFromValues(q, now)
-	if err == nil {
-		err = o.Validate()
-	}
-	var baseSince, baseUntil time.Time
-	if err == nil {
-		baseSince, baseUntil, err = BaselineWindow(o, base["baseline_since"], base["baseline_until"], now)
-	}
+	req, err := RequestFromValues(r.URL.Query(), time.Now())
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad request: "+strings.TrimPrefix(err.Error(), ErrInvalidOptions.Error()+": "))
 		return
@@ -256,7 +237,7 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 	defer h.release()
 	ctx, cancel := context.WithTimeout(r.Context(), 2*h.timeout())
 	defer cancel()
-	c, err := Compare(ctx, h.Conn, o, baseSince, baseUntil)
+	c, err := Compare(ctx, h.Conn, req.Options, req.BaselineSince, req.BaselineUntil)
 	if err != nil {
 		h.reportFailed(w, err)
 		return
