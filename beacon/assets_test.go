@@ -21,7 +21,7 @@ import (
 // TestDistFresh rebuilds the script in memory and fails when dist/ is not
 // what go generate ./beacon would write now.
 func TestDistFresh(t *testing.T) {
-	out, err := jsbuild.Build("src/h3rum.js")
+	out, err := jsbuild.Build("src/h3rum.js", ScriptDefine())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,34 +32,37 @@ var errQueryTooLong = fmt.Errorf("query longer than %d bytes", maxConfigQuery)
 type ScriptParam struct {
 	Name, Usage string
 	check       func(string) error // as the script reads it
+	// An integer parameter's range and default, which the script's build
+	// receives (ScriptDefine); hi is 0 for the others.
+	lo, hi, def int
 }
 
 // scriptParamList are the embedding's parameters, in the order `h3rum
 // embed -h` lists them, each checked as the script reads it, so that a URL
 // that would silently fall back to a default is refused instead.
 var scriptParamList = []ScriptParam{
-	{"h3", "origin serving /probe over TCP with Alt-Svc: h3 and over QUIC (required)", checkURLOrigin},
-	{"h2", "TCP-only origin serving /probe (required)", checkURLOrigin},
-	{"site", fmt.Sprintf("site id, [A-Za-z0-9._-]{1,%d} (default: the page's host name)", maxSiteLen), func(v string) error {
+	{Name: "h3", Usage: "origin serving /probe over TCP with Alt-Svc: h3 and over QUIC (required)", check: checkURLOrigin},
+	{Name: "h2", Usage: "TCP-only origin serving /probe (required)", check: checkURLOrigin},
+	{Name: "site", Usage: fmt.Sprintf("site id, [A-Za-z0-9._-]{1,%d} (default: the page's host name)", maxSiteLen), check: func(v string) error {
 		if v == "" || len(v) > maxSiteLen || strings.IndexFunc(v, func(c rune) bool { return !isSiteChar(c) }) >= 0 {
 			return fmt.Errorf("want 1 to %d of A-Z a-z 0-9 . _ -", maxSiteLen)
 		}
 		return nil
 	}},
-	{"sample", "fraction of page loads that run the test, 0 to 1 (default 1)", func(v string) error {
+	{Name: "sample", Usage: "fraction of page loads that run the test, 0 to 1 (default 1)", check: func(v string) error {
 		// Decimal only: Go parses 0x1p-2 and Inf, the script's +v does not.
 		if x, err := strconv.ParseFloat(v, 64); err != nil || strings.Trim(v, "0123456789.eE+-") != "" || x < 0 || x > 1 {
 			return errors.New("want a fraction from 0 to 1")
 		}
 		return nil
 	}},
-	{"endpoint", "origin receiving reports at /beacon (default: the script's origin)", checkURLOrigin},
-	{"parallel", fmt.Sprintf("requests per parallel batch, 1 to %d (default %d)", MaxParallel, DefaultParallel), checkInt(1, MaxParallel)},
-	{"warmup", fmt.Sprintf("sequential warm-up requests to the H3 origin, 0 to %d (default %d)", MaxWarmup, DefaultWarmup), checkInt(0, MaxWarmup)},
-	{"bytes", fmt.Sprintf("probe body size, 0 to %d (default 0)", MaxBytes), checkInt(0, MaxBytes)},
-	{"trigger", "load, or manual: the page calls h3rum.run() (default load)", checkEnum("load", "manual")},
-	{"order", "random, or h2first (default random)", checkEnum("random", "h2first")},
-	{"consent", "wait: nothing runs, no request is made, until the page calls h3rum.consent() (default: no wait)", checkEnum("wait")},
+	{Name: "endpoint", Usage: "origin receiving reports at /beacon (default: the script's origin)", check: checkURLOrigin},
+	intParam("parallel", "requests per parallel batch", 1, MaxParallel, DefaultParallel),
+	intParam("warmup", "sequential warm-up requests to the H3 origin", 0, MaxWarmup, DefaultWarmup),
+	intParam("bytes", "probe body size", 0, MaxBytes, 0),
+	{Name: "trigger", Usage: "load, or manual: the page calls h3rum.run() (default load)", check: checkEnum("load", "manual")},
+	{Name: "order", Usage: "random, or h2first (default random)", check: checkEnum("random", "h2first")},
+	{Name: "consent", Usage: "wait: nothing runs, no request is made, until the page calls h3rum.consent() (default: no wait)", check: checkEnum("wait")},
 }
 
 // ScriptParams returns the parameters a script URL may carry, in order.
@@ -84,6 +87,16 @@ func checkURLOrigin(v string) error {
 		return errors.New("want an origin, e.g. https://h3.rumtest.example.com")
 	}
 	return nil
+}
+
+// intParam is an integer parameter from lo to hi, def when not given.
+func intParam(name, what string, lo, hi, def int) ScriptParam {
+	return ScriptParam{
+		Name:  name,
+		Usage: fmt.Sprintf("%s, %d to %d (default %d)", what, lo, hi, def),
+		check: checkInt(lo, hi),
+		lo:    lo, hi: hi, def: def,
+	}
 }
 
 func checkInt(lo, hi int) func(string) error {

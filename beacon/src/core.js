@@ -1,14 +1,15 @@
 // Pure parts of the h3rum beacon: configuration, protocol normalisation,
 // sample and report building. No DOM access here, so Node can test it.
-// The wire format is specified in ../PROTOCOL.md.
+// The wire format is specified in ../PROTOCOL.md; its limits, defaults and
+// names are package beacon's constants, written in by the build as the
+// __H3RUM_*__ identifiers (beacon.ScriptDefine).
 
 export const VERSION = '1.3.0';
 
 // r rounds to 1 µs: it removes float noise, keeps Server-Timing's 3 decimals.
 const r = (x) => +x.toFixed(3);
 
-// num reads an attribute as an integer in [lo, hi], else the default.
-// The limits are the Go decoder's (beacon/report.go).
+// num reads an attribute as an integer in [0, hi], else the default.
 const num = (v, d, hi) => ((v = v ? Math.floor(v) : d) >= 0 && v <= hi ? v : d);
 
 // origin reads "scheme://host[:port]" off an http(s) URL, as written:
@@ -62,9 +63,10 @@ export function config(ds, src, host) {
       h3,
       h2,
       site: ds.site || host,
-      n: num(ds.parallel, 5, 20) || 5,
-      w: num(ds.warmup, 2, 10),
-      b: num(ds.bytes, 0, 1 << 24),
+      // parallel starts at 1: 0 is the default too
+      n: num(ds.parallel, __H3RUM_PARALLEL_DEFAULT__, __H3RUM_PARALLEL_MAX__) || __H3RUM_PARALLEL_DEFAULT__,
+      w: num(ds.warmup, __H3RUM_WARMUP_DEFAULT__, __H3RUM_WARMUP_MAX__),
+      b: num(ds.bytes, __H3RUM_BYTES_DEFAULT__, 1 << __H3RUM_BYTES_MAX_BITS__),
       trg: ds.trigger == 'manual' ? 'manual' : 'load',
       wait: ds.consent == 'wait', // hold the run until h3rum.consent()
       ep, // reports go to <ep>/beacon
@@ -81,19 +83,17 @@ export const proto = (p) => {
   return b('h3') || b('hq') || p.includes('quic') ? 'h3' : b('h2') || b('http/2') ? 'h2' : b('http/1') ? 'h1' : 'unknown';
 };
 
-// Server-Timing metrics the script reports: 1 a duration, 2 a count.
-const metric = { app: 1, rtt: 1, minrtt: 1, rttvar: 1, age: 1, lost: 2, creq: 2, resumed: 2, early: 2 };
-
 // serverTiming maps the collector's Server-Timing metrics (see PROTOCOL.md)
 // to the report's "sv" object; undefined when the header was not visible.
+// Besides proto and cid, __H3RUM_SV__ tells durations (1) from counts (2).
 export function serverTiming(list) {
   let sv;
   for (const { name: n, duration: d, description: s } of list || []) {
     const v =
-      n == 'proto' ? proto(s)
-      : n == 'cid' ? s
-      : metric[n] == 1 ? r(d)
-      : metric[n] == 2 && s.length < 10 && s == '' + (s >>> 0) ? +s // 1 to 9 digits
+      n == __H3RUM_SV_PROTO__ ? proto(s)
+      : n == __H3RUM_SV_CID__ ? s
+      : __H3RUM_SV__[n] == 1 ? r(d)
+      : __H3RUM_SV__[n] == 2 && s.length < __H3RUM_SV_COUNT_DIGITS__ + 1 && s == '' + (s >>> 0) ? +s // up to MaxCountDigits digits
       : '';
     if (v !== '') (sv = sv || {})[n] = v;
   }
@@ -149,7 +149,7 @@ export function client(nav) {
 // report assembles the payload; x, the script's own errors by kind, only
 // when there are any.
 export const report = (cfg, o, partial, mt, c, samples, x = {}) => ({
-  v: 1,
+  v: __H3RUM_WIRE_VERSION__,
   id: cfg.id,
   site: cfg.site,
   o,

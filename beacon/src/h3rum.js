@@ -108,7 +108,7 @@ const start = m(() => {
       return fetch(cfg[w] + '/probe?bytes=' + cfg.b + '&r=' + cfg.id + '.' + s, {
         cache: 'no-store',
         credentials: 'omit',
-        signal: AbortSignal.timeout(1e4),
+        signal: AbortSignal.timeout(__H3RUM_REQUEST_TIMEOUT_MS__),
       })
         .then(m((r) => ((url = r.url), r.ok || (err = 'http_' + r.status), r.arrayBuffer()), k))
         .catch(m((e) => ((url = 0), (err = e.name == 'TimeoutError' ? 'timeout' : 'network')), k))

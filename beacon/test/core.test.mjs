@@ -1,4 +1,4 @@
-// Unit tests of the beacon's pure parts: node --test beacon/test/
+// Unit tests of the beacon's pure parts, run by go test ./beacon -run TestNodeUnit (it gives Node the build's constants, beacon.ScriptDefine)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

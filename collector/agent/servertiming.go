@@ -55,47 +55,47 @@ type metric struct {
 // format knows, with an acceptable value.
 func (m *metric) read(st *beacon.ServerTiming) bool {
 	switch m.name {
-	case "proto":
+	case beacon.MetricProto:
 		if !m.hasDesc {
 			return false
 		}
 		st.Proto = normalise(m.desc)
-	case "cid":
+	case beacon.MetricConnID:
 		if !m.hasDesc || !isToken(m.desc) {
 			return false
 		}
 		st.ConnID = m.desc
-	case "app", "rtt", "minrtt", "rttvar", "age":
+	case beacon.MetricApp, beacon.MetricRTT, beacon.MetricMinRTT, beacon.MetricRTTVar, beacon.MetricConnAge:
 		f, err := strconv.ParseFloat(m.dur, 64)
 		if !m.hasDur || err != nil || !(f >= 0 && f <= beacon.MaxDurationMS) {
 			return false
 		}
 		f = math.Round(f*1000) / 1000
 		switch m.name {
-		case "app":
+		case beacon.MetricApp:
 			st.Handle = f
-		case "rtt":
+		case beacon.MetricRTT:
 			st.RTT = f
-		case "minrtt":
+		case beacon.MetricMinRTT:
 			st.MinRTT = f
-		case "rttvar":
+		case beacon.MetricRTTVar:
 			st.RTTVar = f
 		default:
 			st.ConnAge = f
 		}
-	case "lost", "creq", "resumed", "early":
+	case beacon.MetricLost, beacon.MetricConnReqs, beacon.MetricResumed, beacon.MetricEarly:
 		n, ok := count(m.desc)
 		if !m.hasDesc || !ok {
 			return false
 		}
 		switch {
-		case m.name == "lost":
+		case m.name == beacon.MetricLost:
 			st.Lost = n
-		case m.name == "creq" && n >= 1:
+		case m.name == beacon.MetricConnReqs && n >= 1:
 			st.ConnReqs = n
-		case m.name == "resumed" && n <= 1:
+		case m.name == beacon.MetricResumed && n <= 1:
 			st.Resumed = n == 1
-		case m.name == "early" && n <= 1:
+		case m.name == beacon.MetricEarly && n <= 1:
 			st.EarlyData = n == 1
 		default:
 			return false

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/h3rum/h3rum/beacon"
 )
 
 // probeAnswer is what ServeHTTP writes for a probe; code 0 means probe
@@ -169,38 +171,38 @@ type stBuf struct {
 func serverTiming(proto string, app time.Duration, st connStats, ci *connInfo, creq uint64, r *http.Request) []string {
 	buf := new(stBuf)
 	b := buf.b[:0]
-	b = append(b, "proto;desc="...)
+	b = append(b, beacon.MetricProto+";desc="...)
 	b = append(b, proto...)
-	b = append(b, ",app;dur="...)
+	b = append(b, ","+beacon.MetricApp+";dur="...)
 	b = appendMS(b, app)
 	if st.rtt > 0 {
-		b = append(b, ",rtt;dur="...)
+		b = append(b, ","+beacon.MetricRTT+";dur="...)
 		b = appendMS(b, st.rtt)
 	}
 	if st.minRTT > 0 {
-		b = append(b, ",minrtt;dur="...)
+		b = append(b, ","+beacon.MetricMinRTT+";dur="...)
 		b = appendMS(b, st.minRTT)
 	}
 	if st.rtt > 0 {
-		b = append(b, ",rttvar;dur="...)
+		b = append(b, ","+beacon.MetricRTTVar+";dur="...)
 		b = appendMS(b, st.rttVar)
 	}
 	if st.lostKnown {
-		b = append(b, ",lost;desc="...)
+		b = append(b, ","+beacon.MetricLost+";desc="...)
 		b = strconv.AppendUint(b, st.lost, 10)
 	}
 	if ci != nil {
-		b = append(b, ",cid;desc="...)
+		b = append(b, ","+beacon.MetricConnID+";desc="...)
 		b = append(b, ci.id...)
-		b = append(b, ",creq;desc="...)
+		b = append(b, ","+beacon.MetricConnReqs+";desc="...)
 		b = strconv.AppendUint(b, creq, 10)
-		b = append(b, ",age;dur="...)
+		b = append(b, ","+beacon.MetricConnAge+";dur="...)
 		b = appendMS(b, min(time.Since(ci.start), maxConnAge))
 	}
 	if r.TLS != nil {
-		b = append(b, ",resumed;desc="...)
+		b = append(b, ","+beacon.MetricResumed+";desc="...)
 		b = appendBool(b, r.TLS.DidResume)
-		b = append(b, ",early;desc="...)
+		b = append(b, ","+beacon.MetricEarly+";desc="...)
 		b = appendBool(b, EarlyData(r))
 	}
 	// b is not modified after this point, and lives in buf (or, if it ever

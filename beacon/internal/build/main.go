@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/beacon/internal/jsbuild"
 )
 
 func main() {
 	// go generate runs in the package directory (beacon/).
-	out, err := jsbuild.Write("src/h3rum.js", "dist")
+	out, err := jsbuild.Write("src/h3rum.js", "dist", beacon.ScriptDefine())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)
 		os.Exit(1)

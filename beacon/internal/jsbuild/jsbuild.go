@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/evanw/esbuild/pkg/api"
@@ -34,10 +35,22 @@ func (o Output) Files() map[string][]byte {
 // measured as BenchmarkE2EMainThreadCPU measures it.
 const CompileHint = "//# allFunctionsCalledOnLoad\n"
 
+// buildConstant matches an identifier of the form the build replaces
+// (beacon.ScriptDefine), left over in the output when define lacks it.
+var buildConstant = regexp.MustCompile(`__H3RUM_[A-Z0-9_]*__`)
+
 // Build bundles entry (src/h3rum.js and what it imports) into one minified
-// IIFE after CompileHint. The result depends only on the sources and the
-// esbuild version.
-func Build(entry string) (Output, error) {
+// IIFE after CompileHint, with each identifier of define replaced by its
+// value, a JSON literal (beacon.ScriptDefine). The result depends only on
+// the sources, define and the esbuild version.
+//
+// Each source is read through esbuild's define on its own first and only
+// then bundled and minified, so that the minifier sees the values as if
+// typed there. Defined while bundling, they would cost bytes: the minifier
+// picks short names by the characters of the source, the identifiers' own
+// letters among them, and an object value would become a module of its
+// own, its variable a statement apart.
+func Build(entry string, define map[string]string) (Output, error) {
 	res := api.Build(api.BuildOptions{
 		Banner:            map[string]string{"js": strings.TrimSuffix(CompileHint, "\n")},
 		EntryPoints:       []string{entry},
@@ -52,22 +65,19 @@ func Build(entry string) (Output, error) {
 		Charset:           api.CharsetUTF8,
 		Write:             false,
 		LogLevel:          api.LogLevelSilent,
+		Plugins:           []api.Plugin{definePlugin(define)},
 	})
 	if len(res.Errors) > 0 {
-		msgs := make([]string, 0, len(res.Errors))
-		for _, m := range res.Errors {
-			s := m.Text
-			if m.Location != nil {
-				s = fmt.Sprintf("%s:%d:%d: %s", m.Location.File, m.Location.Line, m.Location.Column, m.Text)
-			}
-			msgs = append(msgs, s)
-		}
-		return Output{}, fmt.Errorf("bundling %s: %s", entry, strings.Join(msgs, "; "))
+		return Output{}, fmt.Errorf("bundling %s: %s", entry, messages(res.Errors))
 	}
 	if len(res.OutputFiles) != 1 {
 		return Output{}, fmt.Errorf("bundling %s: got %d output files, want 1", entry, len(res.OutputFiles))
 	}
 	out := Output{JS: res.OutputFiles[0].Contents}
+	// An identifier define lacks would be a global the page does not have.
+	if left := buildConstant.FindAll(out.JS, -1); len(left) > 0 {
+		return Output{}, fmt.Errorf("bundling %s: no value for %s", entry, left[0])
+	}
 	var err error
 	if out.Gzip, err = precompress.Gzip(out.JS); err != nil {
 		return Output{}, err
@@ -78,9 +88,50 @@ func Build(entry string) (Output, error) {
 	return out, nil
 }
 
+// definePlugin loads each JavaScript source with define applied and
+// nothing else changed (module syntax, names and layout are left to the
+// bundling).
+func definePlugin(define map[string]string) api.Plugin {
+	return api.Plugin{
+		Name: "define",
+		Setup: func(b api.PluginBuild) {
+			b.OnLoad(api.OnLoadOptions{Filter: `\.js$`, Namespace: "file"}, func(args api.OnLoadArgs) (api.OnLoadResult, error) {
+				src, err := os.ReadFile(args.Path)
+				if err != nil {
+					return api.OnLoadResult{}, fmt.Errorf("reading %s: %w", args.Path, err)
+				}
+				res := api.Transform(string(src), api.TransformOptions{
+					Define:     define,
+					Loader:     api.LoaderJS,
+					Target:     api.ESNext,
+					Sourcefile: args.Path,
+					LogLevel:   api.LogLevelSilent,
+				})
+				if len(res.Errors) > 0 {
+					return api.OnLoadResult{Errors: res.Errors}, nil
+				}
+				js := string(res.Code)
+				return api.OnLoadResult{Contents: &js, Loader: api.LoaderJS, ResolveDir: filepath.Dir(args.Path)}, nil
+			})
+		},
+	}
+}
+
+func messages(ms []api.Message) string {
+	s := make([]string, 0, len(ms))
+	for _, m := range ms {
+		t := m.Text
+		if m.Location != nil {
+			t = fmt.Sprintf("%s:%d:%d: %s", m.Location.File, m.Location.Line, m.Location.Column, m.Text)
+		}
+		s = append(s, t)
+	}
+	return strings.Join(s, "; ")
+}
+
 // Write builds entry and writes the output files into dir.
-func Write(entry, dir string) (Output, error) {
-	out, err := Build(entry)
+func Write(entry, dir string, define map[string]string) (Output, error) {
+	out, err := Build(entry, define)
 	if err != nil {
 		return out, err
 	}
