@@ -1,7 +1,10 @@
 package queries
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -72,29 +75,56 @@ func firstContact(ctx context.Context, conn driver.Conn, o *Options, w window) (
 		return nil, err
 	}
 	fc := &FirstContact{By: o.By, Groups: []FirstContactCount{}, Browsers: []FirstContactCount{}}
+	// A row per group × browser: each run counted once, summed here by
+	// group and by browser.
+	groups, browsers := map[string]*FirstContactCount{}, map[string]*FirstContactCount{}
+	sum := func(m map[string]*FirstContactCount, key string, n *[5]uint64) {
+		c := m[key]
+		if c == nil {
+			c = &FirstContactCount{Group: key}
+			m[key] = c
+		}
+		c.Runs += int(n[0])
+		c.NotMeasured += int(n[1])
+		c.H3First += int(n[2])
+		c.Upgraded += int(n[3])
+		c.Never += int(n[4])
+	}
 	args := []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}
 	err = eachRowOf(ctx, conn, q, args, "first contact", func(rows driver.Rows) error {
 		var (
-			by string
-			c  FirstContactCount
-			n  [5]uint64
+			grp, browser string
+			n            [5]uint64
 		)
-		if err := rows.Scan(&by, &c.Group, &n[0], &n[1], &n[2], &n[3], &n[4]); err != nil {
+		if err := rows.Scan(&grp, &browser, &n[0], &n[1], &n[2], &n[3], &n[4]); err != nil {
 			return err
 		}
-		c.Runs, c.NotMeasured, c.H3First, c.Upgraded, c.Never = int(n[0]), int(n[1]), int(n[2]), int(n[3]), int(n[4])
-		c.Measured = c.H3First + c.Upgraded + c.Never
-		c.Unknown = c.Runs - c.NotMeasured - c.Measured
-		c.H3FirstShare, c.UpgradedShare, c.NeverShare = proportion(c.Measured, c.H3First), proportion(c.Measured, c.Upgraded), proportion(c.Measured, c.Never)
-		if by == "browser" {
-			fc.Browsers = append(fc.Browsers, c)
-		} else {
-			fc.Groups = append(fc.Groups, c)
-		}
+		sum(groups, grp, &n)
+		sum(browsers, browser, &n)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	fc.Groups, fc.Browsers = countsOf(groups), countsOf(browsers)
 	return fc, nil
+}
+
+// countsOf finishes each group's counts (measured, unknown, the shares)
+// and lists them by runs, most first, then by name.
+func countsOf(m map[string]*FirstContactCount) []FirstContactCount {
+	out := make([]FirstContactCount, 0, len(m))
+	for _, c := range m {
+		c.Measured = c.H3First + c.Upgraded + c.Never
+		c.Unknown = c.Runs - c.NotMeasured - c.Measured
+		c.H3FirstShare, c.UpgradedShare, c.NeverShare = proportion(c.Measured, c.H3First), proportion(c.Measured, c.Upgraded), proportion(c.Measured, c.Never)
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b FirstContactCount) int {
+		if a.Runs != b.Runs {
+			return cmp.Compare(b.Runs, a.Runs)
+		}
+		return strings.Compare(a.Group, b.Group)
+	})
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"text/template"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -36,7 +37,37 @@ func ClusterMigrations() ([]Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	return steps(t, "cluster", placeholders)
+	return clusterSteps(t, placeholders)
+}
+
+// firstSharedStep is the first step written once for both deployments:
+// from it on, migrations/ holds cluster mode's steps as well (rendered with
+// ON CLUSTER, the _local tables and the Distributed ones), and cluster/
+// only the steps of earlier releases, numbered apart.
+const firstSharedStep = 48
+
+// clusterSteps returns cluster mode's steps rendered for d: those of
+// cluster/, then the shared ones of migrations/.
+func clusterSteps(t *template.Template, d dialect) ([]Migration, error) {
+	ms, err := steps(t, "cluster", d)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ms {
+		if ms[i].Version >= firstSharedStep {
+			return nil, fmt.Errorf("cluster step %s: from %d on, steps are shared and live in migrations/", ms[i].Name, firstSharedStep)
+		}
+	}
+	shared, err := steps(t, "migrations", d)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range shared {
+		if m.Version >= firstSharedStep {
+			ms = append(ms, m)
+		}
+	}
+	return ms, nil
 }
 
 // CheckClusterName reports whether name can be a cluster name here.
@@ -84,7 +115,7 @@ func MigrateCluster(ctx context.Context, conn driver.Conn, cluster string) ([]st
 		return nil, err
 	}
 	d := dialect{Cluster: cluster, Database: db}
-	ms, err := steps(t, "cluster", d)
+	ms, err := clusterSteps(t, d)
 	if err != nil {
 		return nil, err
 	}

@@ -226,7 +226,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for s := range 2 { // replicated, the views' tables too, so that any replica lists the old month
-		for _, table := range []string{"samples_local", "samples_rollup_local", "runs_local"} {
+		for _, table := range []string{"samples_local", "samples_rollup_local", "runs_local", "run_facts_local"} {
 			q := "SELECT count() FROM " + table
 			deadline := time.Now().Add(30 * time.Second)
 			for count(conns[2*s], q) != count(conns[2*s+1], q) && time.Now().Before(deadline) {
@@ -246,8 +246,14 @@ func TestCluster(t *testing.T) {
 		for count(conn, "SELECT count() FROM samples_local WHERE time < now() - 86400*30") != 0 && time.Now().Before(deadline) {
 			time.Sleep(200 * time.Millisecond)
 		}
-		if n := count(conn, "SELECT count() FROM samples_local WHERE time < now() - 86400*30"); n != 0 {
-			t.Errorf("server %d keeps %d expired rows in samples_local", i+1, n)
+		for _, table := range []string{"samples_local", "run_facts_local"} {
+			q := "SELECT count() FROM " + table + " WHERE time < now() - 86400*30"
+			for count(conn, q) != 0 && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+			}
+			if n := count(conn, q); n != 0 {
+				t.Errorf("server %d keeps %d expired rows in %s", i+1, n, table)
+			}
 		}
 		if n := count(conn, "SELECT count() FROM samples"); n != rows {
 			t.Errorf("server %d counts %d rows after retention, want the %d recent ones", i+1, n, rows)

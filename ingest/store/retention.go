@@ -14,36 +14,23 @@ import (
 var (
 	//go:embed sql/retention_partitions.sql
 	retentionPartitionsSQL string
-	//go:embed sql/drop_samples_partition.sql
-	dropSamplesPartitionSQL string
-	//go:embed sql/drop_samples_rollup_partition.sql
-	dropRollupPartitionSQL string
-	//go:embed sql/drop_runs_partition.sql
-	dropRunsPartitionSQL string
-	//go:embed sql/drop_nel_partition.sql
-	dropNELPartitionSQL string
+	//go:embed sql/drop_partition.sql
+	dropPartitionSQL string
 	//go:embed sql/cluster_retention_partitions.sql
 	clusterRetentionPartitionsSQL string
 	//go:embed sql/drop_partition_on_cluster.sql
 	dropPartitionOnClusterSQL string
 )
 
-// DropExpired drops the month partitions of samples, samples_rollup, runs
-// and nel_reports that lie entirely before now − retention, and returns them as
+// DropExpired drops the month partitions of samples, samples_rollup, runs,
+// run_facts and nel_reports that lie entirely before now − retention, and returns them as
 // "table/YYYYMM". A retention of zero or less drops nothing. Dropping whole
 // partitions is the retention mechanism both ClickHouse 18.16 (no TTL) and
 // current versions support.
 func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration, now time.Time) ([]string, error) {
 	return dropExpired(ctx, conn, retention, now, retentionPartitionsSQL, nil, func(table string) string {
-		switch table {
-		case "samples_rollup":
-			return dropRollupPartitionSQL
-		case "runs":
-			return dropRunsPartitionSQL
-		case "nel_reports":
-			return dropNELPartitionSQL
-		}
-		return dropSamplesPartitionSQL
+		// table is one of the listing's fixed names, never user text.
+		return strings.Replace(dropPartitionSQL, "/*TABLE*/", table, 1)
 	})
 }
 

@@ -1,0 +1,118 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/beacon/beacontest"
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
+)
+
+// TestRunFactsCopyMatchesView stores the same runs in a database of the
+// release before run_facts, which migration 0048 then copies from its
+// samples, and in a new database, whose view makes each run's row as it is
+// inserted: both hold the same rows. The runs cover every first-contact
+// outcome, a run cut short in its warm-ups, the script's errors and a
+// bot's run.
+func TestRunFactsCopyMatchesView(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	runs := func(t *testing.T) []*store.Run {
+		var out []*store.Run
+		for i, plant := range []func(*store.Run){
+			nil,
+			func(r *store.Run) { r.Report.Samples[0].Got = beacon.ProtoH2 }, // upgraded by Alt-Svc
+			func(r *store.Run) { // never h3
+				for k := range r.Report.Samples {
+					if r.Report.Samples[k].Want == beacon.ProtoH3 {
+						r.Report.Samples[k].Got = beacon.ProtoH2
+					}
+				}
+			},
+			func(r *store.Run) { r.Report.Samples[0].Error = "timeout" },
+			func(r *store.Run) { // cut short in its warm-ups: no parallel sample
+				r.Report.Samples = r.Report.Samples[:2]
+				r.Report.Partial = true
+			},
+			func(r *store.Run) { r.Report.ScriptErrors.Batch, r.Report.ScriptErrors.Send = 2, 1 },
+			func(r *store.Run) { r.Bot = true },
+		} {
+			run := storetest.RunOf(t, beacontest.Run{Site: "facts", Warmup: 2})
+			run.Received = at.Add(time.Duration(i) * time.Minute)
+			run.Geo.Continent, run.Geo.Country, run.Browser = "EU", "DE", "Chrome"
+			if plant != nil {
+				plant(&run)
+			}
+			out = append(out, &run)
+		}
+		return out
+	}(t)
+	insert := func(conn driver.Conn) {
+		var b store.Batch
+		for _, r := range runs {
+			b.Add(r)
+		}
+		if err := b.Insert(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	released, err := store.Open(ctx, storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer released.Close()
+	applyReleased(t, released, "migrations", upTo(47), nil)
+	insert(released)
+	if applied, err := store.Migrate(ctx, released); err != nil || fmt.Sprint(applied) != "[0048_run_facts.sql]" {
+		t.Fatalf("migrating the release before run_facts applied %v, %v", applied, err)
+	}
+	fresh := storetest.DB(t)
+	insert(fresh)
+	copied, viewed := runFacts(t, released), runFacts(t, fresh)
+	if copied != viewed {
+		t.Errorf("copied by 0048:\n%s\nmade by the view:\n%s", copied, viewed)
+	}
+	if n := countRows(t, fresh, "SELECT count() FROM run_facts"); n != uint64(len(runs)) {
+		t.Errorf("run_facts holds %d rows, want one for each of the %d runs", n, len(runs))
+	}
+	for _, c := range []struct {
+		q    string
+		want uint64
+	}{
+		{"SELECT count() FROM run_facts WHERE first_known = 1 AND first_h3 = 1", 4}, // the plain run, the script errors', the bot's and the one cut short
+		{"SELECT count() FROM run_facts WHERE first_known = 1 AND first_h3 = 0 AND later_h3 = 1", 1},
+		{"SELECT count() FROM run_facts WHERE first_known = 1 AND first_h3 = 0 AND later_h3 = 0", 1},
+		{"SELECT count() FROM run_facts WHERE first_known = 0", 1},
+		{"SELECT sum(script_errors_batch) + sum(script_errors_send) FROM run_facts", 3},
+		{"SELECT count() FROM run_facts WHERE bot = 1", 1},
+	} {
+		if n := countRows(t, fresh, c.q); n != c.want {
+			t.Errorf("%s: %d, want %d", c.q, n, c.want)
+		}
+	}
+}
+
+// runFacts is run_facts' rows as text, in run order.
+func runFacts(t *testing.T, conn driver.Conn) string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), "SELECT toString(tuple(*)) FROM run_facts ORDER BY time, run_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out += s + "\n"
+	}
+	return out
+}

@@ -1,1 +1,0 @@
-ALTER TABLE nel_reports DROP PARTITION ?

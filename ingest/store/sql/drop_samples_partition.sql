@@ -1,1 +1,0 @@
-ALTER TABLE samples DROP PARTITION ?

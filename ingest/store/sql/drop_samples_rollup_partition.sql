@@ -1,1 +1,0 @@
-ALTER TABLE samples_rollup DROP PARTITION ?
