@@ -60,9 +60,12 @@ func curves(ctx context.Context, conn driver.Conn, o *Options, w window, get fun
 		}
 	}
 	var err error
-	if o.runsTableSelects() {
+	switch {
+	case o.rollupAnswers() && o.Source != SourceRaw:
+		err = curvesFromRollup(ctx, conn, o, w, add)
+	case o.runsTableSelects():
 		err = curvesFromRuns(ctx, conn, o, w, add)
-	} else {
+	default:
 		err = curvesFromSamples(ctx, conn, o, w, add)
 	}
 	if err != nil {
@@ -136,6 +139,30 @@ func curvesFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window,
 		if runsH3 > 0 {
 			add(grp, OutcomeH3, ord, qH3)
 		}
+		return nil
+	})
+}
+
+// curvesFromRollup reads sql/quantiles_rollup.sql over the whole window: a
+// row per group × outcome × batch order (a row only where there are
+// requests, so only with runs).
+func curvesFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
+	// One window: a column times 0, as Distributed tables refuse a
+	// constant grouping key.
+	name, q, args, err := gridFromRollup(o, w, "0 * toUInt32(hour)", curveLevelsSQL)
+	if err != nil {
+		return err
+	}
+	return eachRowOf(ctx, conn, q, args, "quantile curves ("+name+")", func(rows driver.Rows) error {
+		var (
+			t            uint32
+			grp, oc, ord string
+			qs           []float32
+		)
+		if err := rows.Scan(&t, &grp, &oc, &ord, &qs); err != nil {
+			return err
+		}
+		add(grp, oc, ord, qs)
 		return nil
 	})
 }

@@ -1124,5 +1124,63 @@ func TestReportToThePresent(t *testing.T) {
 		if n != m || n == 0 {
 			t.Errorf("%s: the timeline holds %d h2 and h3 samples, raw %d", name, n, m)
 		}
+		// The trend: merged from the rollup's t-digests (and raw rows at
+		// the edges), its runs counted from the runs table, against the
+		// raw report's from the runs table's requests.
+		sameTrend(t, name, rep.Trend, raw.Trend)
+		// The curves: merged from the rollup's t-digests against the runs
+		// table's requests.
+		for i := range raw.Groups {
+			a, b := raw.Groups[i].Curves, rep.Groups[i].Curves
+			if a == nil || b == nil || len(a.H2) != len(b.H2) || len(a.H3) != len(b.H3) || len(a.H3) == 0 {
+				t.Fatalf("%s %s: curves %+v, raw %+v", name, raw.Groups[i].Group, b, a)
+			}
+			for k := range a.H3 {
+				for _, c := range [][2]float64{{a.H2[k], b.H2[k]}, {a.H3[k], b.H3[k]}} {
+					if math.Abs(c[0]-c[1]) > 1+0.03*c[0] {
+						t.Errorf("%s %s: curve at %g %%: %.3f ms, raw %.3f", name, raw.Groups[i].Group, a.Levels[k], c[1], c[0])
+					}
+				}
+			}
+		}
+	}
+}
+
+// sameTrend checks a trend from the rollup against one from raw rows:
+// the same windows, groups and run counts, the differences within the
+// t-digests' error.
+func sameTrend(t *testing.T, name string, got, want *Trend) {
+	t.Helper()
+	if got == nil || want == nil || len(got.Windows) != len(want.Windows) || len(got.Groups) != len(want.Groups) || len(want.Groups) == 0 {
+		t.Fatalf("%s: trend %+v, raw %+v", name, got, want)
+	}
+	points := 0
+	for i, g := range got.Groups {
+		w := want.Groups[i]
+		if g.Group != w.Group || len(g.Points) != len(w.Points) {
+			t.Fatalf("%s: trend group %s of %d points, raw %s of %d", name, g.Group, len(g.Points), w.Group, len(w.Points))
+		}
+		for k, p := range g.Points {
+			q := w.Points[k]
+			if p.RunsH2 != q.RunsH2 || p.RunsH3 != q.RunsH3 {
+				t.Errorf("%s: trend %s window %d: %d/%d runs, raw %d/%d", name, g.Group, k, p.RunsH2, p.RunsH3, q.RunsH2, q.RunsH3)
+			}
+			for j, d := range p.Diff {
+				e := q.Diff[j]
+				if (d.MS == nil) != (e.MS == nil) {
+					t.Errorf("%s: trend %s window %d p%g: %v, raw %v", name, g.Group, k, d.P, d.MS, e.MS)
+					continue
+				}
+				if d.MS != nil {
+					points++
+					if math.Abs(*d.MS-*e.MS) > 1+0.03*math.Abs(*e.MS) {
+						t.Errorf("%s: trend %s window %d p%g: %.3f ms, raw %.3f", name, g.Group, k, d.P, *d.MS, *e.MS)
+					}
+				}
+			}
+		}
+	}
+	if points == 0 {
+		t.Errorf("%s: no trend point has a difference to compare", name)
 	}
 }

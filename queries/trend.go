@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // Trend is H3 − H2 over time: per window (an hour, or a day for reports
@@ -85,11 +87,17 @@ func trendQuery(name string, o *Options, hourly bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return trendFill(q, hourly), nil
+}
+
+// trendFill fills in a trend file's window (an hour or a day over the
+// column time) and quantile grid.
+func trendFill(q string, hourly bool) string {
 	bucket := "toStartOfDay(time)"
 	if hourly {
 		bucket = "toStartOfHour(time)"
 	}
-	return strings.NewReplacer("/*BUCKET*/", bucket, "/*TREND LEVELS*/", levelsList(trendLevels)).Replace(q), nil
+	return strings.NewReplacer("/*BUCKET*/", bucket, "/*TREND LEVELS*/", levelsList(trendLevels)).Replace(q)
 }
 
 // trend reads the report's trend (sql/trend.sql, and availability from
@@ -138,9 +146,12 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window) (*Trend,
 			s.q[k][i] = float64(x)
 		}
 	}
-	if o.runsTableSelects() {
+	switch {
+	case o.rollupAnswers() && o.Source != SourceRaw && o.runsTableSelects():
+		err = trendFromRollup(ctx, conn, o, w, hourly, add)
+	case o.runsTableSelects():
 		err = trendFromRuns(ctx, conn, o, w, hourly, add)
-	} else {
+	default:
 		err = trendFromSamples(ctx, conn, o, w, hourly, add)
 	}
 	if err != nil {
@@ -306,4 +317,68 @@ func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, 
 		}
 		return nil
 	})
+}
+
+// trendFromRollup reads sql/trend_rollup.sql, a row per window × group ×
+// outcome × batch order, and the runs of each cell exactly from
+// sql/trend_runs_counts.sql.
+func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+	type cell struct {
+		t        uint32
+		grp, ord string
+	}
+	runs := map[cell][2]uint64{} // by outcome: h2, h3
+	q, err := trendQuery("trend_runs_counts.sql", o, hourly)
+	if err != nil {
+		return err
+	}
+	q = strings.NewReplacer("/*OUTCOME H2*/", strconv.Itoa(int(store.OutcomeH2)), "/*OUTCOME H3*/", strconv.Itoa(int(store.OutcomeH3))).Replace(q)
+	err = eachRowOf(ctx, conn, q, runsArgs(o, w), "trend runs (trend_runs_counts.sql)", func(rows driver.Rows) error {
+		var (
+			c cell
+			n [2]uint64
+		)
+		if err := rows.Scan(&c.t, &c.grp, &c.ord, &n[0], &n[1]); err != nil {
+			return err
+		}
+		runs[c] = n
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	window := "toStartOfDay(hour)"
+	if hourly {
+		window = "hour"
+	}
+	name, q, args, err := gridFromRollup(o, w, window, levelsList(trendLevels))
+	if err != nil {
+		return err
+	}
+	return eachRowOf(ctx, conn, q, args, "trend ("+name+")", func(rows driver.Rows) error {
+		var (
+			c  cell
+			oc string
+			qs []float32
+		)
+		if err := rows.Scan(&c.t, &c.grp, &oc, &c.ord, &qs); err != nil {
+			return err
+		}
+		i := 0
+		if oc == OutcomeH3 {
+			i = 1
+		}
+		if n := runs[cell{c.t, c.grp, c.ord}][i]; n > 0 {
+			add(c.t, c.grp, oc, c.ord, n, qs)
+		}
+		return nil
+	})
+}
+
+// gridFromRollup is sql/quantiles_rollup.sql with its window expression
+// (over the column hour) and quantile levels filled in, and its parameters.
+func gridFromRollup(o *Options, w window, window, levels string) (name, q string, args []any, err error) {
+	name, q, args, err = sourceQuery("quantiles", o, w, true)
+	q = strings.NewReplacer("/*WINDOW*/", window, "/*GRID LEVELS*/", levels).Replace(q)
+	return name, q, args, err
 }
