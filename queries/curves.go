@@ -149,7 +149,7 @@ func curvesFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window,
 func curvesFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
 	// One window: a column times 0, as Distributed tables refuse a
 	// constant grouping key.
-	name, q, args, err := gridFromRollup(o, w, "0 * toUInt32(hour)", curveLevelsSQL)
+	name, q, args, err := gridFromRollup(o, w, "0 * toUInt32(w_hour)", curveLevelsSQL)
 	if err != nil {
 		return err
 	}

@@ -347,9 +347,9 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window
 	if err != nil {
 		return err
 	}
-	window := "toStartOfDay(hour)"
+	window := "toStartOfDay(w_hour)"
 	if hourly {
-		window = "hour"
+		window = "w_hour"
 	}
 	name, q, args, err := gridFromRollup(o, w, window, levelsList(trendLevels))
 	if err != nil {
@@ -376,7 +376,7 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window
 }
 
 // gridFromRollup is sql/quantiles_rollup.sql with its window expression
-// (over the column hour) and quantile levels filled in, and its parameters.
+// (over w_hour, the hour) and quantile levels filled in, and its parameters.
 func gridFromRollup(o *Options, w window, window, levels string) (name, q string, args []any, err error) {
 	name, q, args, err = sourceQuery("quantiles", o, w, true)
 	q = strings.NewReplacer("/*WINDOW*/", window, "/*GRID LEVELS*/", levels).Replace(q)

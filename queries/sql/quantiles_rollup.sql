@@ -4,7 +4,7 @@
 -- rollup's t-digests (a state's levels are read at the merge: its own five
 -- are not the only ones it answers), the partial hours at the window's
 -- edges aggregated from raw rows into the same states. The trend reads it
--- by hour or day (/*WINDOW*/ over the column hour), the curves over the
+-- by hour or day (/*WINDOW*/ over w_hour, the hour), the curves over the
 -- whole window (/*WINDOW*/ 0); each took 0.4–0.7 s at 10 M samples on
 -- 18.16 from the runs table, which built a t-digest of every request
 -- again, and 50–80 ms from here. The trend's runs are counted exactly
@@ -19,7 +19,7 @@ SELECT
     quantilesTDigestMerge(/*GRID LEVELS*/)(duration_state) AS q
 FROM
 (
-    SELECT hour, /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
+    SELECT hour AS w_hour, /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            duration AS duration_state
     FROM samples_rollup
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
@@ -27,14 +27,14 @@ FROM
       AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
-    SELECT toStartOfHour(time) AS hour, /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
+    SELECT toStartOfHour(time) AS w_hour, /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            quantilesTDigestState(/*LEVELS*/)(duration_ms) AS duration_state
     FROM samples
     WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
         OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
       AND (? = '' OR site = ?)
       AND phase = 'parallel' AND error = '' AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND /*DESIGN*/
-    GROUP BY hour, grp, oc, ord
+    GROUP BY w_hour, grp, oc, ord
     /*END RAW EDGES*/
 )
 GROUP BY t, grp, oc, ord

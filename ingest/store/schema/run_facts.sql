@@ -18,38 +18,17 @@
 -- a constant, as in the runs table.
 CREATE TABLE IF NOT EXISTS {{.Local "run_facts"}}{{.OnCluster}}
 (
-    time                  DateTime('UTC'),
-    site                  String,
-    run_id                UUID,
-    continent             String,
-    country               String,
-    subdivision           String,
-    asn                   UInt32,
-    browser               String,
-    ect                   String,
-    collector             String,
-    param_parallel        UInt8,
-    param_bytes           UInt32,
-    param_warmup          UInt8,
-    beacon_major          UInt16,
-    beacon_version        String,
-    bot                   UInt8,
-    h3_wanted             UInt8,
-    first_known           UInt8,
-    first_h3              UInt8,
-    later_h3              UInt8,
-    script_errors_idle    UInt16,
-    script_errors_warmup  UInt16,
-    script_errors_batch   UInt16,
-    script_errors_timing  UInt16,
-    script_errors_send    UInt16,
-    source                Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
-)
-ENGINE = {{.Engine "ReplacingMergeTree" "run_facts"}}
-PARTITION BY toYYYYMM(time)
-ORDER BY (site, toStartOfHour(time), run_id)
-SETTINGS index_granularity = 8192, old_parts_lifetime = 10
-{{- if .Cluster}};
--- Cluster mode: sharded by run id as samples are (run_facts_mv writes
--- each run's row to the shard of its samples).
-{{template "schema/distributed.sql" (.Over "run_facts" "cityHash64(toString(run_id))")}}{{end}}
+{{template "run columns"}}
+    collector       String,
+    beacon_version  String,
+    bot             UInt8,
+    h3_wanted       UInt8,
+    first_known     UInt8,
+    first_h3        UInt8,
+    later_h3        UInt8,
+    script_errors_idle UInt16,
+    script_errors_warmup UInt16,
+    script_errors_batch UInt16,
+    script_errors_timing UInt16,
+    script_errors_send UInt16,
+{{template "per-run table" (.Over "run_facts" "cityHash64(toString(run_id))")}}

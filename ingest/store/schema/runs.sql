@@ -13,19 +13,7 @@
 -- source is a constant, like the rollup's.
 CREATE TABLE IF NOT EXISTS {{.Local "runs"}}{{.OnCluster}}
 (
-    time            DateTime('UTC'),
-    site            String,
-    run_id          UUID,
-    continent       String,
-    country         String,
-    subdivision     String,
-    asn             UInt32,
-    browser         String,
-    ect             String,
-    param_parallel  UInt8,
-    param_bytes     UInt32,
-    param_warmup    UInt8,
-    beacon_major    UInt16,
+{{template "run columns"}}
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
     bot             UInt8,
     exclusions      UInt8,
@@ -39,13 +27,32 @@ CREATE TABLE IF NOT EXISTS {{.Local "runs"}}{{.OnCluster}}
     errors          Array(String),
     failed_wants    Array(Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3)) DEFAULT arrayFilter((w, e) -> e != '', wants, errors),
     failed_errors   Array(String) DEFAULT arrayFilter(e -> e != '', errors),
-    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
+{{template "per-run table" (.Over "runs" "cityHash64(toString(run_id))")}}
+
+{{- /* What runs and run_facts share, one row a run each: the run's
+identity, place and design columns, and the end of the table — source as
+a constant (browser runs only), ReplacingMergeTree by site, hour and run
+id, and in cluster mode the Distributed table sharded by run id as samples
+are (the table's view writes each run's row to the shard of its samples). */ -}}
+{{define "run columns"}}    time            DateTime('UTC'),
+    site            String,
+    run_id          UUID,
+    continent       String,
+    country         String,
+    subdivision     String,
+    asn             UInt32,
+    browser         String,
+    ect             String,
+    param_parallel  UInt8,
+    param_bytes     UInt32,
+    param_warmup    UInt8,
+    beacon_major    UInt16,{{end}}
+{{define "per-run table"}}    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
 )
-ENGINE = {{.Engine "ReplacingMergeTree" "runs"}}
+ENGINE = {{.Engine "ReplacingMergeTree" .Table}}
 PARTITION BY toYYYYMM(time)
 ORDER BY (site, toStartOfHour(time), run_id)
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 {{- if .Cluster}};
--- Cluster mode: the runs as reports read them, sharded by run id as
--- samples are (runs_mv writes each run's row to the shard of its samples).
-{{template "schema/distributed.sql" (.Over "runs" "cityHash64(toString(run_id))")}}{{end}}
+{{template "schema/distributed.sql" .}}{{end}}
+{{- end}}
