@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -55,8 +56,8 @@ type Config struct {
 	// Default 0.
 	Bytes int
 	// Order is the batch that runs first, "h2first" or "h3first". Default
-	// "": random per run, as the script does, so that the drift between
-	// first and second batch cancels out.
+	// "" or "random": random per run, as the script does, so that the
+	// drift between first and second batch cancels out.
 	Order string
 	// Site is the report's data-site, [A-Za-z0-9._-]{1,64}; the
 	// collector's --sites decides whether it is accepted. Default "agent".
@@ -66,7 +67,7 @@ type Config struct {
 	// Resolve maps host names to IP addresses for both transports, like
 	// curl --resolve (the lab maps its origins' names this way). Other
 	// names are looked up in DNS.
-	Resolve map[string]string
+	Resolve Resolve
 	// Timeout bounds each request, from its start to the end of its body,
 	// as the script's 10 s abort. Default 10 s.
 	Timeout time.Duration
@@ -77,27 +78,28 @@ type Config struct {
 
 // Validate reports the first problem with c's fields, if any. Run calls it.
 func (c *Config) Validate() error {
+	if c.H3Origin == "" || c.H2Origin == "" {
+		return errors.New("agent: H3Origin and H2Origin are required")
+	}
 	for _, o := range []struct{ name, v string }{{"H3Origin", c.H3Origin}, {"H2Origin", c.H2Origin}} {
 		if err := checkOrigin(o.v); err != nil {
 			return fmt.Errorf("agent: %s: %w", o.name, err)
 		}
 	}
-	if c.Parallel < 0 || c.Parallel > beacon.MaxParallel {
-		return fmt.Errorf("agent: Parallel %d: want 1 to %d (0: default %d)", c.Parallel, beacon.MaxParallel, DefaultParallel)
-	}
-	if c.Warmup > beacon.MaxWarmup {
-		return fmt.Errorf("agent: Warmup %d: want at most %d", c.Warmup, beacon.MaxWarmup)
-	}
-	if c.Bytes < 0 || c.Bytes > beacon.MaxBytes {
+	switch {
+	case c.Timeout < 0:
+		return fmt.Errorf("agent: Timeout %v: want a positive duration", c.Timeout)
+	case c.Parallel < 0 || c.Parallel > beacon.MaxParallel:
+		return fmt.Errorf("agent: Parallel %d: want 1 to %d", c.Parallel, beacon.MaxParallel)
+	case c.Warmup > beacon.MaxWarmup:
+		return fmt.Errorf("agent: Warmup %d: want 0 to %d", c.Warmup, beacon.MaxWarmup)
+	case c.Bytes < 0 || c.Bytes > beacon.MaxBytes:
 		return fmt.Errorf("agent: Bytes %d: want 0 to %d", c.Bytes, beacon.MaxBytes)
 	}
 	switch c.Order {
-	case "", "h2first", "h3first":
+	case "", "random", "h2first", "h3first":
 	default:
-		return fmt.Errorf(`agent: Order %q: want "h2first", "h3first" or "" (random)`, c.Order)
-	}
-	if c.Timeout < 0 {
-		return fmt.Errorf("agent: Timeout %v is negative", c.Timeout)
+		return fmt.Errorf("agent: Order %q: want random, h3first or h2first", c.Order)
 	}
 	for host, ip := range c.Resolve {
 		if _, err := netip.ParseAddr(ip); err != nil || host == "" {
@@ -166,7 +168,7 @@ func (c *Config) newRun() *run {
 	} else if c.Warmup < 0 {
 		r.warmup = 0
 	}
-	if r.order == "" {
+	if r.order == "" || r.order == "random" {
 		r.order = "h3first"
 		if mrand.IntN(2) == 0 {
 			r.order = "h2first"

@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -335,7 +337,7 @@ func TestRunLeavesNothingOpen(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	ok := Config{H3Origin: "https://h3.lab:8443", H2Origin: "https://h2.lab"}
+	ok := Config{H3Origin: "https://h3.lab:8443", H2Origin: "https://h2.lab", Order: "random"}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
@@ -349,7 +351,7 @@ func TestConfigValidate(t *testing.T) {
 		"warmup 11":         func(c *Config) { c.Warmup = 11 },
 		"negative bytes":    func(c *Config) { c.Bytes = -1 },
 		"bytes over 16 MiB": func(c *Config) { c.Bytes = beacon.MaxBytes + 1 },
-		"order":             func(c *Config) { c.Order = "random" },
+		"order":             func(c *Config) { c.Order = "h1first" },
 		"site":              func(c *Config) { c.Site = "my site" },
 		"resolve":           func(c *Config) { c.Resolve = map[string]string{"h3.lab": "h3.example"} },
 		"negative timeout":  func(c *Config) { c.Timeout = -time.Second },
@@ -360,6 +362,64 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		} else if strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %q is not one line", name, err)
+		}
+	}
+}
+
+func TestLoopValidate(t *testing.T) {
+	c := Config{H3Origin: "https://h3.lab", H2Origin: "https://h2.lab"}
+	ok := Loop{Config: &c, Count: 1, Concurrency: 1, Interval: time.Minute}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid loop: %v", err)
+	}
+	bad := Config{H3Origin: "https://h3.lab"}
+	for name, mutate := range map[string]func(*Loop){
+		"negative count":   func(l *Loop) { l.Count = -1 },
+		"zero interval":    func(l *Loop) { l.Interval = 0 },
+		"no workers":       func(l *Loop) { l.Concurrency = 0 },
+		"too many workers": func(l *Loop) { l.Concurrency = MaxConcurrency + 1 },
+		"bad config":       func(l *Loop) { l.Config = &bad },
+	} {
+		l := ok
+		mutate(&l)
+		if err := l.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if err := l.Run(t.Context()); err == nil {
+			t.Errorf("%s: Run ran", name)
+		}
+	}
+}
+
+func TestResolveSet(t *testing.T) {
+	r := Resolve{}
+	if err := r.Set("h3.lab=127.0.0.1, h2.lab=::1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set("h3.lab=127.0.0.2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.String(), "h2.lab=::1,h3.lab=127.0.0.2"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	for _, v := range []string{"h3.lab", "=127.0.0.1", "h3.lab=h3.example", "h3.lab=127.0.0.1,h2.lab"} {
+		if err := (Resolve{}).Set(v); err == nil {
+			t.Errorf("Set(%q) accepted", v)
+		}
+	}
+}
+
+func TestLoadRoots(t *testing.T) {
+	o := agenttest.Start(t)
+	if roots, err := LoadRoots(o.CAFile); err != nil || !roots.Equal(o.Roots) {
+		t.Errorf("LoadRoots(%s) = %v, %v; want the development CA", o.CAFile, roots, err)
+	}
+	notPEM := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{notPEM, filepath.Join(t.TempDir(), "missing.pem")} {
+		if _, err := LoadRoots(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("LoadRoots(%s) = %v; want an error naming the file", p, err)
 		}
 	}
 }

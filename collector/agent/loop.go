@@ -18,18 +18,38 @@ import (
 type Loop struct {
 	Config      *Config
 	Sender      *Sender
-	Count       int // runs in all; 0: until ctx ends
-	Concurrency int // workers, at least 1
-	Interval    time.Duration
+	Count       int           // runs in all; 0: until ctx ends
+	Concurrency int           // workers, 1 to MaxConcurrency
+	Interval    time.Duration // positive
 	DryRun      bool
 	Out         io.Writer
 	Logger      *slog.Logger
+}
+
+// MaxConcurrency is the most workers a Loop runs at once.
+const MaxConcurrency = 64
+
+// Validate reports the first problem with l's fields or its Config's, if
+// any. Run calls it.
+func (l *Loop) Validate() error {
+	switch {
+	case l.Count < 0:
+		return fmt.Errorf("agent: Count %d: want 0 (until interrupted) or more", l.Count)
+	case l.Interval <= 0:
+		return fmt.Errorf("agent: Interval %v: want a positive duration", l.Interval)
+	case l.Concurrency < 1 || l.Concurrency > MaxConcurrency:
+		return fmt.Errorf("agent: Concurrency %d: want 1 to %d", l.Concurrency, MaxConcurrency)
+	}
+	return l.Config.Validate()
 }
 
 // Run runs the loop until Count runs are done or ctx ends. It fails when
 // the collector refuses the agent itself, or when runs failed or were
 // refused (with a Count).
 func (l *Loop) Run(ctx context.Context) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
 	log := l.Logger
 	if log == nil {
 		log = slog.Default()

@@ -75,7 +75,7 @@ type Sender struct {
 	// Roots verifies a wss:// collector; nil uses the system's.
 	Roots *x509.CertPool
 	// Resolve maps host names to IP addresses, as Config.Resolve.
-	Resolve map[string]string
+	Resolve Resolve
 	// AckTimeout is how long a message may wait for its acknowledgement
 	// before the connection counts as broken and the run is sent again on
 	// a new one. Default 30 s.

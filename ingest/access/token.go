@@ -78,3 +78,35 @@ func ReadTokenFile(path string) (string, error) {
 	}
 	return tok, nil
 }
+
+// TokenSource is a bearer token as a command line gives it: the token
+// itself or the file holding it, one of the two. Flag and Env are how
+// messages name the setting: the token is --Flag or Env, its file
+// --Flag-file or Env_FILE.
+type TokenSource struct {
+	Flag, Env   string
+	Token, File string
+	// MinBytes is the shortest token accepted; 0: any.
+	MinBytes int
+}
+
+// Resolve returns the token: Token, or the one ReadTokenFile reads from
+// File. Giving both is an error, and so is a token shorter than MinBytes,
+// named by where it came from. On an error the token is "".
+func (s TokenSource) Resolve() (string, error) {
+	what, tok := "--"+s.Flag, s.Token
+	if s.File != "" {
+		if s.Token != "" {
+			return "", fmt.Errorf("give --%s or --%s-file, not both (%s and %s_FILE count too)", s.Flag, s.Flag, s.Env, s.Env)
+		}
+		t, err := ReadTokenFile(s.File)
+		if err != nil {
+			return "", fmt.Errorf("--%s-file: %w", s.Flag, err)
+		}
+		what, tok = fmt.Sprintf("the token in --%s-file %s", s.Flag, s.File), t
+	}
+	if tok != "" && len(tok) < s.MinBytes {
+		return "", fmt.Errorf("%s is %d bytes; use at least %d (e.g. openssl rand -hex 32)", what, len(tok), s.MinBytes)
+	}
+	return tok, nil
+}

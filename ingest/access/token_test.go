@@ -89,3 +89,48 @@ func TestReadTokenFile(t *testing.T) {
 		t.Error("a directory was read as a token file")
 	}
 }
+
+// A token source gives its token or its file's, never both, and names
+// where a short token came from.
+func TestTokenSourceResolve(t *testing.T) {
+	const secret = "0123456789abcdef0123456789abcdef"
+	dir := t.TempDir()
+	file := func(name, content string, mode fs.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good, short, readable := file("good", secret+"\n", 0o600), file("short", "s3cret\n", 0o600), file("readable", secret, 0o644)
+	for _, tc := range []struct {
+		name        string
+		token, file string
+		min         int
+		want        string // the token, or with err the error's text
+		err         bool
+	}{
+		{"none", "", "", 32, "", false},
+		{"token", secret, "", 32, secret, false},
+		{"file", "", good, 32, secret, false},
+		{"short token, no minimum", "s3cret", "", 0, "s3cret", false},
+		{"both", secret, good, 0, "give --agent-token or --agent-token-file, not both (H3RUM_AGENT_TOKEN and H3RUM_AGENT_TOKEN_FILE count too)", true},
+		{"short token", "s3cret", "", 32, "--agent-token is 6 bytes; use at least 32", true},
+		{"short token in a file", "", short, 32, "the token in --agent-token-file " + short + " is 6 bytes", true},
+		{"file others may read", "", readable, 0, "--agent-token-file: refusing " + readable, true},
+		{"missing file", "", filepath.Join(dir, "missing"), 0, "--agent-token-file: open ", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := TokenSource{Flag: "agent-token", Env: "H3RUM_AGENT_TOKEN", Token: tc.token, File: tc.file, MinBytes: tc.min}.Resolve()
+			switch {
+			case tc.err && (err == nil || got != "" || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Resolve = %q, %v; want \"\" and an error naming %q", got, err, tc.want)
+			case !tc.err && (err != nil || got != tc.want):
+				t.Errorf("Resolve = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}

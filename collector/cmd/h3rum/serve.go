@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"time"
 
@@ -98,14 +97,19 @@ func (c *serveFlags) validate() error {
 	c.Store = c.store.options(nil, false)
 	reportToken := c.ReportToken != "" || c.reportTokenFile != ""
 	for _, tok := range []struct {
-		name        string
-		value, file *string
-	}{{"report-token", &c.ReportToken, &c.reportTokenFile}, {"agent-token", &c.AgentToken, &c.agentTokenFile}} {
-		if err := resolveToken(tok.name, tok.value, *tok.file); err != nil {
+		name  string
+		value *string
+		file  string
+	}{{"report-token", &c.ReportToken, c.reportTokenFile}, {"agent-token", &c.AgentToken, c.agentTokenFile}} {
+		// A refused token (a short one is named by where it came from) is
+		// left out of the Config.
+		var err error
+		*tok.value, err = access.TokenSource{Flag: tok.name, Env: envName(tok.name), Token: *tok.value, File: tok.file, MinBytes: serve.MinTokenBytes}.Resolve()
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if c.OpenReports && reportToken && c.ReportToken == "" { // a token resolveToken refused
+	if c.OpenReports && reportToken && c.ReportToken == "" { // a token Resolve refused
 		errs = append(errs, errors.New("--open-reports answers without a token: give it or --report-token, not both"))
 	}
 	if err := c.Validate(); err != nil {
@@ -114,30 +118,6 @@ func (c *serveFlags) validate() error {
 	if err := errors.Join(errs...); err != nil {
 		return usageError{err.Error()}
 	}
-	return nil
-}
-
-// resolveToken reads the token flag --name from --name-file if that is
-// given (the two are one setting: giving both, from the command line or
-// the environment, is an error) and checks its length. A short token is
-// reported here, naming where it came from, and left out of the Config.
-func resolveToken(name string, value *string, file string) error {
-	what, tok := "--"+name, *value
-	if file != "" {
-		if *value != "" {
-			return fmt.Errorf("give --%s or --%s-file, not both (%s and %s_FILE count too)", name, name, envName(name), envName(name))
-		}
-		t, err := access.ReadTokenFile(file)
-		if err != nil {
-			return fmt.Errorf("--%s-file: %w", name, err)
-		}
-		what, tok = fmt.Sprintf("the token in --%s-file %s", name, file), t
-	}
-	if tok != "" && len(tok) < serve.MinTokenBytes {
-		*value = ""
-		return fmt.Errorf("%s is %d bytes; use at least %d (e.g. openssl rand -hex 32)", what, len(tok), serve.MinTokenBytes)
-	}
-	*value = tok
 	return nil
 }
 
