@@ -3,10 +3,8 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"strings"
 )
@@ -74,41 +72,6 @@ func (l *listFlag) Set(v string) error {
 		if s = strings.TrimSpace(s); s != "" {
 			*l = append(*l, s)
 		}
-	}
-	return nil
-}
-
-// prefixFlag is a comma-separated list of CIDR prefixes or addresses.
-type prefixFlag []netip.Prefix
-
-func (p *prefixFlag) String() string {
-	s := make([]string, len(*p))
-	for i, x := range *p {
-		s[i] = x.String()
-	}
-	return strings.Join(s, ",")
-}
-
-func (p *prefixFlag) Set(v string) error {
-	*p = nil
-	for _, s := range strings.Split(v, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if !strings.Contains(s, "/") {
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return fmt.Errorf("%q is neither an address nor a CIDR prefix", s)
-			}
-			*p = append(*p, netip.PrefixFrom(a, a.BitLen()))
-			continue
-		}
-		x, err := netip.ParsePrefix(s)
-		if err != nil {
-			return fmt.Errorf("%q is not a CIDR prefix", s)
-		}
-		*p = append(*p, x.Masked())
 	}
 	return nil
 }

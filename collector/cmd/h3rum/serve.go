@@ -64,7 +64,7 @@ func (c *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.IngestURL, "ingest-url", "", "with --role probe: the ingest collector's origin, e.g. https://ingest.rumtest.example.com, used as the demo page's script endpoint")
 
 	fs.Var((*listFlag)(&c.Sites), "sites", "comma-separated site values (the script's site= or data-site) accepted by /beacon (default: any)")
-	fs.Var((*prefixFlag)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDR prefixes or addresses of the load balancers, CDNs or reverse proxies in front of the collector; only from them are --client-ip-header and --geo-header believed")
+	fs.Var((*access.Prefixes)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDR prefixes or addresses of the load balancers, CDNs or reverse proxies in front of the collector; only from them are --client-ip-header and --geo-header believed")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", access.DefaultClientIPHeader, "the one header trusted proxies put the client address in: X-Forwarded-For, Forwarded, or a CDN's single-address header such as CF-Connecting-IP (read right to left, skipping trusted hops)")
 	fs.StringVar(&c.GeoHeader, "geo-header", "", "request header with the client's country set by a CDN among --trusted-proxies, e.g. CF-IPCountry")
 	fs.StringVar(&c.GeoIPDB, "geoip-db", "", "GeoIP2/GeoLite2 City or Country, or DB-IP Lite city mmdb file; comma-separated to ask several in turn (DB-IP ships IPv4 and IPv6 files)")
