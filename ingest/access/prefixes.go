@@ -42,4 +42,3 @@ func (p *Prefixes) Set(v string) error {
 	}
 	return nil
 }
-
