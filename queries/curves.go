@@ -33,7 +33,7 @@ var curveLevelsSQL = func() string {
 }()
 
 // curves reads every group's quantile curves: from the runs table where
-// it holds the selection (sql/curves_runs.sql), else from the samples
+// it holds the selection (sql/quantiles_runs.sql), else from the samples
 // (sql/curves.sql).
 func curves(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
 	type key struct{ grp, oc string }
@@ -115,22 +115,23 @@ func curvesFromSamples(ctx context.Context, conn driver.Conn, o *Options, w wind
 	})
 }
 
-// curvesFromRuns reads sql/curves_runs.sql: a row per group × batch order
-// with both protocols' curves.
+// curvesFromRuns reads sql/quantiles_runs.sql over the whole window: a row
+// per group × batch order with both protocols' curves.
 func curvesFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
-	const name = "curves_runs.sql"
-	q, err := query(name, o)
+	// One window: a column times 0, as Distributed tables refuse a
+	// constant grouping key.
+	q, err := gridFromRuns(o, "0 * toUInt32(time)", curveLevelsSQL)
 	if err != nil {
 		return err
 	}
-	q = strings.ReplaceAll(q, "/*CURVE LEVELS*/", curveLevelsSQL)
-	return eachRowOf(ctx, conn, q, runsArgs(o, w), "quantile curves ("+name+")", func(rows driver.Rows) error {
+	return eachRowOf(ctx, conn, q, runsArgs(o, w), "quantile curves (quantiles_runs.sql)", func(rows driver.Rows) error {
 		var (
+			t              uint32
 			grp, ord       string
 			runsH2, runsH3 uint64
 			qH2, qH3       []float32
 		)
-		if err := rows.Scan(&grp, &ord, &runsH2, &qH2, &runsH3, &qH3); err != nil {
+		if err := rows.Scan(&t, &grp, &ord, &runsH2, &qH2, &runsH3, &qH3); err != nil {
 			return err
 		}
 		if runsH2 > 0 {

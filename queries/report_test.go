@@ -919,7 +919,7 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 	if len(fromSamples) == 0 || !slices.Equal(fromSamples, fromRuns) {
 		t.Errorf("%s: timeline from the samples %+v, from the runs table %+v", what, fromSamples, fromRuns)
 	}
-	// The quantile curves (curves_runs.sql and curves.sql): each a
+	// The quantile curves (quantiles_runs.sql and curves.sql): each a
 	// t-digest of the same durations, fed in another order.
 	var curvesOf [2]map[string]*Group
 	for k, read := range []func(add func(grp, oc, ord string, qs []float32)) error{
@@ -954,7 +954,7 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 			}
 		}
 	}
-	// The trend's cells (trend_runs.sql and trend.sql): the same runs, and
+	// The trend's cells (quantiles_runs.sql and trend.sql): the same runs, and
 	// the quantile grid within the t-digest's order effect.
 	type trendCell struct {
 		runs uint64

@@ -292,14 +292,18 @@ func trendFromSamples(ctx context.Context, conn driver.Conn, o *Options, w windo
 	})
 }
 
-// trendFromRuns reads sql/trend_runs.sql: a row per window × group ×
+// trendFromRuns reads sql/quantiles_runs.sql: a row per window × group ×
 // batch order, both protocols side by side.
 func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
-	q, err := trendQuery("trend_runs.sql", o, hourly)
+	window := "toStartOfDay(time)"
+	if hourly {
+		window = "toStartOfHour(time)"
+	}
+	q, err := gridFromRuns(o, window, levelsList(trendLevels))
 	if err != nil {
 		return err
 	}
-	return eachRowOf(ctx, conn, q, runsArgs(o, w), "trend (trend_runs.sql)", func(rows driver.Rows) error {
+	return eachRowOf(ctx, conn, q, runsArgs(o, w), "trend (quantiles_runs.sql)", func(rows driver.Rows) error {
 		var (
 			t              uint32
 			grp, ord       string
@@ -381,4 +385,11 @@ func gridFromRollup(o *Options, w window, window, levels string) (name, q string
 	name, q, args, err = sourceQuery("quantiles", o, w, true)
 	q = strings.NewReplacer("/*WINDOW*/", window, "/*GRID LEVELS*/", levels).Replace(q)
 	return name, q, args, err
+}
+
+// gridFromRuns is sql/quantiles_runs.sql with its window expression (over
+// the column time) and quantile levels filled in.
+func gridFromRuns(o *Options, window, levels string) (string, error) {
+	q, err := query("quantiles_runs.sql", o)
+	return strings.NewReplacer("/*WINDOW*/", window, "/*GRID LEVELS*/", levels).Replace(q), err
 }

@@ -3,7 +3,7 @@
 -- runs holding a kept H2 request and those holding a kept H3 one — the
 -- outcomes column's Enum8 codes of h2 and h3 (store.Outcome, filled in by Go; migration
 -- 0039), looked up with has(). /*BUCKET*/ and /*KEPT*/ as in
--- trend_runs.sql and points_runs_counts.sql. Parameters: those of
+-- quantiles_runs.sql and points_runs_counts.sql. Parameters: those of
 -- runsSelectionSQL (runsArgs).
 SELECT
     toUInt32(/*BUCKET*/) AS t,

@@ -24,14 +24,7 @@ CREATE TABLE IF NOT EXISTS {{.Local "nel_reports"}}{{.OnCluster}}
     elapsed_ms        Float32,
     server_ip         String,
     sampling_fraction Float64,
-    continent         String,
-    country           String,
-    subdivision       String,
-    city_id           UInt32,
-    asn               UInt32,
-    as_org            String,
-    browser           String,
-    browser_major     UInt16,
+{{template "enrichment columns"}}
     bot               UInt8
 )
 ENGINE = {{.Engine "ReplacingMergeTree" "nel_reports"}}

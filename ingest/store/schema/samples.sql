@@ -66,14 +66,7 @@ CREATE TABLE IF NOT EXISTS {{.Local "samples"}}{{.OnCluster}}
     param_bytes          UInt32,
     param_order          Enum8('h2first' = 1, 'h3first' = 2),
     param_trigger        Enum8('load' = 1, 'manual' = 2),
-    continent            String,
-    country              String,
-    subdivision          String,
-    city_id              UInt32,
-    asn                  UInt32,
-    as_org               String,
-    browser              String,
-    browser_major        UInt16,
+{{template "enrichment columns"}}
     platform             String,
     mobile               UInt8,
     ect                  String,
@@ -92,3 +85,14 @@ SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 -- reads the UUID as text: cityHash64 of a UUID fails at insert time on
 -- 18.16.
 {{template "schema/distributed.sql" (.Over "samples" "cityHash64(toString(run_id))")}}{{end}}
+
+{{- /* Where a report came from and what sent it, as enrichment fills it
+(ingest/enrich.go): the columns samples and nel_reports share. */ -}}
+{{define "enrichment columns"}}    continent            String,
+    country              String,
+    subdivision          String,
+    city_id              UInt32,
+    asn                  UInt32,
+    as_org               String,
+    browser              String,
+    browser_major        UInt16,{{end}}

@@ -1,0 +1,33 @@
+-- A quantile grid from the runs table (store migration 0039), for the
+-- selections it holds (Options.runsTableSelects), as quantiles_rollup.sql
+-- from the rollup: one row per run instead of every sample, and each
+-- cell's runs counted without uniqExact over run ids. One row per window ×
+-- group × batch order, the H2 and H3 cells side by side, at the levels of
+-- /*GRID LEVELS*/: the trend's by hour or day (/*WINDOW*/ over time), the
+-- curves' over the whole window (/*WINDOW*/ 0; half the time of
+-- curves.sql at 10 M samples on 18.16, 0.45 against 0.95 s). A cell's runs
+-- are those with a kept request of its protocol (a curve is drawn only
+-- with runs). /*KEEP*/ masks each run's requests the selection keeps
+-- (Options.keepSQL). Parameters: those of runsSelectionSQL (runsArgs).
+SELECT
+    toUInt32(/*WINDOW*/) AS t,
+    grp,
+    ord,
+    countIf(notEmpty(d_h2)) AS runs_h2,
+    quantilesTDigestArray(/*GRID LEVELS*/)(d_h2) AS q_h2,
+    countIf(notEmpty(d_h3)) AS runs_h3,
+    quantilesTDigestArray(/*GRID LEVELS*/)(d_h3) AS q_h3
+FROM
+(
+    SELECT
+        time,
+        /*GROUP*/ AS grp,
+        toString(param_order) AS ord,
+        /*KEEP*/ AS keep,
+        arrayFilter((d, o, k) -> k AND o = 'h2', durations, outcomes, keep) AS d_h2,
+        arrayFilter((d, o, k) -> k AND o = 'h3', durations, outcomes, keep) AS d_h3
+    FROM runs
+    WHERE /*RUNS SELECTION*/
+)
+GROUP BY t, grp, ord
+ORDER BY t, grp, ord
