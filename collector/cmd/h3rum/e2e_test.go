@@ -198,7 +198,7 @@ type sample struct {
 func storedSamples(t *testing.T, ctx context.Context, conn driver.Conn, site string) []sample {
 	t.Helper()
 	var rows []sample
-	waitFor(t, 90*time.Second, "the run's 13 samples in ClickHouse", func() (bool, error) {
+	waitFor(t, 90*time.Second, "the run's 13 samples and its per-run rows in ClickHouse", func() (bool, error) {
 		q, err := conn.Query(ctx, `SELECT toString(phase), toString(want), toString(got), toString(srv_proto),
 			error, browser, country, srv_present, bot, duration_ms FROM samples WHERE site = ? ORDER BY seq`, site)
 		if err != nil {
@@ -213,7 +213,15 @@ func storedSamples(t *testing.T, ctx context.Context, conn driver.Conn, site str
 			}
 			rows = append(rows, r)
 		}
-		return len(rows) >= 13, q.Err()
+		if len(rows) < 13 || q.Err() != nil {
+			return false, q.Err()
+		}
+		// The insert is done once its views have written too: a query
+		// may see the samples a moment before the per-run tables, which
+		// the reports read.
+		var perRun uint64
+		err = conn.QueryRow(ctx, "SELECT (SELECT count() FROM runs WHERE site = ?) + (SELECT count() FROM run_facts WHERE site = ?)", site, site).Scan(&perRun)
+		return perRun >= 2, err
 	})
 	return rows
 }
