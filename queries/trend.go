@@ -87,17 +87,16 @@ func trendQuery(name string, o *Options, hourly bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return trendFill(q, hourly), nil
+	return strings.NewReplacer("/*BUCKET*/", trendWindow("time", hourly), "/*TREND LEVELS*/", levelsList(trendLevels)).Replace(q), nil
 }
 
-// trendFill fills in a trend file's window (an hour or a day over the
-// column time) and quantile grid.
-func trendFill(q string, hourly bool) string {
-	bucket := "toStartOfDay(time)"
+// trendWindow is the trend's window over the time column col: its hour,
+// or its day for reports longer than TrendHourlyUpTo.
+func trendWindow(col string, hourly bool) string {
 	if hourly {
-		bucket = "toStartOfHour(time)"
+		return "toStartOfHour(" + col + ")"
 	}
-	return strings.NewReplacer("/*BUCKET*/", bucket, "/*TREND LEVELS*/", levelsList(trendLevels)).Replace(q)
+	return "toStartOfDay(" + col + ")"
 }
 
 // trend reads the report's trend (sql/trend.sql, and availability from
@@ -295,11 +294,7 @@ func trendFromSamples(ctx context.Context, conn driver.Conn, o *Options, w windo
 // trendFromRuns reads sql/quantiles_runs.sql: a row per window × group ×
 // batch order, both protocols side by side.
 func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
-	window := "toStartOfDay(time)"
-	if hourly {
-		window = "toStartOfHour(time)"
-	}
-	q, err := gridFromRuns(o, window, levelsList(trendLevels))
+	q, err := gridFromRuns(o, trendWindow("time", hourly), levelsList(trendLevels))
 	if err != nil {
 		return err
 	}
@@ -323,9 +318,12 @@ func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, 
 	})
 }
 
-// trendFromRollup reads sql/trend_rollup.sql, a row per window × group ×
-// outcome × batch order, and the runs of each cell exactly from
-// sql/trend_runs_counts.sql.
+// trendFromRollup reads sql/quantiles_rollup.sql, a row per window ×
+// group × outcome × batch order, and the runs of each cell exactly from
+// sql/trend_runs_counts.sql. A cell of the rollup without runs there is
+// left out, not shown without runs: the rollup's current hour holds every
+// row stored so far, also those received after Until or between the two
+// queries, which the runs table's window does not count.
 func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
 	type cell struct {
 		t        uint32
@@ -351,11 +349,7 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window
 	if err != nil {
 		return err
 	}
-	window := "toStartOfDay(w_hour)"
-	if hourly {
-		window = "w_hour"
-	}
-	name, q, args, err := gridFromRollup(o, w, window, levelsList(trendLevels))
+	name, q, args, err := gridFromRollup(o, w, trendWindow("w_hour", hourly), levelsList(trendLevels))
 	if err != nil {
 		return err
 	}
@@ -372,7 +366,7 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window
 		if oc == OutcomeH3 {
 			i = 1
 		}
-		if n := runs[cell{c.t, c.grp, c.ord}][i]; n > 0 {
+		if n := runs[c][i]; n > 0 {
 			add(c.t, c.grp, oc, c.ord, n, qs)
 		}
 		return nil
