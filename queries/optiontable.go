@@ -282,30 +282,31 @@ func (e *optionError) Is(target error) bool { return target == ErrInvalidOptions
 
 // Flags are the report's options, and a comparison's baseline window, as
 // the flags of a command: each option's canonical name is a flag
-// (--include-bots; its URL alias bots is not).
+// (--include-bots; its URL alias bots is not). Two flags of one option
+// (--raw and --source) are refused as two parameters of one are.
 type Flags struct {
-	given map[string][2]string // name given and value, by canonical name
+	given map[string]string // value by flag name
 }
 
 // RegisterFlags defines the options' flags on fs; after fs is parsed,
 // Request reads them as RequestFromValues reads a URL.
 func RegisterFlags(fs *flag.FlagSet) *Flags {
-	f := &Flags{given: map[string][2]string{}}
+	f := &Flags{given: map[string]string{}}
 	for i := range optionTable {
 		opt := &optionTable[i]
 		// The aliases are the API's earlier parameter names: a URL's
 		// spelling, never a flag (as flags they would also read
 		// environment variables another command has, H3RUM_WARMUP).
-		fs.Var(&flagValue{f, opt, opt.name}, opt.name, opt.usage)
+		fs.Var(&flagValue{f, opt}, opt.name, opt.usage)
 	}
 	return f
 }
 
-// Values are the options given, under the names they were given.
+// Values are the options given, under their flags' names.
 func (f *Flags) Values() url.Values {
 	v := url.Values{}
-	for _, g := range f.given {
-		v.Set(g[0], g[1])
+	for name, val := range f.given {
+		v.Set(name, val)
 	}
 	return v
 }
@@ -321,27 +322,24 @@ func (f *Flags) Request(now time.Time) (Request, error) {
 	return r, err
 }
 
-// flagValue is one name of an option as a flag.Value.
+// flagValue is an option as a flag.Value; the last value given wins.
 type flagValue struct {
-	f    *Flags
-	opt  *option
-	name string
+	f   *Flags
+	opt *option
 }
 
 func (v *flagValue) String() string {
 	if v.opt == nil {
 		return "" // flag's zero value, for PrintDefaults
 	}
-	if g, ok := v.f.given[v.opt.canonical()]; ok && g[0] == v.name {
-		return g[1]
+	if val, ok := v.f.given[v.opt.name]; ok {
+		return val
 	}
-	return unless(v.name != v.opt.name, v.opt.def) // an alias shows no default of its own
+	return v.opt.def
 }
 
 func (v *flagValue) Set(s string) error {
-	if g, ok := v.f.given[v.opt.canonical()]; !ok || g[0] == v.name {
-		v.f.given[v.opt.canonical()] = [2]string{v.name, s}
-	}
+	v.f.given[v.opt.name] = s
 	return nil
 }
 

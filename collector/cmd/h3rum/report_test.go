@@ -44,6 +44,7 @@ func TestReportFlagSpellings(t *testing.T) {
 		{nil, []string{"--min_runs", "5"}, `flag provided but not defined: -min_runs`},
 		{map[string]string{"H3RUM_WARMUP": "2", "H3RUM_BOTS": "x"}, nil, `h3rum: --format "xml"`}, // the agent's variable, an alias's name: not read
 		{nil, []string{"--include-bots=maybe"}, `h3rum: --include-bots "maybe": not a boolean`},
+		{nil, []string{"--raw", "--source", "rollup"}, "are one option: give one"}, // refused, not one of them dropped
 		{nil, []string{"--design", "5,0,2"}, `h3rum: --design "5,0,2": design "5,0,2": want parallel,bytes,warmup,major`},
 		{nil, []string{"--by", "planet"}, `unknown grouping "planet"`},
 		{map[string]string{"H3RUM_MIN_RUNS": "many"}, nil, `h3rum: --min-runs "many": not an integer`},
