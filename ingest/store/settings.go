@@ -61,9 +61,9 @@ func pin(opts *clickhouse.Options) *clickhouse.Options {
 	}
 	pinned.DialStrategy = func(ctx context.Context, id int, o *clickhouse.Options, dial clickhouse.Dial) (clickhouse.DialResult, error) {
 		// The probe runs to its end, within the dial timeout, even when
-		// the caller has gone (a report whose client left): closed right
-		// after its login, its connection would look like a failed login,
-		// which aborts the 26.x test server, and it takes a millisecond.
+		// the caller has gone (a report whose client left): it takes a
+		// millisecond, and the connection it would otherwise leave behind
+		// is one more for the server to drop.
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cmp.Or(probe.DialTimeout, 30*time.Second)) // clickhouse-go's default
 		defer cancel()
 		known, err := knownPinned(pctx, &probe)

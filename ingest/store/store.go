@@ -59,7 +59,7 @@ func Dial(dsn string) (driver.Conn, error) {
 	if opts.Protocol != clickhouse.Native {
 		return nil, errors.New("parsing ClickHouse DSN: only the native protocol (clickhouse://host:9000) is supported")
 	}
-	conn, err := clickhouse.Open(pin(opts))
+	conn, err := clickhouse.Open(pin(closingGently(opts)))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to ClickHouse: %w", err)
 	}
@@ -70,7 +70,7 @@ func Dial(dsn string) (driver.Conn, error) {
 const codeUnknownDatabase = 81
 
 func connect(ctx context.Context, opts *clickhouse.Options) (driver.Conn, error) {
-	conn, err := clickhouse.Open(pin(opts))
+	conn, err := clickhouse.Open(pin(closingGently(opts)))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to ClickHouse: %w", err)
 	}

@@ -1,8 +1,9 @@
 // Package chdb runs ClickHouse 26.x from the chdb library (libchdb.so,
 // fetched by make chdb) as a native-protocol server in a child process:
 // the second engine of the tests and of the report benchmark. It is a test
-// and benchmark server, never the managed default: any failed login aborts
-// it, it has no users or passwords, and it is not supervised.
+// and benchmark server, never the managed default: an error that escapes a
+// connection's handler (a failed login, a read cut by a reset) aborts it,
+// it has no users or passwords, and it is not supervised.
 package chdb
 
 import (
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,10 +40,11 @@ const (
 // Server is ClickHouse 26.x serving the native protocol from a child
 // process that loaded libchdb.so: the library's command-line entry runs a
 // query, and while the query runs (ten hours of sleepEachRow) the listener
-// it started with SYSTEM START LISTEN TCP answers. A failed login (a
-// missing database in a DSN, a wrong password) aborts that process, so it
-// is not the calling program itself, and databases are created (DSN)
-// before clients connect to them.
+// it started with SYSTEM START LISTEN TCP answers. An error that escapes a
+// connection's handler (a failed login: a missing database in a DSN, a
+// wrong password; a read cut by a reset, which store's connections avoid
+// by closing gently) aborts that process, so it is not the calling program
+// itself, and databases are created (DSN) before clients connect to them.
 type Server struct {
 	dir    string // temporary; data under dir/data, output in dir/server.log
 	port   int
@@ -102,8 +105,9 @@ func (s *Server) start(ctx context.Context, exe, lib string, settings map[string
 		"--tcp_port=" + strconv.Itoa(s.port),
 		"--listen_host=127.0.0.1",
 		// At its default level the library logs every query at trace
-		// level: about 100 MB an hour.
-		"--logger.level=warning",
+		// level: about 100 MB an hour. Warnings and worse go to the
+		// console, which is server.log: the reason of a crash is there.
+		"--logger.level=warning", "--logger.console=1", "--log-level=warning",
 	}
 	// Settings given as options are the defaults of the listener's sessions.
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
@@ -175,9 +179,9 @@ func (s *Server) Stop() error {
 	if s.cmd != nil {
 		select {
 		case <-s.exited:
-			// Its log says nothing of why: the listener aborts when a login
-			// fails, a connection closed right after its login included.
-			crashed = fmt.Errorf("the 26.x server had exited (%v; it aborts on a failed login, or a connection closed during one): %s", s.err, s.LogTail())
+			// The listener aborts on an error that escapes a connection's
+			// handler; its log names the error.
+			crashed = fmt.Errorf("the 26.x server had exited (%v): %s", s.err, s.LogTail())
 		default:
 			s.cmd.Process.Signal(syscall.SIGTERM)
 			select {
@@ -192,10 +196,24 @@ func (s *Server) Stop() error {
 	return crashed
 }
 
-// LogTail is the last lines of the server's output.
+// stackFrame matches a line of a stack trace in the server's log.
+var stackFrame = regexp.MustCompile(`^\s*(\S+ \S+ \[ \d+ \] \{\S*\} <\w+> \w+: )?\d+\. `)
+
+// LogTail is the last lines of the server's output, without its stack
+// traces' frames; after a crash, the exception that caused it.
 func (s *Server) LogTail() string {
 	b, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if strings.TrimSpace(l) != "" && !stackFrame.MatchString(l) {
+			lines = append(lines, l)
+		}
+	}
+	for i := len(lines) - 2; i >= 0; i-- {
+		if strings.Contains(lines[i], "Terminate called") {
+			return lines[i] + "\n" + lines[i+1]
+		}
+	}
 	return strings.Join(lines[max(0, len(lines)-10):], "\n")
 }
 

@@ -15,8 +15,9 @@ import (
 const ChdbEnv = "H3RUM_TEST_CHDB"
 
 // skipManaged skips t when the shared engine is Chdb: the library's
-// listener aborts on a failed login, has no users or passwords, and is not
-// supervised, so tests of those run on Managed.
+// listener aborts on a failed login (or any error that escapes a
+// connection's handler), has no users or passwords, and is not supervised,
+// so tests of those run on Managed.
 func skipManaged(t testing.TB, why string) {
 	t.Helper()
 	if Shared() == Chdb {
