@@ -12,6 +12,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/collector/agent"
+	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/ingest/access"
 )
 
@@ -25,7 +26,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		s                 agent.Sender
 		l                 = agent.Loop{Config: &c, Sender: &s, Out: stdout}
 		caFile, tokenFile string
-		lf                logFlags
+		lf                cli.LogFlags
 	)
 	c.Resolve = agent.Resolve{}
 	fs.StringVar(&c.H3Origin, "h3", "", "the H3 origin, https://host[:port] (required)")
@@ -45,26 +46,26 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&caFile, "ca", "", "PEM file of root certificates to trust for the origins and the ingest, e.g. the collector's dev-ca.pem in its data directory (default: the system's)")
 	fs.Var(c.Resolve, "resolve", "host=ip: connect to ip for host, like curl --resolve; repeatable")
 	fs.BoolVar(&l.DryRun, "dry-run", false, "print each run's message as one JSON line on stdout and send nothing")
-	lf.register(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
+	lf.Register(fs)
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
 	var err error
 	s.Token, err = access.TokenSource{Flag: "token", Env: "$H3RUM_AGENT_TOKEN", Token: cmp.Or(s.Token, os.Getenv("H3RUM_AGENT_TOKEN")),
 		File: cmp.Or(tokenFile, os.Getenv("H3RUM_AGENT_TOKEN_FILE"))}.Resolve()
 	if err != nil {
-		return usagef("agent: %v", err)
+		return cli.Usagef("agent: %v", err)
 	}
 	// Config's 0 is its default; on the command line 0 is a value.
 	switch {
 	case c.Parallel == 0:
-		return usagef("agent: --parallel 0: want 1 to %d", beacon.MaxParallel)
+		return cli.Usagef("agent: --parallel 0: want 1 to %d", beacon.MaxParallel)
 	case c.Timeout == 0:
-		return usagef("agent: --timeout 0s: want a positive duration")
+		return cli.Usagef("agent: --timeout 0s: want a positive duration")
 	case c.Warmup < 0:
-		return usagef("agent: --warmup %d: want 0 to %d", c.Warmup, beacon.MaxWarmup)
+		return cli.Usagef("agent: --warmup %d: want 0 to %d", c.Warmup, beacon.MaxWarmup)
 	case c.Order == "":
-		return usagef(`agent: --order "": want random, h3first or h2first`)
+		return cli.Usagef(`agent: --order "": want random, h3first or h2first`)
 	case c.Warmup == 0:
 		c.Warmup = -1
 	}
@@ -79,13 +80,13 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if !l.DryRun {
 		if s.URL == "" {
-			return usagef("agent: --ingest is required (or --dry-run)")
+			return cli.Usagef("agent: --ingest is required (or --dry-run)")
 		}
 		if err := s.Validate(); err != nil {
-			return usageError{err.Error() + " (--ingest, --token or $H3RUM_AGENT_TOKEN)"}
+			return cli.UsageError{Msg: err.Error() + " (--ingest, --token or $H3RUM_AGENT_TOKEN)"}
 		}
 	}
-	if l.Logger, err = lf.logger(stderr); err != nil {
+	if l.Logger, err = lf.Logger(stderr); err != nil {
 		return err
 	}
 	c.Logger, s.Logger = l.Logger, l.Logger
@@ -101,4 +102,4 @@ var agentFlags = strings.NewReplacer("agent: H3Origin and H2Origin", "agent: --h
 	"agent: Interval", "agent: --interval", "agent: Concurrency", "agent: --concurrency", "agent: Parallel", "agent: --parallel",
 	"agent: Warmup", "agent: --warmup", "agent: Bytes", "agent: --bytes", "agent: Timeout", "agent: --timeout", "agent: Order", "agent: --order")
 
-func agentUsage(err error) error { return usageError{agentFlags.Replace(err.Error())} }
+func agentUsage(err error) error { return cli.UsageError{Msg: agentFlags.Replace(err.Error())} }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/collector/internal/cli"
 )
 
 // runEmbed prints the script tag a site embeds, configured by its URL and
@@ -27,7 +28,7 @@ func runEmbed(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		params[p.Name] = fs.String(p.Name, "", usage)
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
 	q := url.Values{}
@@ -40,7 +41,7 @@ func runEmbed(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		msg := strings.Replace(err.Error(), "parameter ", "--", 1)
 		msg = strings.Replace(msg, "collector ", "--collector ", 1)
 		msg = strings.Replace(msg, "h3 and h2 are required", "--h3 and --h2 are required", 1)
-		return usagef("embed: %s", msg)
+		return cli.Usagef("embed: %s", msg)
 	}
 	fmt.Fprintln(stdout, tag)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/collector/lab"
 	"github.com/h3rum/h3rum/collector/labrun"
 )
@@ -26,12 +27,12 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Float64Var(&c.Tolerance, "tolerance", 0.15, "self-check: the share by which a warm median may differ from the injected round trip")
 	fs.IntVar(&c.AgentRuns, "agent-runs", 5, "h3rum agent runs per region, after the visits (0: no agents)")
 	fs.IntVar(&c.FirefoxRuns, "firefox-runs", 3, "Firefox visits per region, after Chromium's, checked on their own (0: none; skipped with a note where Firefox is not installed)")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if c.Runs <= 0 || c.Runs > 1000 || c.Concurrency <= 0 || c.Concurrency > 16 || c.RunTimeout <= 0 || c.Tolerance <= 0 ||
 		c.AgentRuns < 0 || c.AgentRuns > 1000 || c.FirefoxRuns < 0 || c.FirefoxRuns > 1000 {
-		return usagef("lab: --runs must be in 1..1000, --agent-runs and --firefox-runs in 0..1000, --concurrency in 1..16, --run-timeout and --tolerance positive")
+		return cli.Usagef("lab: --runs must be in 1..1000, --agent-runs and --firefox-runs in 0..1000, --concurrency in 1..16, --run-timeout and --tolerance positive")
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("lab: needs root (network namespaces and TUN devices)")

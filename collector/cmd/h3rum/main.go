@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/collector/origin"
 )
 
@@ -75,25 +76,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // errUsage marks a usage error whose message was already printed.
 var errUsage = errors.New("usage")
 
-// errHelp marks a -h whose flag list was printed: exit status 0.
-var errHelp = errors.New("help")
-
-// usageError is a bad flag or argument: one line, exit status 2.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
-
 func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
+	var ue cli.UsageError
 	switch {
-	case err == nil, errors.Is(err, errHelp):
+	case err == nil, errors.Is(err, cli.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
 	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "h3rum:", ue.msg)
+		fmt.Fprintln(stderr, "h3rum:", ue.Msg)
 		return 2
 	default:
 		fmt.Fprintln(stderr, "h3rum:", err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
@@ -14,7 +15,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	var st storeFlags
 	st.register(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if err := st.check(); err != nil {

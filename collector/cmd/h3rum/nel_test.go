@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/queries"
 )
 
@@ -148,7 +149,7 @@ func TestNELFlags(t *testing.T) {
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		var c serveFlags
 		c.register(fs)
-		if err := parseFlags(fs, append([]string{"--data-dir", t.TempDir()}, args...), io.Discard); err != nil {
+		if err := cli.Parse(fs, append([]string{"--data-dir", t.TempDir()}, args...), io.Discard); err != nil {
 			return nil, err
 		}
 		return &c, c.validate()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/queries"
 )
 
@@ -18,18 +19,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	st.register(fs)
 	format := fs.String("format", "table", "output: table, json, csv, or html (one self-contained page with the dashboard's verdicts and charts, to mail or attach; it fetches nothing)")
 	opts := queries.RegisterFlags(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
 	req, err := opts.Request(time.Now())
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	switch {
 	case !slices.Contains([]string{"table", "json", "csv", "html"}, *format):
-		return usagef("--format %q: want table, json, csv or html", *format)
+		return cli.Usagef("--format %q: want table, json, csv or html", *format)
 	case req.Compare && *format != "table" && *format != "json":
-		return usagef("--format %s: a comparison is written as a table or json", *format)
+		return cli.Usagef("--format %s: a comparison is written as a table or json", *format)
 	}
 	conn, closeStore, err := st.open(ctx, nil, false)
 	if err != nil {
@@ -44,7 +45,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		res = rep
 	}
 	if errors.Is(err, queries.ErrInvalidOptions) {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	} else if err != nil {
 		return err
 	}

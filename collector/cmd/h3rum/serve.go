@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/collector/serve"
 	"github.com/h3rum/h3rum/ingest/access"
@@ -18,7 +19,7 @@ import (
 type serveFlags struct {
 	serve.Config
 	store storeFlags
-	log   logFlags
+	log   cli.LogFlags
 
 	agentTokenFile  string
 	reportTokenFile string
@@ -37,16 +38,16 @@ func (c *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.NELFailureFraction, "nel-failure-fraction", 1, "share of failed requests to the origins that browsers report through NEL (0 to 1)")
 	fs.BoolVar(&c.NELSubdomains, "nel-include-subdomains", false, "extend the NEL policy to subdomains of the origins' hosts (browsers then report their DNS failures)")
 	fs.StringVar(&c.NELEndpoint, "nel-endpoint", "", "https URL browsers upload NEL reports to (default: each origin reports to the other origin's /reports; with --role probe, --ingest-url's /reports)")
-	fs.Var((*listFlag)(&c.NELHosts), "nel-hosts", "comma-separated host names NEL reports may be about; reports about other hosts are dropped (default: --h3-host and --h2-host; neither set: any)")
+	fs.Var((*cli.List)(&c.NELHosts), "nel-hosts", "comma-separated host names NEL reports may be about; reports about other hosts are dropped (default: --h3-host and --h2-host; neither set: any)")
 	fs.StringVar(&s.CertFile, "tls-cert", "", "H3 origin certificate chain (PEM); reloaded when it changes")
 	fs.StringVar(&s.KeyFile, "tls-key", "", "H3 origin private key (PEM)")
 	fs.StringVar(&s.H2CertFile, "h2-tls-cert", "", "H2 origin certificate chain (PEM); default: --tls-cert")
 	fs.StringVar(&s.H2KeyFile, "h2-tls-key", "", "H2 origin private key (PEM)")
-	fs.Var((*listFlag)(&s.ACMEDomains), "acme-domains", "comma-separated host names to get Let's Encrypt certificates for (ACME TLS-ALPN-01)")
+	fs.Var((*cli.List)(&s.ACMEDomains), "acme-domains", "comma-separated host names to get Let's Encrypt certificates for (ACME TLS-ALPN-01)")
 	fs.StringVar(&s.ACMECache, "acme-cache", "", "ACME cache directory (default <data-dir>/acme)")
 	fs.StringVar(&s.ACMEEmail, "acme-email", "", "contact e-mail for the ACME account")
 	s.AllowOrigins = []string{"*"}
-	fs.Var((*listFlag)(&s.AllowOrigins), "allow-origins", "comma-separated page origins allowed to run the test and read its timings, or *")
+	fs.Var((*cli.List)(&s.AllowOrigins), "allow-origins", "comma-separated page origins allowed to run the test and read its timings, or *")
 	fs.IntVar(&s.MaxProbeBytes, "max-probe-bytes", origin.DefaultMaxProbeBytes, "largest /probe?bytes=N body, in bytes")
 	fs.BoolVar(&s.Echo, "echo", false, "serve /echo, a request echo for debugging")
 	fs.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", origin.DefaultShutdownTimeout, "how long in-flight requests may finish at shutdown")
@@ -55,15 +56,15 @@ func (c *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.MaxConnsPerAddr, "max-conns-per-addr", origin.DefaultMaxConnsPerAddr, "open connections allowed per client address (IPv6: per /64), counted over both origins, TCP and QUIC together (negative: no cap); --trusted-proxies are exempt")
 	fs.IntVar(&s.MaxRequestsPerAddr, "max-requests-per-addr", origin.DefaultMaxRequestsPerAddr, "requests in flight allowed per client address (IPv6: per /64), summed over its connections and protocols; more get 429 (negative: no cap); --trusted-proxies are exempt")
 	fs.IntVar(&s.MaxUnvalidatedHandshakes, "max-quic-handshakes", origin.DefaultMaxUnvalidatedHandshakes, "QUIC handshakes from not yet validated addresses allowed in progress at once; from this many on, every new QUIC connection must answer a Retry first (one more round trip), which forged source addresses never do")
-	fs.Var((*listFlag)(&s.MetricsHosts), "metrics-hosts", "comma-separated host names the metrics listener answers to besides IP addresses, dotless names and names under .localhost, .internal, .local, .home.arpa and .cluster.local")
+	fs.Var((*cli.List)(&s.MetricsHosts), "metrics-hosts", "comma-separated host names the metrics listener answers to besides IP addresses, dotless names and names under .localhost, .internal, .local, .home.arpa and .cluster.local")
 	fs.StringVar(&s.CollectorID, "collector-id", "", "this collector's name (its POP), e.g. fra-1: lower-case letters, digits, hyphens, at most 32; stored with every sample its probe served, so reports can split by it (by=collector)")
 	fs.StringVar(&s.MetricsAddr, "metrics-addr", "localhost:9464", "plain-HTTP address of /metrics (Prometheus), kept off the public origins; empty: no metrics")
 	c.store.register(fs)
-	c.log.register(fs)
+	c.log.Register(fs)
 	fs.StringVar(&c.Role, "role", serve.RoleAll, "what this process does: all (probe and ingest in one process: simplest, but ingest load can disturb the probe's timings), probe (only the origins, /probe and the script: for edge hosts; no ClickHouse), or ingest (reports, ClickHouse and the report endpoints; no /probe)")
 	fs.StringVar(&c.IngestURL, "ingest-url", "", "with --role probe: the ingest collector's origin, e.g. https://ingest.rumtest.example.com, used as the demo page's script endpoint")
 
-	fs.Var((*listFlag)(&c.Sites), "sites", "comma-separated site values (the script's site= or data-site) accepted by /beacon (default: any)")
+	fs.Var((*cli.List)(&c.Sites), "sites", "comma-separated site values (the script's site= or data-site) accepted by /beacon (default: any)")
 	fs.Var((*access.Prefixes)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDR prefixes or addresses of the load balancers, CDNs or reverse proxies in front of the collector; only from them are --client-ip-header and --geo-header believed")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", access.DefaultClientIPHeader, "the one header trusted proxies put the client address in: X-Forwarded-For, Forwarded, or a CDN's single-address header such as CF-Connecting-IP (read right to left, skipping trusted hops)")
 	fs.StringVar(&c.GeoHeader, "geo-header", "", "request header with the client's country set by a CDN among --trusted-proxies, e.g. CF-IPCountry")
@@ -104,7 +105,7 @@ func (c *serveFlags) validate() error {
 		// A refused token (a short one is named by where it came from) is
 		// left out of the Config.
 		var err error
-		*tok.value, err = access.TokenSource{Flag: tok.name, Env: envName(tok.name), Token: *tok.value, File: tok.file, MinBytes: serve.MinTokenBytes}.Resolve()
+		*tok.value, err = access.TokenSource{Flag: tok.name, Env: cli.EnvName(tok.name), Token: *tok.value, File: tok.file, MinBytes: serve.MinTokenBytes}.Resolve()
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -116,7 +117,7 @@ func (c *serveFlags) validate() error {
 		errs = append(errs, errors.Unwrap(err))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	return nil
 }
@@ -125,10 +126,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c serveFlags
 	c.register(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
-	log, err := c.log.logger(stderr)
+	log, err := c.log.Logger(stderr)
 	if err != nil {
 		return err
 	}
@@ -136,15 +137,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	for _, name := range []string{"report-token", "agent-token"} {
-		if onCommandLine(args, name) {
+		if cli.OnCommandLine(args, name) {
 			log.Warn("a token on the command line is visible to every local user (ps); give it in a file or the environment instead",
-				"flag", "--"+name, "instead", "--"+name+"-file or "+envName(name))
+				"flag", "--"+name, "instead", "--"+name+"-file or "+cli.EnvName(name))
 		}
 	}
 	c.Logger, c.Stdout = log, stdout
 	err = serve.Run(ctx, &c.Config)
 	if ce, ok := errors.AsType[*serve.ConfigError](err); ok {
-		return usageError{ce.Error()}
+		return cli.UsageError{Msg: ce.Error()}
 	}
 	return err
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/h3rum/h3rum/beacon/beacontest"
+	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/collector/serve"
 	"github.com/h3rum/h3rum/ingest/store"
@@ -51,7 +52,7 @@ func startServe(t testing.TB, args ...string) *testServe {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c serveFlags
 	c.register(fs)
-	if err := parseFlags(fs, append(base, args...), io.Discard); err != nil {
+	if err := cli.Parse(fs, append(base, args...), io.Discard); err != nil {
 		t.Fatalf("flags: %v", err)
 	}
 	if err := c.validate(); err != nil {
@@ -554,9 +555,9 @@ func TestTokenSources(t *testing.T) {
 			env  [2]string
 		}{
 			{"flag", []string{"--" + name, secret}, [2]string{}},
-			{"environment", nil, [2]string{envName(name), secret}},
+			{"environment", nil, [2]string{cli.EnvName(name), secret}},
 			{"file flag", []string{"--" + name + "-file", file}, [2]string{}},
-			{"file from the environment", nil, [2]string{envName(name + "-file"), file}},
+			{"file from the environment", nil, [2]string{cli.EnvName(name + "-file"), file}},
 		} {
 			t.Run(name+" "+src.how, func(t *testing.T) {
 				if src.env[0] != "" {
@@ -565,7 +566,7 @@ func TestTokenSources(t *testing.T) {
 				fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 				var c serveFlags
 				c.register(fs)
-				if err := parseFlags(fs, append([]string{"--addr", "localhost:0", "--h2-addr", "localhost:0"}, src.args...), io.Discard); err != nil {
+				if err := cli.Parse(fs, append([]string{"--addr", "localhost:0", "--h2-addr", "localhost:0"}, src.args...), io.Discard); err != nil {
 					t.Fatal(err)
 				}
 				if err := c.validate(); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/local"
 )
@@ -31,10 +32,10 @@ func (s *storeFlags) check() error {
 		return nil
 	}
 	if s.clickhouse == local.DSN {
-		return usagef("--cluster %s: needs --clickhouse with a DSN of one of the cluster's servers, not the managed local server", s.cluster)
+		return cli.Usagef("--cluster %s: needs --clickhouse with a DSN of one of the cluster's servers, not the managed local server", s.cluster)
 	}
 	if err := store.CheckClusterName(s.cluster); err != nil {
-		return usagef("--cluster: %v", err)
+		return cli.Usagef("--cluster: %v", err)
 	}
 	return nil
 }

@@ -1,8 +1,8 @@
-package main
+package cli
 
 import "testing"
 
-// onCommandLine finds a flag however it is spelled, and only as a flag.
+// OnCommandLine finds a flag however it is spelled, and only as a flag.
 func TestOnCommandLine(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -16,8 +16,8 @@ func TestOnCommandLine(t *testing.T) {
 		{[]string{"--", "--report-token"}, false},
 		{nil, false},
 	} {
-		if got := onCommandLine(tc.args, "report-token"); got != tc.want {
-			t.Errorf("onCommandLine(%q) = %v, want %v", tc.args, got, tc.want)
+		if got := OnCommandLine(tc.args, "report-token"); got != tc.want {
+			t.Errorf("OnCommandLine(%q) = %v, want %v", tc.args, got, tc.want)
 		}
 	}
 }
