@@ -845,47 +845,52 @@ var (
 	flagName   = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 )
 
-// serveFlags returns the flag names defined in collector/cmd/h3rum (fs.StringVar(&v, "name", …)
-// and the like).
+// serveFlags returns the flag names the binary defines (fs.StringVar(&v, "name", …) and the
+// like): in collector/cmd/h3rum and in collector/internal/cli, which holds the flags every
+// command shares.
 func serveFlags(t *testing.T) map[string]bool {
 	t.Helper()
-	dir := filepath.Join(repoRoot, "collector", "cmd", "h3rum")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	flags := map[string]bool{}
 	fset := token.NewFileSet()
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
+	for _, dir := range []string{
+		filepath.Join(repoRoot, "collector", "cmd", "h3rum"),
+		filepath.Join(repoRoot, "collector", "internal", "cli"),
+	} {
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
 			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || !flagMethod.MatchString(sel.Sel.Name) {
-				return true
+			f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, a := range call.Args[:min(2, len(call.Args))] {
-				if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					if s, err := strconv.Unquote(lit.Value); err == nil && flagName.MatchString(s) {
-						flags[s] = true
-					}
-					break
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
 				}
-			}
-			return true
-		})
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || !flagMethod.MatchString(sel.Sel.Name) {
+					return true
+				}
+				for _, a := range call.Args[:min(2, len(call.Args))] {
+					if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						if s, err := strconv.Unquote(lit.Value); err == nil && flagName.MatchString(s) {
+							flags[s] = true
+						}
+						break
+					}
+				}
+				return true
+			})
+		}
 	}
 	if len(flags) < 10 {
-		t.Fatalf("found only %d flags in %s: has the way flags are defined changed?", len(flags), dir)
+		t.Fatalf("found only %d flags: has the way flags are defined changed?", len(flags))
 	}
 	return flags
 }
@@ -905,7 +910,7 @@ func TestEnvironmentVariablesAreFlags(t *testing.T) {
 			for _, v := range re.FindAllString(line, -1) {
 				flag := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(v, "H3RUM_"), "_", "-"))
 				if !flags[flag] {
-					t.Errorf("%s:%d: %s is no flag's variable (no --%s in collector/cmd/h3rum)", p, i+1, v, flag)
+					t.Errorf("%s:%d: %s is no flag's variable (no --%s in collector/cmd/h3rum or collector/internal/cli)", p, i+1, v, flag)
 				}
 			}
 		}
