@@ -124,6 +124,16 @@ func (tb *tab) read() {
 // call sends a DevTools command and returns its result.
 func (tb *tab) call(method string, params any) json.RawMessage {
 	tb.t.Helper()
+	res, err := tb.send(method, params)
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	return res
+}
+
+// send sends a DevTools command and returns its result, or the error the
+// browser answered with.
+func (tb *tab) send(method string, params any) (json.RawMessage, error) {
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -134,21 +144,20 @@ func (tb *tab) call(method string, params any) json.RawMessage {
 	tb.waiting[id] = c
 	tb.mu.Unlock()
 	if err := tb.conn.WriteJSON(map[string]any{"id": id, "method": method, "params": params}); err != nil {
-		tb.t.Fatalf("devtools %s: %v", method, err)
+		return nil, fmt.Errorf("devtools %s: %w", method, err)
 	}
 	select {
 	case res, ok := <-c:
 		if !ok {
-			tb.t.Fatalf("devtools %s: connection closed", method)
+			return nil, fmt.Errorf("devtools %s: connection closed", method)
 		}
 		if strings.HasPrefix(string(res), `{"__error"`) {
-			tb.t.Fatalf("devtools %s: %s", method, res)
+			return nil, fmt.Errorf("devtools %s: %s", method, res)
 		}
-		return res
+		return res, nil
 	case <-time.After(30 * time.Second):
-		tb.t.Fatalf("devtools %s: no answer in 30 s", method)
+		return nil, fmt.Errorf("devtools %s: no answer in 30 s", method)
 	}
-	return nil
 }
 
 // eval evaluates expr in the page (awaiting a promise) and decodes its
@@ -185,15 +194,19 @@ func (tb *tab) navigate(url, cond string) {
 func (tb *tab) wait(cond string) {
 	tb.t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var ok bool
-		res := tb.call("Runtime.evaluate", map[string]any{"expression": "!!(" + cond + ")", "returnByValue": true})
+		res, err := tb.send("Runtime.evaluate", map[string]any{"expression": "!!(" + cond + ")", "returnByValue": true})
+		if err != nil {
+			// A poll in flight while the page navigates loses its
+			// context; the next poll asks the new document.
+			if strings.Contains(err.Error(), "navigated or closed") || strings.Contains(err.Error(), "context") {
+				continue
+			}
+			tb.t.Fatal(err)
+		}
 		var v struct {
 			Result struct{ Value bool } `json:"result"`
 		}
 		if json.Unmarshal(res, &v) == nil && v.Result.Value {
-			ok = true
-		}
-		if ok {
 			return
 		}
 	}
