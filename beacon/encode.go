@@ -237,55 +237,51 @@ func appendSample(b []byte, s *Sample) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendServer appends ,"sv":{…}: every value the Go struct knows, leaving
-// out those that stand for "not sent" (-1 durations, proto unknown, creq 0,
-// no cid).
+// appendServer appends ,"sv":{…}: every metric of serverTimingMetrics in
+// its order, leaving out the values that stand for "not sent" (proto
+// unknown, a -1 duration, a count below its least, an empty text).
 func appendServer(b []byte, st *ServerTiming) ([]byte, error) {
 	b = append(b, `,"sv":{`...)
-	sep := func() {
-		if b[len(b)-1] != '{' {
-			b = append(b, ',')
-		}
-	}
-	if st.Proto != ProtoUnknown {
-		b = append(b, `"proto":`...)
-		b = appendString(b, string(st.Proto))
-	}
+	open := len(b)
 	var err error
-	for _, f := range []struct {
-		key string
-		v   float64
-	}{{`"app":`, st.Handle}, {`"rtt":`, st.RTT}, {`"minrtt":`, st.MinRTT}, {`"rttvar":`, st.RTTVar}} {
-		if f.v == -1 {
-			continue
+	for k := range serverTimingMetrics {
+		m := &serverTimingMetrics[k]
+		key := func() {
+			if len(b) > open {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, m.name...)
+			b = append(b, `":`...)
 		}
-		sep()
-		b = append(b, f.key...)
-		if b, err = appendFloat(b, f.v, "sv."+f.key); err != nil {
-			return nil, err
+		switch m.kind {
+		case metricProto:
+			if st.Proto != ProtoUnknown {
+				key()
+				b = appendString(b, string(st.Proto))
+			}
+		case metricDuration:
+			if v := *m.dur(st); v != -1 {
+				key()
+				if b, err = appendFloat(b, v, "sv."+m.name); err != nil {
+					return nil, err
+				}
+			}
+		case metricText:
+			if v := *m.text(st); v != "" {
+				key()
+				b = appendString(b, v)
+			}
+		case metricCount:
+			if m.flag != nil {
+				key()
+				b = appendFlag(b, *m.flag(st))
+			} else if v := *m.count(st); v >= m.least {
+				key()
+				b = strconv.AppendInt(b, int64(v), 10)
+			}
 		}
 	}
-	sep()
-	b = append(b, `"lost":`...)
-	b = strconv.AppendInt(b, int64(st.Lost), 10)
-	if st.ConnID != "" {
-		b = append(b, `,"cid":`...)
-		b = appendString(b, st.ConnID)
-	}
-	if st.ConnReqs != 0 {
-		b = append(b, `,"creq":`...)
-		b = strconv.AppendInt(b, int64(st.ConnReqs), 10)
-	}
-	if st.ConnAge != -1 {
-		b = append(b, `,"age":`...)
-		if b, err = appendFloat(b, st.ConnAge, "sv.age"); err != nil {
-			return nil, err
-		}
-	}
-	b = append(b, `,"resumed":`...)
-	b = appendFlag(b, st.Resumed)
-	b = append(b, `,"early":`...)
-	b = appendFlag(b, st.EarlyData)
 	return append(b, '}'), nil
 }
 

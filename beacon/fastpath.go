@@ -566,41 +566,25 @@ func (p *fastParser) sample(w *wireSample) {
 
 func (p *fastParser) server(w *wireServer) {
 	p.object(func(k string) int {
-		switch k {
-		case "proto":
-			w.Proto = p.str()
-			return 0
-		case "app":
-			w.App = p.float()
-			return 1
-		case "rtt":
-			w.RTT = p.float()
-			return 2
-		case "minrtt":
-			w.MinRTT = p.float()
-			return 3
-		case "rttvar":
-			w.RTTVar = p.float()
-			return 4
-		case "lost":
-			w.Lost = p.integer()
-			return 5
-		case "cid":
-			w.CID = p.str()
-			return 6
-		case "creq":
-			w.CReq = p.integer()
-			return 7
-		case "resumed":
-			w.Resumed = p.integer()
-			return 8
-		case "early":
-			w.Early = p.integer()
-			return 9
-		case "age":
-			w.Age = p.float()
-			return 10
+		i := metricIndex(k)
+		if i < 0 {
+			return -1
 		}
-		return -1
+		switch serverTimingMetrics[i].kind {
+		case metricDuration:
+			if v := p.float(); v != nil {
+				w.num[i] = *v
+			}
+		case metricCount:
+			if v := p.integer(); v != nil {
+				w.n[i] = *v
+			}
+		default:
+			if v := p.str(); v != nil {
+				w.str[i] = *v
+			}
+		}
+		w.sent |= 1 << i
+		return i
 	})
 }

@@ -3,7 +3,6 @@ package beacon
 import (
 	"fmt"
 	"os"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -233,26 +232,68 @@ func TestProtocolStatesConstants(t *testing.T) {
 }
 
 // TestServerTimingMetricsAreWireKeys ties the metric names to the sample's
-// "sv" object: its keys, in order, as the decoder reads and Encode writes
-// them.
+// "sv" object: each metric alone in an sv is read by both decoding paths
+// into a field of ServerTiming that differs from NoServerTiming's, Encode
+// writes it back under its name, and the agent's reading of the header
+// (ReadMetric) sets the same field from dur or desc.
 func TestServerTimingMetricsAreWireKeys(t *testing.T) {
-	typ := reflect.TypeFor[wireServer]()
-	var tags []string
-	for i := range typ.NumField() {
-		tags = append(tags, typ.Field(i).Tag.Get("json"))
-	}
-	if !slices.Equal(tags, ServerTimingMetrics()) {
-		t.Errorf("wireServer's keys are %q, want ServerTimingMetrics %q", tags, ServerTimingMetrics())
-	}
-	st := ServerTiming{Present: true, Proto: ProtoH3, Handle: 0.5, RTT: 1, MinRTT: 1, RTTVar: 1, Lost: 1, ConnID: "c1", ConnReqs: 1, ConnAge: 1, Resumed: true, EarlyData: true}
-	b, err := appendServer(nil, &st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range ServerTimingMetrics() {
-		if !strings.Contains(string(b), `"`+name+`":`) {
-			t.Errorf("Encode leaves out %s of a full sv: %s", name, b)
-		}
+	for _, m := range serverTimingMetrics {
+		t.Run(m.name, func(t *testing.T) {
+			var value any
+			var header string // the metric's parameter in a Server-Timing entry
+			switch m.kind {
+			case metricProto:
+				value, header = "h3", "h3"
+			case metricDuration:
+				value, header = 12.5, "12.5"
+			case metricCount:
+				value, header = 1, "1"
+			case metricText:
+				value, header = "c9", "c9"
+			}
+			v := validReport()
+			sampleAt(v, 3)["sv"] = map[string]any{m.name: value}
+			canonical := marshal(t, v)
+			escaped := []byte(strings.Replace(string(canonical), `"site":"shop"`, `"site":"\u0073hop"`, 1))
+			if _, fast := fastDecode(canonical, arenas.Get().(*arena)); !fast {
+				t.Error("the canonical report took the general path")
+			}
+			var read []ServerTiming
+			for _, b := range [][]byte{canonical, escaped} {
+				r, err := Decode(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				read = append(read, r.Samples[3].Server)
+			}
+			st := read[0]
+			if read[1] != st {
+				t.Errorf("the two paths read %+v and %+v", st, read[1])
+			}
+			none := NoServerTiming()
+			none.Present = true
+			if st == none {
+				t.Fatalf("%s=%v left every field unsent: %+v", m.name, value, st)
+			}
+			b, err := appendServer(nil, &st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), `"`+m.name+`":`) {
+				t.Errorf("Encode leaves out %s: %s", m.name, b)
+			}
+			agent := NoServerTiming()
+			agent.Present = true
+			dur, desc := &header, &header
+			if m.kind == metricDuration {
+				desc = nil
+			} else {
+				dur = nil
+			}
+			if !agent.ReadMetric(m.name, dur, desc) || agent != st {
+				t.Errorf("ReadMetric(%s) gave %+v, want %+v", m.name, agent, st)
+			}
+		})
 	}
 }
 

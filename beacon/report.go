@@ -121,20 +121,3 @@ type Sample struct {
 	Server       ServerTiming
 	Error        string // "" when the request succeeded; else a short code such as "timeout"
 }
-
-// ServerTiming is what the collector told the browser about the connection
-// the request arrived on (the Server-Timing header of /probe).
-type ServerTiming struct {
-	Present   bool    // the header was visible to the page
-	Proto     Proto   // protocol as the server saw it
-	Handle    float64 // server handling time, ms
-	RTT       float64 // smoothed RTT of the connection, ms
-	MinRTT    float64 // minimum RTT of the connection, ms
-	RTTVar    float64 // RTT variation, ms
-	Lost      int     // packets lost (QUIC) or retransmitted segments (TCP)
-	ConnID    string  // server-side connection id
-	ConnReqs  int     // requests served on this connection, this one included
-	ConnAge   float64 // time since the connection was accepted, ms; -1 when not reported (collectors before 1.1)
-	Resumed   bool    // TLS session resumption
-	EarlyData bool    // the request arrived as 0-RTT early data
-}

@@ -317,7 +317,7 @@ func (ws *wireSample) measurements(s *Sample, i int) error {
 		}
 		s.Error = *ws.E
 	}
-	s.Server = ServerTiming{Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, ConnAge: -1, Proto: ProtoUnknown}
+	s.Server = unsent
 	if ws.SV != nil {
 		if err := ws.SV.server(&s.Server, i); err != nil {
 			return err
@@ -327,62 +327,54 @@ func (ws *wireSample) measurements(s *Sample, i int) error {
 }
 
 func (w *wireServer) server(st *ServerTiming, i int) error {
-	at := func() string { return fmt.Sprintf("s[%d].sv", i) }
 	st.Present = true
-	if w.Proto != nil {
-		var ok bool
-		if st.Proto, ok = proto(*w.Proto); !ok {
-			return errorf(ReasonValue, "%s.proto %.20q is not h1, h2, h3 or unknown", at(), *w.Proto)
-		}
-	}
-	for _, f := range []struct {
-		name string
-		v    *float64
-		to   *float64
-	}{{"s[%d].sv.app", w.App, &st.Handle}, {"s[%d].sv.rtt", w.RTT, &st.RTT}, {"s[%d].sv.minrtt", w.MinRTT, &st.MinRTT}, {"s[%d].sv.rttvar", w.RTTVar, &st.RTTVar}, {"s[%d].sv.age", w.Age, &st.ConnAge}} {
-		if f.v == nil {
+	for k := range serverTimingMetrics {
+		if w.sent&(1<<k) == 0 {
 			continue
 		}
-		if err := checkDuration(*f.v, false, f.name, i); err != nil {
-			return err
+		m := &serverTimingMetrics[k]
+		switch m.kind {
+		case metricProto:
+			var ok bool
+			if st.Proto, ok = proto(w.str[k]); !ok {
+				return errorf(ReasonValue, "s[%d].sv.%s %.20q is not h1, h2, h3 or unknown", i, m.name, w.str[k])
+			}
+		case metricDuration:
+			if err := checkDuration(w.num[k], false, svLabels[k], i); err != nil {
+				return err
+			}
+			*m.dur(st) = w.num[k]
+		case metricText:
+			if err := checkText(w.str[k], maxTextLen, isTokenChar, svLabels[k], i); err != nil {
+				return err
+			}
+			*m.text(st) = w.str[k]
+		case metricCount:
+			n := w.n[k]
+			if m.flag != nil {
+				if n != 0 && n != 1 {
+					return errorf(ReasonValue, "s[%d].sv.%s is %d, want 0 or 1", i, m.name, n)
+				}
+				*m.flag(st) = n == 1
+				continue
+			}
+			if n < m.least || n > maxCount {
+				return errorf(ReasonValue, "s[%d].sv.%s %d outside [%d, %d]", i, m.name, n, m.least, maxCount)
+			}
+			*m.count(st) = n
 		}
-		*f.to = *f.v
-	}
-	for _, f := range []struct {
-		name   string
-		v      *int
-		lo, hi int
-		to     *int
-	}{{"lost", w.Lost, 0, maxCount, &st.Lost}, {"creq", w.CReq, 1, maxCount, &st.ConnReqs}} {
-		if f.v == nil {
-			continue
-		}
-		if *f.v < f.lo || *f.v > f.hi {
-			return errorf(ReasonValue, "%s.%s %d outside [%d, %d]", at(), f.name, *f.v, f.lo, f.hi)
-		}
-		*f.to = *f.v
-	}
-	if w.CID != nil {
-		if err := checkText(*w.CID, maxTextLen, isTokenChar, "s[%d].sv.cid", i); err != nil {
-			return err
-		}
-		st.ConnID = *w.CID
-	}
-	for _, f := range []struct {
-		name string
-		v    *int
-		to   *bool
-	}{{"resumed", w.Resumed, &st.Resumed}, {"early", w.Early, &st.EarlyData}} {
-		if f.v == nil {
-			continue
-		}
-		if *f.v != 0 && *f.v != 1 {
-			return errorf(ReasonValue, "%s.%s is %d, want 0 or 1", at(), f.name, *f.v)
-		}
-		*f.to = *f.v == 1
 	}
 	return nil
 }
+
+// svLabels are the sv fields' names for an error, formats of the sample's
+// index (label).
+var svLabels = func() (l [len(serverTimingMetrics)]string) {
+	for k, m := range serverTimingMetrics {
+		l[k] = "s[%d].sv." + m.name
+	}
+	return l
+}()
 
 // EffectiveTypes are the values of navigator.connection.effectiveType, the
 // Network Information API's EffectiveConnectionType enum: all a report's

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -67,20 +71,64 @@ type (
 		E   *string     `json:"e"`
 		SV  *wireServer `json:"sv"`
 	}
-	wireServer struct {
-		Proto   *string  `json:"proto"`
-		App     *float64 `json:"app"`
-		RTT     *float64 `json:"rtt"`
-		MinRTT  *float64 `json:"minrtt"`
-		RTTVar  *float64 `json:"rttvar"`
-		Lost    *int     `json:"lost"`
-		CID     *string  `json:"cid"`
-		CReq    *int     `json:"creq"`
-		Age     *float64 `json:"age"`
-		Resumed *int     `json:"resumed"`
-		Early   *int     `json:"early"`
-	}
 )
+
+// wireServer is a sample's "sv" object as read: each metric's value at
+// its place in serverTimingMetrics, by its kind in num (a duration), n (a
+// count) or str (proto, text); sent has bit i set when metric i was there
+// and not null.
+type wireServer struct {
+	sent uint32
+	num  [len(serverTimingMetrics)]float64
+	n    [len(serverTimingMetrics)]int
+	str  [len(serverTimingMetrics)]string
+}
+
+// UnmarshalJSON is the general path's reading of sv: an object whose keys
+// are metric names, each value of its kind's JSON type (null as if
+// absent). An unknown key fails as encoding/json's DisallowUnknownFields
+// would, a wrong type with the key's path, so that decodeWire classifies
+// them as it does every other field.
+func (w *wireServer) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &json.UnmarshalTypeError{Value: te.Value, Type: reflect.TypeFor[wireServer](), Offset: te.Offset}
+		}
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if metricIndex(k) < 0 {
+			return fmt.Errorf("json: unknown field %q", k)
+		}
+	}
+	for i, m := range serverTimingMetrics {
+		v, ok := raw[m.name]
+		if !ok || string(v) == "null" {
+			continue
+		}
+		var err error
+		switch m.kind {
+		case metricDuration:
+			err = json.Unmarshal(v, &w.num[i])
+		case metricCount:
+			err = json.Unmarshal(v, &w.n[i])
+		default:
+			err = json.Unmarshal(v, &w.str[i])
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			te.Field = m.name
+			return te
+		}
+		if err != nil {
+			return err
+		}
+		w.sent |= 1 << i
+	}
+	return nil
+}
 
 // decodeWire is the general path: encoding/json plus the checks it does
 // not make, with the precedence of rejections PROTOCOL.md gives.

@@ -145,6 +145,7 @@ func decodeRecordV1(b []byte) (store.Run, error) {
 		s.Reused = r.flag()
 		s.TransferSize = r.int()
 		s.Error = r.str()
+		s.Server = beacon.NoServerTiming() // what version 1 predates stays unsent (age)
 		st := &s.Server
 		st.Present = r.flag()
 		st.Proto = beacon.Proto(r.str())
@@ -156,7 +157,6 @@ func decodeRecordV1(b []byte) (store.Run, error) {
 		st.ConnReqs = r.int()
 		st.Resumed = r.flag()
 		st.EarlyData = r.flag()
-		st.ConnAge = -1 // version 1 predates Server-Timing's age
 	}
 	if r.err != nil {
 		return store.Run{}, fmt.Errorf("decoding spool record: %w", r.err)

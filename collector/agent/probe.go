@@ -68,7 +68,7 @@ func (r *run) request(ctx context.Context, cl *client, method, tag string) *meas
 }
 
 // noServerTiming is the ServerTiming of a response without the header.
-var noServerTiming = beacon.ServerTiming{Handle: -1, RTT: -1, MinRTT: -1, RTTVar: -1, ConnAge: -1, Proto: beacon.ProtoUnknown}
+var noServerTiming = beacon.NoServerTiming()
 
 // sample is m as the script reports a request (PROTOCOL.md, "Samples"),
 // with Resource Timing's moments taken from the transports' traces:
