@@ -120,28 +120,8 @@ func curvesFromSamples(ctx context.Context, conn driver.Conn, o *Options, w wind
 func curvesFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
 	// One window: a column times 0, as Distributed tables refuse a
 	// constant grouping key.
-	q, err := gridFromRuns(o, "0 * toUInt32(time)", curveLevelsSQL)
-	if err != nil {
-		return err
-	}
-	return eachRowOf(ctx, conn, q, runsArgs(o, w), "quantile curves (quantiles_runs.sql)", func(rows driver.Rows) error {
-		var (
-			t              uint32
-			grp, ord       string
-			runsH2, runsH3 uint64
-			qH2, qH3       []float32
-		)
-		if err := rows.Scan(&t, &grp, &ord, &runsH2, &qH2, &runsH3, &qH3); err != nil {
-			return err
-		}
-		if runsH2 > 0 {
-			add(grp, OutcomeH2, ord, qH2)
-		}
-		if runsH3 > 0 {
-			add(grp, OutcomeH3, ord, qH3)
-		}
-		return nil
-	})
+	return gridRowsFromRuns(ctx, conn, o, w, "0 * toUInt32(time)", curveLevelsSQL, "quantile curves",
+		func(_ uint32, grp, oc, ord string, _ uint64, qs []float32) { add(grp, oc, ord, qs) })
 }
 
 // curvesFromRollup reads sql/quantiles_rollup.sql over the whole window: a

@@ -2,7 +2,6 @@ package queries
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strings"
 
@@ -20,61 +19,89 @@ type perRunCounts struct {
 
 // excluded reads, per group, the design's runs by exclusion reason, HTTP/3
 // availability per run and the intention-to-treat view's run counts
-// (sql/excluded.sql, excludedSQL). It reads every run of the window, so it
-// is part of the complete report, not the estimate. Availability per run
-// and the run counts are returned, for the caller to set once the
-// bootstrap has set (and availability per run replaces) the per-request
-// one, and the intention-to-treat view is read.
-func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (map[*Group]perRunCounts, error) {
+// (sql/excluded.sql, excludedSQL), and where the runs table holds the
+// selection availability per trend window × group as well. It reads every
+// run of the window, so it is part of the complete report, not the
+// estimate. Availability per run and the run counts are returned, for the
+// caller to set once the bootstrap has set (and availability per run
+// replaces) the per-request one, and the intention-to-treat view and the
+// trend are read.
+func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (map[*Group]perRunCounts, map[trendCell]*Availability, error) {
 	q, err := excludedSQL(o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	rows, err := conn.Query(ctx, q, b01(o.IncludeBots), b01(o.IncludeBots), w.since, w.until, o.Site, o.Site)
+	type sums struct {
+		runs, withH3, available, coldH2, coldH3 uint64
+		byReason                                []uint64
+		ittRuns, ittFailed                      [2]uint64
+	}
+	byGroup := map[string]*sums{}
+	var windows map[trendCell]*Availability
+	if o.runsTableHolds() {
+		windows = map[trendCell]*Availability{}
+	}
+	var (
+		t       uint32
+		grp     string
+		r       sums
+		reasons []uint64
+	)
+	err = eachRowOf(ctx, conn, q, []any{b01(o.IncludeBots), b01(o.IncludeBots), w.since, w.until, o.Site, o.Site}, "excluded runs (excluded.sql)", func(rows driver.Rows) error {
+		if err := rows.Scan(&t, &grp, &r.runs, &reasons, &r.coldH2, &r.coldH3, &r.withH3, &r.available,
+			&r.ittRuns[0], &r.ittRuns[1], &r.ittFailed[0], &r.ittFailed[1]); err != nil {
+			return err
+		}
+		if windows != nil {
+			windows[trendCell{t: t, grp: grp}] = runAvailability(int(r.withH3), int(r.available))
+		}
+		g := byGroup[grp]
+		if g == nil {
+			g = &sums{byReason: make([]uint64, len(reasons))}
+			byGroup[grp] = g
+		}
+		g.runs, g.withH3, g.available, g.coldH2, g.coldH3 = g.runs+r.runs, g.withH3+r.withH3, g.available+r.available, g.coldH2+r.coldH2, g.coldH3+r.coldH3
+		for i := range g.ittRuns {
+			g.ittRuns[i] += r.ittRuns[i]
+			g.ittFailed[i] += r.ittFailed[i]
+		}
+		for i := range min(len(reasons), len(g.byReason)) {
+			g.byReason[i] += reasons[i]
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("querying excluded runs: %w", err)
+		return nil, nil, err
 	}
 	counts := map[*Group]perRunCounts{}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			grp                     string
-			runs, withH3, available uint64
-			coldH2, coldH3          uint64
-			byReason                []uint64
-			ittRuns, ittFailed      [2]uint64
-		)
-		if err := rows.Scan(&grp, &runs, &byReason, &coldH2, &coldH3, &withH3, &available,
-			&ittRuns[0], &ittRuns[1], &ittFailed[0], &ittFailed[1]); err != nil {
-			return nil, fmt.Errorf("reading excluded runs: %w", err)
-		}
+	for grp, s := range byGroup {
 		g := get(grp)
-		g.DesignRuns = int(runs)
+		g.DesignRuns = int(s.runs)
 		g.Excluded = map[string]int{}
-		for i, n := range byReason {
+		for i, n := range s.byReason {
 			if i < len(store.ExclusionNames) && n > 0 {
 				g.Excluded[store.ExclusionNames[i]] = int(n)
 			}
 		}
-		g.ColdRuns = map[string]int{"h2": int(coldH2), "h3": int(coldH3)}
-		counts[g] = perRunCounts{availability: runAvailability(int(withH3), int(available)),
-			ittRuns: [2]int{int(ittRuns[0]), int(ittRuns[1])}, ittFailedRuns: [2]int{int(ittFailed[0]), int(ittFailed[1])}}
+		g.ColdRuns = map[string]int{"h2": int(s.coldH2), "h3": int(s.coldH3)}
+		counts[g] = perRunCounts{availability: runAvailability(int(s.withH3), int(s.available)),
+			ittRuns: [2]int{int(s.ittRuns[0]), int(s.ittRuns[1])}, ittFailedRuns: [2]int{int(s.ittFailed[0]), int(s.ittFailed[1])}}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading excluded runs: %w", err)
-	}
-	return counts, nil
+	return counts, windows, nil
 }
 
 // excludedSQL is excluded.sql with its runs: from the runs table, or from
 // the samples by collector (a per-sample column) and for agent reports
 // (the runs table holds browser runs only).
 func excludedSQL(o *Options) (string, error) {
-	runs := "excluded_runs_table.sql"
+	runs, window := "excluded_runs_table.sql", trendWindow("run_time", trendHourly(o))
 	if !o.runsTableHolds() {
-		runs = "excluded_runs_samples.sql"
+		// One window: a column times 0, as Distributed tables refuse a
+		// constant grouping key.
+		runs, window = "excluded_runs_samples.sql", "0 * toUInt32(run_time)"
 	}
-	return excludedWith(o, runs)
+	q, err := excludedWith(o, runs)
+	return strings.ReplaceAll(q, "/*WINDOW*/", window), err
 }
 
 // excludedWith is excluded.sql with the runs subquery file runs.

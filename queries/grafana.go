@@ -57,9 +57,9 @@ func grafanaSQL(name string, args ...string) (string, error) {
 	}
 	q = sqlLineComment.ReplaceAllString(q, "")
 	q = strings.ReplaceAll(q, "/*SELECTION*/", selectionSQL)
-	q = strings.ReplaceAll(q, "/*PLACE*/", "1") // the dashboards cover the world
-	q = runsHLL.Replace(q)                      // Grafana's panels estimate runs
-	q = strings.NewReplacer("/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS).Replace(q)
+	q = strings.ReplaceAll(q, "/*PLACE*/", "1")                                                                                    // the dashboards cover the world
+	q = runsHLL.Replace(q)                                                                                                         // Grafana's panels estimate runs
+	q = strings.NewReplacer("/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS, "/*WINDOW*/", "0 * toUInt32(run_time)").Replace(q) // excluded.sql: one window
 	if strings.Contains(q, edgesBegin) {
 		if q, err = cutEdges(name, q, true); err != nil {
 			return "", err

@@ -70,9 +70,11 @@ type Report struct {
 	opts          Options
 	win           window
 	groups        *groupSet
-	perRun        map[*Group]perRunCounts // from excluded, set once the bootstrap and the intention-to-treat view are done
-	ittFromRollup bool                    // the intention-to-treat view came from the rollup, without run counts
-	done          bool                    // AddRuns ran
+	perRun        map[*Group]perRunCounts     // from excluded, set once the bootstrap and the intention-to-treat view are done
+	ittFromRollup bool                        // the intention-to-treat view came from the rollup, without run counts
+	windowRuns    *windowRuns                 // the trend's runs per window, counted with the point estimates
+	windowAvail   map[trendCell]*Availability // the trend's availability per window × group, from excluded
+	done          bool                        // AddRuns ran
 }
 
 // Stage is the wall time of one step of Run.

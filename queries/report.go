@@ -102,6 +102,9 @@ func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, bool, 
 	if useRollup {
 		rep.Source = "rollup"
 	}
+	// The point estimates count the runs the trend from the rollup shows
+	// (points and trend agree on that condition).
+	rep.windowRuns = newWindowRuns()
 	start := time.Now()
 	ds, err := designs(ctx, conn, &o, w)
 	if err != nil {
@@ -136,7 +139,7 @@ func (rep *Report) estimate(ctx context.Context, conn driver.Conn, useRollup boo
 // pointsSection reads the counts and point estimates into the groups.
 func (rep *Report) pointsSection(conn driver.Conn, useRollup bool) section {
 	return section{"points", func(ctx context.Context) error {
-		return points(ctx, conn, &rep.opts, rep.win, useRollup, rep.groups.get)
+		return points(ctx, conn, &rep.opts, rep.win, useRollup, rep.groups.get, rep.windowRuns)
 	}}
 }
 
@@ -220,14 +223,14 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 		}},
 		{"failures", func(ctx context.Context) error { return failures(ctx, conn, o, w, get) }},
 		{"excluded", func(ctx context.Context) (err error) {
-			rep.perRun, err = excluded(ctx, conn, o, w, get)
+			rep.perRun, rep.windowAvail, err = excluded(ctx, conn, o, w, get)
 			return err
 		}},
 		{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
 		{"nel", func(ctx context.Context) error { return nelSection(ctx, conn, o, w, rep) }},
 		{"curves", func(ctx context.Context) error { return curves(ctx, conn, o, w, get) }},
 		{"trend", func(ctx context.Context) (err error) {
-			rep.Trend, err = trend(ctx, conn, o, w)
+			rep.Trend, err = trend(ctx, conn, o, w, rep.windowRuns)
 			return err
 		}},
 		{"script_errors", func(ctx context.Context) (err error) {
@@ -280,6 +283,9 @@ func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...st
 			g.ITT.H3.setRuns(c.ittRuns[1], c.ittFailedRuns[1])
 		}
 	}
+	if rep.Trend != nil {
+		rep.Trend.setAvailability(rep.windowAvail)
+	}
 	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves", "trend", "script_errors", "first_contact") {
 		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
 	}
@@ -313,13 +319,13 @@ func (rep *Report) finish() {
 // Raw reports whose selection the runs table holds read it instead of the
 // samples (points_runs.sql): a row per run, and exact run counts; reports
 // from the rollup take their run counts from it too (withExactRuns).
-func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group) error {
+func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group, wr *windowRuns) error {
 	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, add) }
 	if !useRollup && o.runsTableSelects() {
 		read = func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) }
 	}
 	if useRollup && o.runsTableSelects() {
-		read = withExactRuns(ctx, conn, o, w, read)
+		read = withExactRuns(ctx, conn, o, w, read, wr)
 	}
 	return pointsInto(o, read, get)
 }

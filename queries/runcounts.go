@@ -13,43 +13,84 @@ import (
 // exactRunCounts reads points_runs_counts.sql: the runs of every group ×
 // outcome × batch order of points_raw.sql's shape (totals over orders with
 // order "", over outcomes with outcome "" and order "", the grand total
-// with group "" too), counted exactly from the runs table.
-func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window) (map[[3]string]uint64, error) {
+// with group "" too), counted exactly from the runs table, and the runs
+// of each trend window × group × batch order holding a kept H2 and a kept
+// H3 request (trendCell).
+func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window) (map[[3]string]uint64, map[trendCell][2]uint64, error) {
 	const name = "points_runs_counts.sql"
-	q, err := query(name, o)
+	q, err := trendQuery(name, o, trendHourly(o))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	counts := map[[3]string]uint64{}
+	byWindow := map[trendCell][2]uint64{}
+	var (
+		c trendCell
+		n = make([]uint64, 1+len(runCountOutcomes)) // n_any, then by outcome
+	)
+	dest := []any{&c.t, &c.grp, &c.ord}
+	for i := range n {
+		dest = append(dest, &n[i])
+	}
 	err = eachRowOf(ctx, conn, q, runsArgs(o, w), "run counts ("+name+")", func(rows driver.Rows) error {
-		var (
-			grp, ord string
-			n        = make([]uint64, 1+len(runCountOutcomes)) // n_any, then by outcome
-		)
-		dest := []any{&grp, &ord}
-		for i := range n {
-			dest = append(dest, &n[i])
-		}
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		for i, c := range n {
+		var h2h3 [2]uint64
+		for i, k := range n {
 			oc := ""
 			if i > 0 {
+				switch runCountOutcomes[i-1] {
+				case store.OutcomeH2:
+					h2h3[0] = k
+				case store.OutcomeH3:
+					h2h3[1] = k
+				}
 				oc = runCountOutcomes[i-1].String()
-				if c == 0 {
+				if k == 0 {
 					continue // as the rows of points_raw.sql: none for an outcome without runs
 				}
 			}
-			counts[[3]string{grp, oc, ord}] += c
-			counts[[3]string{grp, oc, ""}] += c // a run has one batch order
+			counts[[3]string{c.grp, oc, c.ord}] += k
+			counts[[3]string{c.grp, oc, ""}] += k // a run has one batch order
 			if oc == "" {
-				counts[[3]string{"", "", ""}] += c // and one group
+				counts[[3]string{"", "", ""}] += k // and one group
 			}
 		}
+		byWindow[c] = h2h3
 		return nil
 	})
-	return counts, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return counts, byWindow, nil
+}
+
+// trendCell is a window × group × batch order of the trend.
+type trendCell struct {
+	t        uint32
+	grp, ord string
+}
+
+// windowRuns hands the trend from the rollup the runs per trendCell that
+// the point estimates counted (by outcome: h2, h3): ready is closed once
+// m is set, or left nil when the count failed.
+type windowRuns struct {
+	ready chan struct{}
+	m     map[trendCell][2]uint64
+}
+
+func newWindowRuns() *windowRuns { return &windowRuns{ready: make(chan struct{})} }
+
+// wait returns the runs per trendCell once the point estimates have
+// counted them, or nil when they did not.
+func (wr *windowRuns) wait(ctx context.Context) (map[trendCell][2]uint64, error) {
+	select {
+	case <-wr.ready:
+		return wr.m, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }
 
 // runCountOutcomes are the outcomes points_runs_counts.sql counts runs
@@ -71,9 +112,9 @@ var outcomeCountsSQL = func() string {
 
 // withExactRuns reads the rollup's rows with read and hands them to add
 // with their run counts replaced by exact ones (exactRunCounts), read
-// beside the rollup's query. The rollup's HyperLogLog states estimate,
+// beside the rollup's query; the counts per trend window go to wr. The rollup's HyperLogLog states estimate,
 // and the engines hash run ids differently; a report's counts are exact.
-func withExactRuns(ctx context.Context, conn driver.Conn, o *Options, w window, read func(add pointRow) error) func(add pointRow) error {
+func withExactRuns(ctx context.Context, conn driver.Conn, o *Options, w window, read func(add pointRow) error, wr *windowRuns) func(add pointRow) error {
 	return func(add pointRow) error {
 		type result struct {
 			counts map[[3]string]uint64
@@ -81,7 +122,11 @@ func withExactRuns(ctx context.Context, conn driver.Conn, o *Options, w window, 
 		}
 		done := make(chan result, 1)
 		go func() {
-			c, err := exactRunCounts(ctx, conn, o, w)
+			c, byWindow, err := exactRunCounts(ctx, conn, o, w)
+			if err == nil {
+				wr.m = byWindow
+			}
+			close(wr.ready)
 			done <- result{c, err}
 		}()
 		type row struct {

@@ -2,6 +2,7 @@ package queries
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -9,8 +10,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
-	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // Trend is H3 − H2 over time: per window (an hour, or a day for reports
@@ -90,6 +89,21 @@ func trendQuery(name string, o *Options, hourly bool) (string, error) {
 	return strings.NewReplacer("/*BUCKET*/", trendWindow("time", hourly), "/*TREND LEVELS*/", levelsList(trendLevels)).Replace(q), nil
 }
 
+// setAvailability sets each point's HTTP/3 availability from avail, the
+// runs per window × group that excluded counted (nil where the runs
+// table does not hold the selection: the points keep none).
+func (tr *Trend) setAvailability(avail map[trendCell]*Availability) {
+	for gi := range tr.Groups {
+		tg := &tr.Groups[gi]
+		for i, start := range tr.Windows {
+			tg.Points[i].Availability = avail[trendCell{t: uint32(start.Unix()), grp: tg.Group}]
+		}
+	}
+}
+
+// trendHourly reports whether o's trend is by hour (else by day).
+func trendHourly(o *Options) bool { return o.Until.Sub(o.Since) <= TrendHourlyUpTo }
+
 // trendWindow is the trend's window over the time column col: its hour,
 // or its day for reports longer than TrendHourlyUpTo.
 func trendWindow(col string, hourly bool) string {
@@ -99,10 +113,11 @@ func trendWindow(col string, hourly bool) string {
 	return "toStartOfDay(" + col + ")"
 }
 
-// trend reads the report's trend (sql/trend.sql, and availability from
-// sql/trend_availability.sql where the runs table holds the selection).
-func trend(ctx context.Context, conn driver.Conn, o *Options, w window) (*Trend, error) {
-	hourly := o.Until.Sub(o.Since) <= TrendHourlyUpTo
+// trend reads the report's trend (sql/trend.sql and the sources beside
+// it); its availability per window comes from excluded, set by complete
+// (setAvailability).
+func trend(ctx context.Context, conn driver.Conn, o *Options, w window, wr *windowRuns) (*Trend, error) {
+	hourly := trendHourly(o)
 	tr := &Trend{Step: "day", Groups: []TrendGroup{}, Method: trendMethod, Windows: []time.Time{}}
 	step := 24 * time.Hour
 	if hourly {
@@ -147,7 +162,7 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window) (*Trend,
 	}
 	switch {
 	case o.rollupAnswers() && o.Source != SourceRaw && o.runsTableSelects():
-		err = trendFromRollup(ctx, conn, o, w, hourly, add)
+		err = trendFromRollup(ctx, conn, o, w, hourly, wr, add)
 	case o.runsTableSelects():
 		err = trendFromRuns(ctx, conn, o, w, hourly, add)
 	default:
@@ -155,29 +170,6 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window) (*Trend,
 	}
 	if err != nil {
 		return nil, err
-	}
-	avail := map[key]*Availability{}
-	if o.runsTableHolds() {
-		q, err := trendQuery("trend_availability.sql", o, hourly)
-		if err != nil {
-			return nil, err
-		}
-		args := []any{b01(o.IncludeBots), b01(o.IncludeBots), w.since, w.until, o.Site, o.Site}
-		err = eachRowOf(ctx, conn, q, args, "trend availability (trend_availability.sql)", func(rows driver.Rows) error {
-			var (
-				t                 uint32
-				grp               string
-				withH3, available uint64
-			)
-			if err := rows.Scan(&t, &grp, &withH3, &available); err != nil {
-				return err
-			}
-			avail[key{t, grp}] = runAvailability(int(withH3), int(available))
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
 	}
 	// The largest groups, as the charts draw them.
 	names := make([]string, 0, len(runsOf))
@@ -196,7 +188,6 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window) (*Trend,
 		for i, start := range tr.Windows {
 			k := key{uint32(start.Unix()), name}
 			pt := &tg.Points[i]
-			pt.Availability = avail[k]
 			pt.Diff = make([]TrendDiff, len(percentiles))
 			var c [2]side
 			if cc := cells[k]; cc != nil {
@@ -294,11 +285,18 @@ func trendFromSamples(ctx context.Context, conn driver.Conn, o *Options, w windo
 // trendFromRuns reads sql/quantiles_runs.sql: a row per window × group ×
 // batch order, both protocols side by side.
 func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
-	q, err := gridFromRuns(o, trendWindow("time", hourly), levelsList(trendLevels))
+	return gridRowsFromRuns(ctx, conn, o, w, trendWindow("time", hourly), levelsList(trendLevels), "trend", add)
+}
+
+// gridRowsFromRuns reads sql/quantiles_runs.sql with its window and
+// levels filled in, handing add each protocol's curve of a row that has
+// runs of it; what names the reader in an error.
+func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, window, levels, what string, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+	q, err := gridFromRuns(o, window, levels)
 	if err != nil {
 		return err
 	}
-	return eachRowOf(ctx, conn, q, runsArgs(o, w), "trend (quantiles_runs.sql)", func(rows driver.Rows) error {
+	return eachRowOf(ctx, conn, q, runsArgs(o, w), what+" (quantiles_runs.sql)", func(rows driver.Rows) error {
 		var (
 			t              uint32
 			grp, ord       string
@@ -319,35 +317,18 @@ func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, 
 }
 
 // trendFromRollup reads sql/quantiles_rollup.sql, a row per window ×
-// group × outcome × batch order, and the runs of each cell exactly from
-// sql/trend_runs_counts.sql. A cell of the rollup without runs there is
-// left out, not shown without runs: the rollup's current hour holds every
+// group × outcome × batch order, and takes the runs of each cell, counted
+// exactly with the point estimates (points_runs_counts.sql), from wr. A
+// cell of the rollup without runs there is left out, not shown without runs: the rollup's current hour holds every
 // row stored so far, also those received after Until or between the two
 // queries, which the runs table's window does not count.
-func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
-	type cell struct {
-		t        uint32
-		grp, ord string
-	}
-	runs := map[cell][2]uint64{} // by outcome: h2, h3
-	q, err := trendQuery("trend_runs_counts.sql", o, hourly)
+func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, wr *windowRuns, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+	runs, err := wr.wait(ctx)
 	if err != nil {
 		return err
 	}
-	q = strings.NewReplacer("/*OUTCOME H2*/", strconv.Itoa(int(store.OutcomeH2)), "/*OUTCOME H3*/", strconv.Itoa(int(store.OutcomeH3))).Replace(q)
-	err = eachRowOf(ctx, conn, q, runsArgs(o, w), "trend runs (trend_runs_counts.sql)", func(rows driver.Rows) error {
-		var (
-			c cell
-			n [2]uint64
-		)
-		if err := rows.Scan(&c.t, &c.grp, &c.ord, &n[0], &n[1]); err != nil {
-			return err
-		}
-		runs[c] = n
-		return nil
-	})
-	if err != nil {
-		return err
+	if runs == nil {
+		return errors.New("trend: the point estimates did not count the runs per window")
 	}
 	name, q, args, err := gridFromRollup(o, w, trendWindow("w_hour", hourly), levelsList(trendLevels))
 	if err != nil {
@@ -355,7 +336,7 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window
 	}
 	return eachRowOf(ctx, conn, q, args, "trend ("+name+")", func(rows driver.Rows) error {
 		var (
-			c  cell
+			c  trendCell
 			oc string
 			qs []float32
 		)

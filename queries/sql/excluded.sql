@@ -11,9 +11,13 @@
 -- failed one. The runs subquery, filled in by Go, reads the runs table,
 -- one row per run (excluded_runs_table.sql, store migration 0028), or by
 -- collector, a per-sample column, the samples grouped by run
--- (excluded_runs_samples.sql). Parameters: include_bots (0/1) twice, then
+-- (excluded_runs_samples.sql). By the trend's window too (/*WINDOW*/,
+-- filled in by Go: the hour or day of the runs table's run_time, one
+-- window from the samples): Go sums the windows, and the trend's availability per
+-- window comes from here. Parameters: include_bots (0/1) twice, then
 -- since, until (unix seconds), site twice.
 SELECT
+    toUInt32(/*WINDOW*/) AS t,
     grp,
     count() AS n_runs,
     [
@@ -38,4 +42,4 @@ FROM
 (
 /*RUNS*/
 )
-GROUP BY grp
+GROUP BY t, grp

@@ -1,5 +1,5 @@
 -- The runs of excluded.sql from the samples: one row per group and run.
-    SELECT /*GROUP*/ AS grp, run_id, any(exclusions) AS x,
+    SELECT min(time) AS run_time, /*GROUP*/ AS grp, run_id, any(exclusions) AS x,
            countIf(want = 'h3') AS h3n,
            countIf(want = 'h3' AND outcome = 'h3' AND error = '') AS h3ok,
            countIf(cold = 1 AND want = 'h2') AS cold_h2,

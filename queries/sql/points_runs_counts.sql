@@ -10,11 +10,15 @@
 -- took 90–130 ms at 10 M samples on 18.16 where the distinct outcomes of
 -- each run (arrayReduce groupUniqArray over strings) took 230–420 ms.
 -- /*KEPT*/ is the run's outcomes the selection keeps (Options.keptSQL).
+-- By the trend's window as well (/*BUCKET*/, as in trend.sql): Go sums the
+-- windows for the point estimates, and the trend from the rollup takes
+-- its exact runs per window from here instead of a pass of its own.
 -- Parameters: those of runsSelectionSQL (runsArgs).
-SELECT grp, ord, count() AS n_any, /*OUTCOME COUNTS*/
+SELECT t, grp, ord, count() AS n_any, /*OUTCOME COUNTS*/
 FROM
 (
     SELECT
+        toUInt32(/*BUCKET*/) AS t,
         /*GROUP*/ AS grp,
         toString(param_order) AS ord,
         /*KEPT*/ AS kept
@@ -22,5 +26,5 @@ FROM
     WHERE /*RUNS SELECTION*/
 )
 WHERE notEmpty(kept)
-GROUP BY grp, ord
-ORDER BY grp, ord
+GROUP BY t, grp, ord
+ORDER BY t, grp, ord

@@ -8,7 +8,7 @@
 -- whole window (/*WINDOW*/ 0); each took 0.4–0.7 s at 10 M samples on
 -- 18.16 from the runs table, which built a t-digest of every request
 -- again, and 50–80 ms from here. The trend's runs are counted exactly
--- beside it (trend_runs_counts.sql). Parameters: first whole hour, end of
+-- with the point estimates (points_runs_counts.sql). Parameters: first whole hour, end of
 -- whole hours, site twice, then the two raw edges as four unix seconds and
 -- site twice (cut, with the raw-edge block, for a window of whole hours).
 SELECT
