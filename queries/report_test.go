@@ -1128,6 +1128,7 @@ func TestReportToThePresent(t *testing.T) {
 		// the edges), its runs counted from the runs table, against the
 		// raw report's from the runs table's requests.
 		sameTrend(t, name, rep.Trend, raw.Trend)
+		trendAvailabilityAddsUp(t, name, rep)
 		// The curves: merged from the rollup's t-digests against the runs
 		// table's requests.
 		for i := range raw.Groups {
@@ -1147,14 +1148,14 @@ func TestReportToThePresent(t *testing.T) {
 }
 
 // sameTrend checks a trend from the rollup against one from raw rows:
-// the same windows, groups and run counts, the differences within the
-// t-digests' error.
+// the same windows, groups, run counts and availability per window, the
+// differences within the t-digests' error.
 func sameTrend(t *testing.T, name string, got, want *Trend) {
 	t.Helper()
 	if got == nil || want == nil || len(got.Windows) != len(want.Windows) || len(got.Groups) != len(want.Groups) || len(want.Groups) == 0 {
 		t.Fatalf("%s: trend %+v, raw %+v", name, got, want)
 	}
-	points := 0
+	points, avail := 0, 0
 	for i, g := range got.Groups {
 		w := want.Groups[i]
 		if g.Group != w.Group || len(g.Points) != len(w.Points) {
@@ -1164,6 +1165,11 @@ func sameTrend(t *testing.T, name string, got, want *Trend) {
 			q := w.Points[k]
 			if p.RunsH2 != q.RunsH2 || p.RunsH3 != q.RunsH3 {
 				t.Errorf("%s: trend %s window %d: %d/%d runs, raw %d/%d", name, g.Group, k, p.RunsH2, p.RunsH3, q.RunsH2, q.RunsH3)
+			}
+			if a, b := p.Availability, q.Availability; (a == nil) != (b == nil) || a != nil && (a.WantedH3 != b.WantedH3 || a.GotH3 != b.GotH3) {
+				t.Errorf("%s: trend %s window %d: availability %+v, raw %+v", name, g.Group, k, a, b)
+			} else if a != nil {
+				avail++
 			}
 			for j, d := range p.Diff {
 				e := q.Diff[j]
@@ -1182,5 +1188,27 @@ func sameTrend(t *testing.T, name string, got, want *Trend) {
 	}
 	if points == 0 {
 		t.Errorf("%s: no trend point has a difference to compare", name)
+	}
+	if avail == 0 {
+		t.Errorf("%s: no trend point has an HTTP/3 availability", name)
+	}
+}
+
+// trendAvailabilityAddsUp checks that a trend's availability per window
+// sums, over the windows, to its group's availability per run.
+func trendAvailabilityAddsUp(t *testing.T, name string, rep *Report) {
+	t.Helper()
+	for _, tg := range rep.Trend.Groups {
+		var wanted, got int
+		for _, p := range tg.Points {
+			if p.Availability != nil {
+				wanted, got = wanted+p.Availability.WantedH3, got+p.Availability.GotH3
+			}
+		}
+		for _, g := range rep.Groups {
+			if g.Group == tg.Group && (g.Availability == nil || g.Availability.WantedH3 != wanted || g.Availability.GotH3 != got) {
+				t.Errorf("%s: trend %s's windows hold %d/%d runs with all H3, the group %+v", name, tg.Group, got, wanted, g.Availability)
+			}
+		}
 	}
 }
