@@ -214,10 +214,13 @@ func TestReportCommandAgainstServe(t *testing.T) {
 		}
 	}
 	conn := ts.conn(t)
+	// The runs table's rows, written by its view in the same insert, are
+	// committed just after the samples': wait for both, as the report
+	// reads both.
 	waitFor(t, 20*time.Second, "rows in ClickHouse", func() (bool, error) {
-		var n uint64
-		err := conn.QueryRow(context.Background(), "SELECT count() FROM samples").Scan(&n)
-		return n == 13*runs, err
+		var n, r uint64
+		err := conn.QueryRow(context.Background(), "SELECT (SELECT count() FROM samples), (SELECT count() FROM runs)").Scan(&n, &r)
+		return n == 13*runs && r == runs, err
 	})
 	// `report` finds the server `serve` manages through --data-dir.
 	var out, errOut bytes.Buffer
