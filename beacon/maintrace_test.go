@@ -1,0 +1,262 @@
+package beacon_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/h3rum/h3rum/beacon/chromium"
+)
+
+// BenchmarkE2EMainThreadTrace says where the main-thread script time that
+// BenchmarkE2EMainThreadCPU measures goes: it records a DevTools trace of
+// one load each of the script's page (configured by its URL) and of the
+// idle floor's, both bare, and sums the renderer main thread's CPU time
+// (threadTicks, tdur) of each JavaScript entry by what the browser called
+// it for: the script's evaluation, the load event, the idle callback,
+// timers, observers and other events. Promise reactions run after an
+// entry are summed apart ("microtasks"): DevTools' script time leaves them
+// out. Each figure is the median over the loads. Tracing adds its own
+// cost to every entry, so the figures compare the two pages; they are not
+// the other benchmark's.
+// Run: go test ./beacon -run '^$' -bench E2EMainThreadTrace -benchtime 5x
+func BenchmarkE2EMainThreadTrace(b *testing.B) {
+	f := newFixture(b, false)
+	kinds := map[string]map[string][]float64{} // page → entry kind → ms per load
+	pages := []string{"url", "floor=idle"}
+	for b.Loop() {
+		var held time.Duration
+		report := func(br *chromium.Browser) {
+			start := time.Now()
+			f.awaitReport(br, 30*time.Second)
+			time.Sleep(500 * time.Millisecond)
+			held = time.Since(start)
+		}
+		hold := func(*chromium.Browser) { time.Sleep(held) }
+		for i, p := range pages {
+			done := hold
+			if i == 0 {
+				done = report
+			}
+			byKind := mainThreadEntries(b, traceLoad(b, f, f.page+"?"+p, done))
+			if kinds[p] == nil {
+				kinds[p] = map[string][]float64{}
+			}
+			for k, ms := range byKind {
+				kinds[p][k] = append(kinds[p][k], ms)
+			}
+		}
+	}
+	med := func(l []float64) float64 {
+		if len(l) < b.N { // loads without such an entry count as 0
+			l = append(l, make([]float64, b.N-len(l))...)
+		}
+		l = slices.Sorted(slices.Values(l))
+		return l[len(l)/2]
+	}
+	var all []string
+	for _, p := range pages {
+		for k := range kinds[p] {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
+	}
+	slices.Sort(all)
+	var out strings.Builder
+	fmt.Fprintf(&out, "main-thread CPU by entry, ms (median of %d loads; tracing on):\n%-28s %8s %8s\n", b.N, "entry", "script", "floor")
+	var sum [2]float64
+	for _, k := range all {
+		s, fl := med(kinds[pages[0]][k]), med(kinds[pages[1]][k])
+		fmt.Fprintf(&out, "%-28s %8.3f %8.3f\n", k, s, fl)
+		if k != "microtasks" {
+			sum[0], sum[1] = sum[0]+s, sum[1]+fl
+		}
+	}
+	fmt.Fprintf(&out, "%-28s %8.3f %8.3f", "script time (no microtasks)", sum[0], sum[1])
+	b.ReportMetric(sum[0], "traced-script-ms/run")
+	b.ReportMetric(sum[1], "traced-idle-floor-ms/run")
+	b.Log(out.String())
+}
+
+// traceEvent is one event of Chromium's trace format.
+type traceEvent struct {
+	Name string          `json:"name"`
+	Ph   string          `json:"ph"`
+	Pid  int             `json:"pid"`
+	Tid  int             `json:"tid"`
+	Ts   float64         `json:"ts"`   // µs
+	Dur  float64         `json:"dur"`  // µs, wall
+	Tdur float64         `json:"tdur"` // µs, thread CPU
+	Args json.RawMessage `json:"args"`
+}
+
+// traceLoad loads url in a fresh Chromium with DevTools tracing on, from
+// navigation until done returns, and returns the trace's events.
+func traceLoad(b *testing.B, f *fixture, url string, done func(*chromium.Browser)) []traceEvent {
+	br := startBrowserAt(b, f, "about:blank", true)
+	defer func() {
+		if err := br.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pages, err := br.Pages(ctx)
+	if err != nil || len(pages) == 0 {
+		b.Fatalf("pages: %v %v", pages, err)
+	}
+	conn, _, err := websocket.DefaultDialer.DialContext(ctx, pages[0].WSURL, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	s := &cdpSession{conn: conn}
+	if _, err := s.call("Tracing.start", map[string]any{
+		"categories":   "devtools.timeline,v8.execute,disabled-by-default-devtools.timeline",
+		"transferMode": "ReturnAsStream",
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.call("Page.navigate", map[string]string{"url": url}); err != nil {
+		b.Fatal(err)
+	}
+	done(br)
+	if _, err := s.call("Tracing.end", nil); err != nil {
+		b.Fatal(err)
+	}
+	var complete struct {
+		Stream string `json:"stream"`
+	}
+	if err := s.event("Tracing.tracingComplete", &complete); err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	for {
+		res, err := s.call("IO.read", map[string]any{"handle": complete.Stream, "size": 1 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var chunk struct {
+			Base64 bool   `json:"base64Encoded"`
+			Data   string `json:"data"`
+			EOF    bool   `json:"eof"`
+		}
+		if err := json.Unmarshal(res, &chunk); err != nil {
+			b.Fatal(err)
+		}
+		if !chunk.Base64 {
+			buf.WriteString(chunk.Data)
+		} else if d, err := base64.StdEncoding.DecodeString(chunk.Data); err != nil {
+			b.Fatal(err)
+		} else {
+			buf.Write(d)
+		}
+		if chunk.EOF {
+			break
+		}
+	}
+	var tr struct {
+		TraceEvents []traceEvent `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &tr); err != nil {
+		b.Fatalf("trace: %v", err)
+	}
+	return tr.TraceEvents
+}
+
+// event reads messages until the event method arrives and decodes its
+// params into v.
+func (c *cdpSession) event(method string, v any) error {
+	c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		var msg struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := c.conn.ReadJSON(&msg); err != nil {
+			return fmt.Errorf("devtools: waiting for %s: %w", method, err)
+		}
+		if msg.Method == method {
+			return json.Unmarshal(msg.Params, v)
+		}
+	}
+}
+
+// mainThreadEntries sums the renderer main thread's JavaScript entries'
+// thread CPU, ms, by kind: each outermost EvaluateScript or FunctionCall
+// by the event that called it, and the microtask checkpoints after them.
+func mainThreadEntries(b *testing.B, evs []traceEvent) map[string]float64 {
+	main := map[[2]int]bool{}
+	for _, e := range evs {
+		if e.Ph == "M" && e.Name == "thread_name" && strings.Contains(string(e.Args), `"CrRendererMain"`) {
+			main[[2]int{e.Pid, e.Tid}] = true
+		}
+	}
+	var xs []traceEvent
+	for _, e := range evs {
+		if e.Ph == "X" && main[[2]int{e.Pid, e.Tid}] {
+			xs = append(xs, e)
+		}
+	}
+	if len(xs) == 0 {
+		b.Fatal("the trace has no renderer main thread events")
+	}
+	// Parents before children: by start, the longer first.
+	slices.SortFunc(xs, func(a, b traceEvent) int {
+		if a.Ts != b.Ts {
+			return int(a.Ts - b.Ts)
+		}
+		return int(b.Dur - a.Dur)
+	})
+	out := map[string]float64{}
+	var stack []traceEvent // the enclosing events of the current one
+	for _, e := range xs {
+		for len(stack) > 0 && e.Ts >= stack[len(stack)-1].Ts+stack[len(stack)-1].Dur {
+			stack = stack[:len(stack)-1]
+		}
+		inJS := slices.ContainsFunc(stack, func(p traceEvent) bool {
+			return p.Name == "EvaluateScript" || p.Name == "FunctionCall" || p.Name == "RunMicrotasks"
+		})
+		switch {
+		case inJS:
+		case e.Name == "RunMicrotasks":
+			out["microtasks"] += e.Tdur / 1000
+		case e.Name == "EvaluateScript":
+			out["evaluate"] += e.Tdur / 1000
+		case e.Name == "FunctionCall":
+			out[entryKind(stack)] += e.Tdur / 1000
+		}
+		stack = append(stack, e)
+	}
+	return out
+}
+
+// entryKind names what called a FunctionCall, from its enclosing events.
+func entryKind(stack []traceEvent) string {
+	for _, p := range slices.Backward(stack) {
+		switch p.Name {
+		case "FireIdleCallback":
+			return "idle callback"
+		case "TimerFire", "TimerBase::run":
+			return "timer"
+		case "FireAnimationFrame":
+			return "animation frame"
+		case "EventDispatch":
+			var a struct {
+				Data struct{ Type string } `json:"data"`
+			}
+			json.Unmarshal(p.Args, &a)
+			return "event " + a.Data.Type
+		}
+	}
+	return "other (observers, …)"
+}
