@@ -103,54 +103,23 @@ type runRow struct {
 	cold       seqSet // seq numbers of cold batch requests
 }
 
-// column buffers one column of an insert batch: clickhouse-go appends a
-// whole slice per column far faster than row by row. add appends one value
-// per sample.
-type column interface {
-	buffer
-	add(r *runRow, samples []beacon.Sample)
-}
+// column is one column of the samples table: a run's rows share the
+// runRow, and each is one of its samples.
+type column = tableColumn[*runRow, beacon.Sample]
 
-// sampleColumn is a column whose value may differ from sample to sample.
-type sampleColumn[T any] struct {
-	colData[T]
-	fill func(*runRow, *beacon.Sample) T
-}
-
+// col is a column whose value may differ from sample to sample.
 func col[T any](name, typ string, fill func(*runRow, *beacon.Sample) T) column {
-	return &sampleColumn[T]{colData: colData[T]{colName: name, typ: typ}, fill: fill}
+	return elemCol(name, typ, fill)
 }
 
-func (c *sampleColumn[T]) add(r *runRow, samples []beacon.Sample) {
-	for i := range samples {
-		c.data = append(c.data, c.fill(r, &samples[i]))
-	}
-}
-
-// runColumn is a column whose value is the run's, the same in each of its
+// runCol is a column whose value is the run's, the same in each of its
 // rows: it is computed once per run.
-type runColumn[T any] struct {
-	colData[T]
-	fill func(*runRow) T
-}
-
 func runCol[T any](name, typ string, fill func(*runRow) T) column {
-	return &runColumn[T]{colData: colData[T]{colName: name, typ: typ}, fill: fill}
+	return parentCol[*runRow, beacon.Sample](name, typ, fill)
 }
 
-func (c *runColumn[T]) add(r *runRow, samples []beacon.Sample) {
-	if len(samples) == 0 {
-		return
-	}
-	v := c.fill(r)
-	for range samples {
-		c.data = append(c.data, v)
-	}
-}
-
-// insertSamplesSQL is the INSERT for every column of sampleColumns, in
-// order (PrepareBatch needs the explicit list on 18.16).
-var insertSamplesSQL = insertSQL("samples", sampleColumns())
+// samplesTable is the samples table as sampleColumns defines it.
+var samplesTable = newTable("samples", sampleColumns)
 
 // BeaconMajor is the major version of a script version ("1.4.2" → 1), 0
 // when it has none: one of the design fields reports never pool across.
@@ -234,4 +203,4 @@ func triggerValue(t string) int8 {
 
 // SampleColumnTypes maps each samples column to its ClickHouse type, as
 // the definition states it.
-func SampleColumnTypes() map[string]string { return columnTypes(sampleColumns()) }
+func SampleColumnTypes() map[string]string { return samplesTable.columnTypes() }

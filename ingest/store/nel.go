@@ -26,8 +26,8 @@ type NELBatch struct {
 // is of a samples row; a test checks it against the migrated table.
 func nelColumns() []nelColumn {
 	type (
-		b = *nelRow
-		r = *nel.Report
+		b = *NELBatch
+		r = *nelReport
 	)
 	return []nelColumn{
 		ncol("time", "DateTime('UTC')", func(b b, r r) time.Time {
@@ -35,7 +35,7 @@ func nelColumns() []nelColumn {
 		}),
 		ncol("received", "DateTime('UTC')", func(b b, _ r) time.Time { return b.Received.UTC().Truncate(time.Second) }),
 		ncol("batch_id", "UUID", func(b b, _ r) uuid.UUID { return b.ID }),
-		ncol("seq", "UInt16", func(b b, _ r) uint16 { return uint16(b.seq) }),
+		ncol("seq", "UInt16", func(_ b, r r) uint16 { return uint16(r.seq) }),
 		ncol("origin", "String", func(_ b, r r) string { return r.Origin }),
 		ncol("probe", "UInt8", func(_ b, r r) uint8 { return b2u(r.Probe) }),
 		ncol("page_origin", "String", func(_ b, r r) string { return r.PageOrigin }),
@@ -84,75 +84,49 @@ func nelProtoValue(p string) int8 {
 	return 0
 }
 
-// nelRow is a report's batch and its position in the upload: with the
-// batch id, its identity.
-type nelRow struct {
-	*NELBatch
+// nelReport is a report and its position in the upload: with the
+// upload's id, its identity.
+type nelReport struct {
 	seq int
+	nel.Report
 }
 
-// nelColumn buffers one column of a nel_reports insert.
-type nelColumn interface {
-	buffer
-	add(b *nelRow, r *nel.Report)
+// nelColumn is one column of nel_reports: an upload's rows share the
+// NELBatch, and each is one of its reports.
+type nelColumn = tableColumn[*NELBatch, nelReport]
+
+func ncol[T any](name, typ string, fill func(*NELBatch, *nelReport) T) nelColumn {
+	return elemCol(name, typ, fill)
 }
 
-type typedNELColumn[T any] struct {
-	colData[T]
-	fill func(*nelRow, *nel.Report) T
-}
-
-func ncol[T any](name, typ string, fill func(*nelRow, *nel.Report) T) nelColumn {
-	return &typedNELColumn[T]{colData: colData[T]{colName: name, typ: typ}, fill: fill}
-}
-
-func (c *typedNELColumn[T]) add(b *nelRow, r *nel.Report) { c.data = append(c.data, c.fill(b, r)) }
-
-var insertNELSQL = insertSQL("nel_reports", nelColumns())
+// nelTable is nel_reports as nelColumns defines it.
+var nelTable = newTable("nel_reports", nelColumns)
 
 // NELColumnTypes maps each nel_reports column to its ClickHouse type, as
 // the definition states it.
-func NELColumnTypes() map[string]string { return columnTypes(nelColumns()) }
+func NELColumnTypes() map[string]string { return nelTable.columnTypes() }
 
 // NELRows buffers nel_reports rows column by column for one INSERT. The
 // zero value is ready to use.
 type NELRows struct {
-	cols []nelColumn
-	rows int
+	rowBuffer[*NELBatch, nelReport]
+	reports []nelReport // the upload being added
 }
 
 // Add appends one row per report of b.
 func (n *NELRows) Add(b *NELBatch) {
-	if n.cols == nil {
-		n.cols = nelColumns()
+	n.reports = n.reports[:0]
+	for i, r := range b.Reports {
+		n.reports = append(n.reports, nelReport{i, r})
 	}
-	for i := range b.Reports {
-		row := &nelRow{b, i}
-		for _, c := range n.cols {
-			c.add(row, &b.Reports[i])
-		}
-	}
-	n.rows += len(b.Reports)
-}
-
-// Rows is the number of rows buffered.
-func (n *NELRows) Rows() int { return n.rows }
-
-// Reset empties the buffer.
-func (n *NELRows) Reset() {
-	for _, c := range n.cols {
-		c.reset()
-	}
-	n.rows = 0
+	n.add(nelTable, b, n.reports)
+	clear(n.reports) // the scratch slice keeps no upload alive
 }
 
 // Insert sends the buffered rows as one INSERT; the buffer is unchanged,
 // so a failed insert can be retried.
 func (n *NELRows) Insert(ctx context.Context, conn driver.Conn) error {
-	if n.rows == 0 {
-		return nil
-	}
-	return insertBuffers(ctx, conn, "nel_reports", insertNELSQL, n.cols)
+	return n.insert(ctx, conn, nelTable)
 }
 
 //go:embed sql/existing_nel_batches.sql

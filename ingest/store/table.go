@@ -36,6 +36,106 @@ func (c *colData[T]) chType() string { return c.typ }
 func (c *colData[T]) values() any    { return c.data }
 func (c *colData[T]) reset()         { c.data = c.data[:0] }
 
+// tableColumn buffers one column of a table whose rows come in groups: an
+// element (E) each, sharing a parent (P) computed once per group, as a
+// run's samples share the run and an upload's reports the upload. add
+// appends one value per element.
+type tableColumn[P, E any] interface {
+	buffer
+	add(p P, es []E)
+}
+
+// elemColumn is a column whose value may differ from element to element.
+type elemColumn[P, E, T any] struct {
+	colData[T]
+	fill func(P, *E) T
+}
+
+func elemCol[P, E, T any](name, typ string, fill func(P, *E) T) tableColumn[P, E] {
+	return &elemColumn[P, E, T]{colData: colData[T]{colName: name, typ: typ}, fill: fill}
+}
+
+func (c *elemColumn[P, E, T]) add(p P, es []E) {
+	for i := range es {
+		c.data = append(c.data, c.fill(p, &es[i]))
+	}
+}
+
+// parentColumn is a column whose value is the parent's, the same in each
+// of its elements' rows: it is computed once per group.
+type parentColumn[P, E, T any] struct {
+	colData[T]
+	fill func(P) T
+}
+
+func parentCol[P, E, T any](name, typ string, fill func(P) T) tableColumn[P, E] {
+	return &parentColumn[P, E, T]{colData: colData[T]{colName: name, typ: typ}, fill: fill}
+}
+
+func (c *parentColumn[P, E, T]) add(p P, es []E) {
+	if len(es) == 0 {
+		return
+	}
+	v := c.fill(p)
+	for range es {
+		c.data = append(c.data, v)
+	}
+}
+
+// table is one table's row definition (define, the one list of its
+// columns) and the INSERT derived from it.
+type table[P, E any] struct {
+	name, insert string
+	define       func() []tableColumn[P, E]
+}
+
+func newTable[P, E any](name string, define func() []tableColumn[P, E]) *table[P, E] {
+	return &table[P, E]{name: name, insert: insertSQL(name, define()), define: define}
+}
+
+// columnTypes maps each of the table's columns to its ClickHouse type, as
+// the definition states it.
+func (t *table[P, E]) columnTypes() map[string]string { return columnTypes(t.define()) }
+
+// rowBuffer buffers a table's rows column by column for one INSERT. The
+// zero value is ready to use; Reset keeps the buffers' capacity for the
+// next batch.
+type rowBuffer[P, E any] struct {
+	cols []tableColumn[P, E]
+	rows int
+}
+
+// add appends one row of t per element of es.
+func (b *rowBuffer[P, E]) add(t *table[P, E], p P, es []E) {
+	if b.cols == nil {
+		b.cols = t.define()
+	}
+	for _, c := range b.cols {
+		c.add(p, es)
+	}
+	b.rows += len(es)
+}
+
+// Rows is the number of rows buffered.
+func (b *rowBuffer[P, E]) Rows() int { return b.rows }
+
+// Reset empties the buffer.
+func (b *rowBuffer[P, E]) Reset() {
+	for _, c := range b.cols {
+		c.reset()
+	}
+	b.rows = 0
+}
+
+// insert sends the buffered rows to t as one INSERT. The buffer is
+// unchanged, so a failed insert can be retried.
+func (b *rowBuffer[P, E]) insert(ctx context.Context, conn driver.Conn, t *table[P, E]) error {
+	if b.rows == 0 {
+		return nil
+	}
+	return insertBuffers(ctx, conn, t.name, t.insert, b.cols)
+}
+
 // insertSQL is the INSERT naming every column of cols, in order
 // (PrepareBatch needs the explicit list on 18.16).
 func insertSQL[C buffer](table string, cols []C) string {
