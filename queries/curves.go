@@ -2,6 +2,8 @@ package queries
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,10 +34,40 @@ var curveLevelsSQL = func() string {
 	return strings.Join(s, ", ")
 }()
 
-// curves reads every group's quantile curves: from the runs table where
-// it holds the selection (sql/quantiles_runs.sql), else from the samples
-// (sql/curves.sql).
-func curves(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
+// curvePercentiles is where each reported percentile is in curveLevels.
+var curvePercentiles = func() (ix [len(percentiles)]int) {
+	for i, p := range percentiles {
+		j := slices.Index(curveLevels, p)
+		if j < 0 {
+			panic(fmt.Sprintf("curveLevels lacks the percentile %v", p))
+		}
+		ix[i] = j
+	}
+	return ix
+}()
+
+// atPercentiles picks the reported percentiles out of qs, quantiles at
+// curveLevels.
+func atPercentiles(qs []float32) []float32 {
+	out := make([]float32, len(curvePercentiles))
+	for i, j := range curvePercentiles {
+		out[i] = qs[j]
+	}
+	return out
+}
+
+// curveRow is one group × outcome × batch order's quantiles at
+// curveLevels.
+type curveRow struct {
+	grp, oc, ord string
+	qs           []float32
+}
+
+// curves reads every group's quantile curves: where the point estimates
+// came from the rollup, from the rows they read at curveLevels (cv); else
+// from the runs table where it holds the selection
+// (sql/quantiles_runs.sql), else from the samples (sql/curves.sql).
+func curves(ctx context.Context, conn driver.Conn, o *Options, w window, cv *handoff[[]curveRow], get func(string) *Group) error {
 	type key struct{ grp, oc string }
 	type byOrder struct {
 		v  [2][]float64
@@ -61,8 +93,13 @@ func curves(ctx context.Context, conn driver.Conn, o *Options, w window, get fun
 	}
 	var err error
 	switch {
-	case o.rollupAnswers() && o.Source != SourceRaw:
-		err = curvesFromRollup(ctx, conn, o, w, add)
+	case o.rollupAnswers() && o.Source != SourceRaw: // as the point estimates chose (begin)
+		var rows []curveRow
+		if rows, err = cv.wait(ctx); err == nil {
+			for _, r := range rows {
+				add(r.grp, r.oc, r.ord, r.qs)
+			}
+		}
 	case o.runsTableSelects():
 		err = curvesFromRuns(ctx, conn, o, w, add)
 	default:
@@ -122,28 +159,4 @@ func curvesFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window,
 	// constant grouping key.
 	return gridRowsFromRuns(ctx, conn, o, w, "0 * toUInt32(time)", curveLevelsSQL, "quantile curves",
 		func(_ uint32, grp, oc, ord string, _ uint64, qs []float32) { add(grp, oc, ord, qs) })
-}
-
-// curvesFromRollup reads sql/quantiles_rollup.sql over the whole window: a
-// row per group × outcome × batch order (a row only where there are
-// requests, so only with runs).
-func curvesFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
-	// One window: a column times 0, as Distributed tables refuse a
-	// constant grouping key.
-	name, q, args, err := gridFromRollup(o, w, "0 * toUInt32(w_hour)", curveLevelsSQL)
-	if err != nil {
-		return err
-	}
-	return eachRowOf(ctx, conn, q, args, "quantile curves ("+name+")", func(rows driver.Rows) error {
-		var (
-			t            uint32
-			grp, oc, ord string
-			qs           []float32
-		)
-		if err := rows.Scan(&t, &grp, &oc, &ord, &qs); err != nil {
-			return err
-		}
-		add(grp, oc, ord, qs)
-		return nil
-	})
 }

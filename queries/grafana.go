@@ -65,7 +65,7 @@ func grafanaSQL(name string, args ...string) (string, error) {
 			return "", err
 		}
 	}
-	q = strings.NewReplacer("/*GROUP*/", groupExpr["continent"], "/*LEVELS*/", levelsSQL, "/*DESIGN*/", grafanaDesignSQL).Replace(q)
+	q = strings.NewReplacer("/*GROUP*/", groupExpr["continent"], "/*LEVELS*/", levelsSQL, "/*MERGE LEVELS*/", levelsSQL, "/*DESIGN*/", grafanaDesignSQL).Replace(q)
 	parts := strings.Split(q, "?")
 	if len(parts)-1 != len(args) {
 		return "", fmt.Errorf("%s has %d parameters, the dashboard binds %d", name, len(parts)-1, len(args))

@@ -73,6 +73,7 @@ type Report struct {
 	perRun        map[*Group]perRunCounts     // from excluded, set once the bootstrap and the intention-to-treat view are done
 	ittFromRollup bool                        // the intention-to-treat view came from the rollup, without run counts
 	windowRuns    *windowRuns                 // the trend's runs per window, counted with the point estimates
+	rollupCurves  *handoff[[]curveRow]        // the curves' rows, read with the point estimates from the rollup
 	windowAvail   map[trendCell]*Availability // the trend's availability per window × group, from excluded
 	done          bool                        // AddRuns ran
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,8 +104,10 @@ func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, bool, 
 		rep.Source = "rollup"
 	}
 	// The point estimates count the runs the trend from the rollup shows
-	// (points and trend agree on that condition).
-	rep.windowRuns = newWindowRuns()
+	// (points and trend agree on that condition) and, from the rollup,
+	// read the curves.
+	rep.windowRuns = newHandoff[map[trendCell][2]uint64]()
+	rep.rollupCurves = newHandoff[[]curveRow]()
 	start := time.Now()
 	ds, err := designs(ctx, conn, &o, w)
 	if err != nil {
@@ -139,7 +142,7 @@ func (rep *Report) estimate(ctx context.Context, conn driver.Conn, useRollup boo
 // pointsSection reads the counts and point estimates into the groups.
 func (rep *Report) pointsSection(conn driver.Conn, useRollup bool) section {
 	return section{"points", func(ctx context.Context) error {
-		return points(ctx, conn, &rep.opts, rep.win, useRollup, rep.groups.get, rep.windowRuns)
+		return points(ctx, conn, &rep.opts, rep.win, useRollup, rep.groups.get, rep.windowRuns, rep.rollupCurves)
 	}}
 }
 
@@ -228,7 +231,7 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 		}},
 		{"handshakes", func(ctx context.Context) error { return handshakes(ctx, conn, o, w, get) }},
 		{"nel", func(ctx context.Context) error { return nelSection(ctx, conn, o, w, rep) }},
-		{"curves", func(ctx context.Context) error { return curves(ctx, conn, o, w, get) }},
+		{"curves", func(ctx context.Context) error { return curves(ctx, conn, o, w, rep.rollupCurves, get) }},
 		{"trend", func(ctx context.Context) (err error) {
 			rep.Trend, err = trend(ctx, conn, o, w, rep.windowRuns)
 			return err
@@ -319,8 +322,8 @@ func (rep *Report) finish() {
 // Raw reports whose selection the runs table holds read it instead of the
 // samples (points_runs.sql): a row per run, and exact run counts; reports
 // from the rollup take their run counts from it too (withExactRuns).
-func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group, wr *windowRuns) error {
-	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, add) }
+func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group, wr *windowRuns, cv *handoff[[]curveRow]) error {
+	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, cv, add) }
 	if !useRollup && o.runsTableSelects() {
 		read = func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) }
 	}
@@ -412,11 +415,20 @@ func pointsInto(o *Options, read func(add pointRow) error, get func(string) *Gro
 // pointRow is points(…)'s add: one row of points_raw.sql's shape.
 type pointRow func(grp, outcome, order string, runs, nSamples uint64, qs []float32)
 
-// pointsFromSamples reads points_raw.sql or points_rollup.sql.
-func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, add pointRow) error {
+// pointsFromSamples reads points_raw.sql or points_rollup.sql. From the
+// rollup it reads every row at curveLevels, hands add the percentiles
+// among them and cv the H2 and H3 rows of each batch order, the
+// distribution's curves (set even when the read fails, so that the
+// curves never wait on it).
+func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, cv *handoff[[]curveRow], add pointRow) error {
 	name, q, args, err := sourceQuery("points", o, w, useRollup)
 	if err != nil {
 		return err
+	}
+	var curveRows []curveRow
+	if useRollup {
+		defer func() { cv.set(curveRows) }()
+		q = strings.ReplaceAll(q, "/*MERGE LEVELS*/", curveLevelsSQL)
 	}
 	return eachRowOf(ctx, conn, q, args, "percentiles ("+name+")", func(rows driver.Rows) error {
 		var (
@@ -426,6 +438,15 @@ func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w wind
 		)
 		if err := rows.Scan(&grp, &outcome, &order, &runs, &nSamples, &qs); err != nil {
 			return err
+		}
+		if useRollup {
+			if len(qs) != len(curveLevels) {
+				return fmt.Errorf("%d quantiles in a row, want the %d curve levels", len(qs), len(curveLevels))
+			}
+			if _, ok := orderIndex(order); ok && (outcome == OutcomeH2 || outcome == OutcomeH3) {
+				curveRows = append(curveRows, curveRow{grp, outcome, order, qs})
+			}
+			qs = atPercentiles(qs)
 		}
 		add(grp, outcome, order, runs, nSamples, qs)
 		return nil

@@ -891,7 +891,7 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 	t.Helper()
 	var got [2]map[string]*Group
 	for k, read := range []func(pointRow) error{
-		func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, false, add) },
+		func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, false, nil, add) },
 		func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) },
 	} {
 		groups := map[string]*Group{}

@@ -72,26 +72,38 @@ type trendCell struct {
 	grp, ord string
 }
 
-// windowRuns hands the trend from the rollup the runs per trendCell that
-// the point estimates counted (by outcome: h2, h3): ready is closed once
-// m is set, or left nil when the count failed.
-type windowRuns struct {
+// handoff passes a value from one section of the report to another that
+// runs beside it: the section that computes it sets it once (the zero
+// value when it could not), and wait returns it, or the context's cause
+// if that ends first.
+type handoff[T any] struct {
 	ready chan struct{}
-	m     map[trendCell][2]uint64
+	v     T
 }
 
-func newWindowRuns() *windowRuns { return &windowRuns{ready: make(chan struct{})} }
+func newHandoff[T any]() *handoff[T] { return &handoff[T]{ready: make(chan struct{})} }
 
-// wait returns the runs per trendCell once the point estimates have
-// counted them, or nil when they did not.
-func (wr *windowRuns) wait(ctx context.Context) (map[trendCell][2]uint64, error) {
+// set hands v over; it is called once.
+func (h *handoff[T]) set(v T) {
+	h.v = v
+	close(h.ready)
+}
+
+// wait returns the value once it is set.
+func (h *handoff[T]) wait(ctx context.Context) (T, error) {
 	select {
-	case <-wr.ready:
-		return wr.m, nil
+	case <-h.ready:
+		return h.v, nil
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+		var zero T
+		return zero, context.Cause(ctx)
 	}
 }
+
+// windowRuns hands the trend from the rollup the runs per trendCell that
+// the point estimates counted (by outcome: h2, h3); nil when the count
+// failed.
+type windowRuns = handoff[map[trendCell][2]uint64]
 
 // runCountOutcomes are the outcomes points_runs_counts.sql counts runs
 // of, in its columns' order after n_any.
@@ -123,10 +135,10 @@ func withExactRuns(ctx context.Context, conn driver.Conn, o *Options, w window, 
 		done := make(chan result, 1)
 		go func() {
 			c, byWindow, err := exactRunCounts(ctx, conn, o, w)
-			if err == nil {
-				wr.m = byWindow
+			if err != nil {
+				byWindow = nil
 			}
-			close(wr.ready)
+			wr.set(byWindow)
 			done <- result{c, err}
 		}()
 		type row struct {

@@ -15,13 +15,19 @@
 -- for the report (runsExact), which counts runs exactly from the runs table
 -- (points_runs_counts.sql): merging the states was two thirds of this
 -- query's time at 10 M samples on 18.16 (150-200 of 200-250 ms).
+-- /*MERGE LEVELS*/ are the levels read off the merged t-digests: in the
+-- report, the distribution's curve levels (curveLevels, which hold every
+-- reported percentile), so that its curves come from this pass and not
+-- from a second merge of the same states; in Grafana's panels, the
+-- percentiles. The raw edges' states keep /*LEVELS*/, the rollup column's
+-- type.
 SELECT
     grp,
     oc,
     ord,
     /*RUNS MERGE*/ AS n_runs,
     countMerge(samples_state) AS n_samples,
-    quantilesTDigestMerge(/*LEVELS*/)(duration_state) AS q
+    quantilesTDigestMerge(/*MERGE LEVELS*/)(duration_state) AS q
 FROM
 (
     SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
