@@ -23,8 +23,7 @@ func (b *Batch) Add(run *Run) {
 	}
 	x, cold := classifyRun(run)
 	b.row = runRow{Run: run, exclusions: x, cold: cold}
-	b.add(samplesTable, &b.row, run.Report.Samples)
-	b.add(samplesTable, &b.row, run.Handshakes)
+	b.add(samplesTable, &b.row, run.Report.Samples, run.Handshakes)
 	b.row = runRow{}
 }
 
