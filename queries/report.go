@@ -10,7 +10,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -426,9 +425,8 @@ func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w wind
 		return err
 	}
 	var curveRows []curveRow
-	if useRollup {
+	if useRollup { // the query merges the t-digests at curveLevels (/*MERGE LEVELS*/)
 		defer func() { cv.set(curveRows) }()
-		q = strings.ReplaceAll(q, "/*MERGE LEVELS*/", curveLevelsSQL)
 	}
 	return eachRowOf(ctx, conn, q, args, "percentiles ("+name+")", func(rows driver.Rows) error {
 		var (

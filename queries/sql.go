@@ -56,7 +56,7 @@ func query(name string, o *Options) (string, error) {
 	}
 	q := strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL).Replace(string(b))
 	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEEP*/", o.keepSQL(), "/*KEPT*/", o.keptSQL(), "/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS,
-		"/*OUTCOME COUNTS*/", outcomeCountsSQL).Replace(q), nil
+		"/*OUTCOME COUNTS*/", outcomeCountsSQL, "/*MERGE LEVELS*/", curveLevelsSQL).Replace(q), nil
 }
 
 // keepSQL is /*KEEP*/: which of a runs-table row's parallel requests the
