@@ -2,15 +2,12 @@ package queries
 
 import (
 	"cmp"
-	"context"
 	"slices"
 	"strings"
-
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // FirstContact is the section "First contact with the HTTP/3 origin": how
-// each run's first request to the H3 origin went (sql/first_contact.sql),
+// each run's first request to the H3 origin went (sql/run_facts.sql),
 // by the report's grouping and by browser. A first request on h3 means the
 // browser found HTTP/3 before this run's responses could advertise it (an
 // HTTPS DNS record, or an Alt-Svc cached from an earlier visit); on h2, that
@@ -62,52 +59,6 @@ func proportion(n, k int) *Proportion {
 		return nil
 	}
 	return &Proportion{Share: a.Share, CILow: a.CILow, CIHigh: a.CIHigh}
-}
-
-// firstContact reads the section; an agent report has none (the agent
-// sends no warm-ups), nil.
-func firstContact(ctx context.Context, conn driver.Conn, o *Options, w window) (*FirstContact, error) {
-	if o.Agent {
-		return nil, nil
-	}
-	q, err := query("first_contact.sql", o)
-	if err != nil {
-		return nil, err
-	}
-	fc := &FirstContact{By: o.By, Groups: []FirstContactCount{}, Browsers: []FirstContactCount{}}
-	// A row per group × browser: each run counted once, summed here by
-	// group and by browser.
-	groups, browsers := map[string]*FirstContactCount{}, map[string]*FirstContactCount{}
-	sum := func(m map[string]*FirstContactCount, key string, n *[5]uint64) {
-		c := m[key]
-		if c == nil {
-			c = &FirstContactCount{Group: key}
-			m[key] = c
-		}
-		c.Runs += int(n[0])
-		c.NotMeasured += int(n[1])
-		c.H3First += int(n[2])
-		c.Upgraded += int(n[3])
-		c.Never += int(n[4])
-	}
-	args := []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}
-	err = eachRowOf(ctx, conn, q, args, "first contact", func(rows driver.Rows) error {
-		var (
-			grp, browser string
-			n            [5]uint64
-		)
-		if err := rows.Scan(&grp, &browser, &n[0], &n[1], &n[2], &n[3], &n[4]); err != nil {
-			return err
-		}
-		sum(groups, grp, &n)
-		sum(browsers, browser, &n)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	fc.Groups, fc.Browsers = countsOf(groups), countsOf(browsers)
-	return fc, nil
 }
 
 // countsOf finishes each group's counts (measured, unknown, the shares)

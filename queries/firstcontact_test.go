@@ -19,8 +19,9 @@ import (
 // TestFirstContact plants runs whose first request to the H3 origin used
 // h3, used h2 before a later h3, or never led to h3; runs of warm-up 0
 // (not measured); runs whose first request failed or is missing
-// (unknown); a bot's run, a run outside the window and a replayed run
-// (left out by store.Stored, as ingest does),
+// (unknown); a bot's run, a run outside the window, a replayed run (left
+// out by store.Stored, as ingest does) and a run without a request to the
+// H3 origin (left out: it has no first contact),
 // and checks the exact counts and shares by continent and by browser.
 func TestFirstContact(t *testing.T) {
 	conn := newDB(t)
@@ -36,6 +37,10 @@ func TestFirstContact(t *testing.T) {
 		run.Received = at.Add(time.Duration(i) * time.Second)
 		i++
 		run.Geo.Continent, run.Browser = continent, browser
+		// A script that reports its own errors: every run is in the
+		// script errors' count too, which run_facts.sql reads in the same
+		// pass and must keep out of first contact's.
+		run.Report.BeaconVersion = ScriptErrorsSince
 		if plant != nil {
 			plant(&run)
 		}
@@ -79,6 +84,10 @@ func TestFirstContact(t *testing.T) {
 		r.Report.Partial = true
 	})
 	add("AS", "Chrome", func(r *store.Run) { r.Report.Samples[0].Got = beacon.ProtoUnknown })
+	add("EU", "Chrome", func(r *store.Run) { // hidden before any request to the H3 origin: not in first contact
+		r.Report.Samples = slices.DeleteFunc(r.Report.Samples, func(s beacon.Sample) bool { return s.Want == beacon.ProtoH3 })
+		r.Report.Partial = true
+	})
 	add("EU", "Chrome", func(r *store.Run) { r.Bot = true })                        // left out but with include_bots
 	add("EU", "Chrome", func(r *store.Run) { r.Received = at.Add(-2 * time.Hour) }) // outside the window
 	if err := b.Insert(ctx, conn); err != nil {
@@ -131,8 +140,19 @@ func TestFirstContact(t *testing.T) {
 		}
 	}
 
+	// The same pass counts the script errors' runs: the design's (warm-up
+	// 2, not Firefox's two of warm-up 0), the one without a request to the
+	// H3 origin among them, none with an error.
+	rep, err := Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: "continent", MinRuns: 1, Replicates: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []BrowserScriptErrors{{Browser: "Chrome", Runs: 15}, {Browser: "Firefox", Runs: 2}}; !reflect.DeepEqual(rep.ScriptErrors.Browsers, want) {
+		t.Errorf("script errors %+v, want %+v", rep.ScriptErrors.Browsers, want)
+	}
+
 	// With bots, the bot's run counts, first on h3.
-	rep, err := Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: "continent", MinRuns: 1, Replicates: -1, IncludeBots: true})
+	rep, err = Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: "continent", MinRuns: 1, Replicates: -1, IncludeBots: true})
 	if err != nil {
 		t.Fatal(err)
 	}

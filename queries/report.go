@@ -175,12 +175,13 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 
 // split deals the sections that need the design only into two lanes
 // beside the bootstrap's: the heaviest at 10 M samples (first contact and
-// the script errors, each a pass over raw rows; the trend and the curves,
-// over the runs table) alternate, so that ClickHouse works on up to three
-// of the report's queries at once. One lane of them all took 3.1 s at
-// 10 M samples on 18.16, the sum of their times.
+// the script errors, one pass over run_facts; the trend and the curves,
+// over the rollup, the runs table or raw rows) alternate, so that
+// ClickHouse works on up to three of the report's queries at once. One
+// lane of them all took 3.1 s at 10 M samples on 18.16, the sum of their
+// times.
 func split(others []section) (a, b []section) {
-	heavy := map[string]int{"first_contact": 0, "trend": 1, "curves": 2, "script_errors": 3}
+	heavy := map[string]int{"run_facts": 0, "trend": 1, "curves": 2}
 	for _, s := range others {
 		if i, ok := heavy[s.name]; ok && i%2 == 1 {
 			b = append(b, s)
@@ -235,12 +236,8 @@ func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 			rep.Trend, err = trend(ctx, conn, o, w, rep.windowRuns)
 			return err
 		}},
-		{"script_errors", func(ctx context.Context) (err error) {
-			rep.ScriptErrors, err = scriptErrors(ctx, conn, o, w)
-			return err
-		}},
-		{"first_contact", func(ctx context.Context) (err error) {
-			rep.FirstContact, err = firstContact(ctx, conn, o, w)
+		{"run_facts", func(ctx context.Context) (err error) {
+			rep.FirstContact, rep.ScriptErrors, err = runFacts(ctx, conn, o, w)
 			return err
 		}},
 	}
@@ -288,7 +285,7 @@ func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...st
 	if rep.Trend != nil {
 		rep.Trend.setAvailability(rep.windowAvail)
 	}
-	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves", "trend", "script_errors", "first_contact") {
+	for _, name := range append(stages, "failures", "runs", "excluded", "itt", "handshakes", "nel", "curves", "trend", "run_facts") {
 		rep.Stages = append(rep.Stages, Stage{name, elapsed[name]})
 	}
 	rep.done = true

@@ -1,0 +1,85 @@
+package queries
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// runFacts reads the two sections that come from run_facts, first contact
+// and the script errors, in one pass (sql/run_facts.sql); an agent report
+// has neither (the agent sends no warm-ups and runs no script), nil.
+func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*FirstContact, *ScriptErrors, error) {
+	if o.Agent {
+		return nil, nil, nil
+	}
+	q, err := query("run_facts.sql", o)
+	if err != nil {
+		return nil, nil, err
+	}
+	since, err := versionSQL(ScriptErrorsSince)
+	if err != nil {
+		return nil, nil, err
+	}
+	q = strings.ReplaceAll(q, "/*SINCE*/", since)
+	// A row per group × browser: each run counted once, summed here by
+	// group and by browser for first contact, by browser for the errors.
+	groups, browsers := map[string]*FirstContactCount{}, map[string]*FirstContactCount{}
+	sum := func(m map[string]*FirstContactCount, key string, n []uint64) {
+		c := m[key]
+		if c == nil {
+			c = &FirstContactCount{Group: key}
+			m[key] = c
+		}
+		c.Runs += int(n[0])
+		c.NotMeasured += int(n[1])
+		c.H3First += int(n[2])
+		c.Upgraded += int(n[3])
+		c.Never += int(n[4])
+	}
+	errs := map[string]*BrowserScriptErrors{}
+	args := []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}
+	err = eachRowOf(ctx, conn, q, args, "first contact and script errors (run_facts.sql)", func(rows driver.Rows) error {
+		var (
+			grp, browser string
+			n            [12]uint64 // fc_runs … fc_never, se_runs … se_send
+		)
+		if err := rows.Scan(&grp, &browser, &n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &n[6], &n[7], &n[8], &n[9], &n[10], &n[11]); err != nil {
+			return err
+		}
+		if n[0] > 0 {
+			sum(groups, grp, n[:5])
+			sum(browsers, browser, n[:5])
+		}
+		if n[5] > 0 {
+			b := errs[browser]
+			if b == nil {
+				b = &BrowserScriptErrors{Browser: browser}
+				errs[browser] = b
+			}
+			b.Runs += int(n[5])
+			b.RunsWithErrors += int(n[6])
+			b.Idle += int(n[7])
+			b.Warmup += int(n[8])
+			b.Batch += int(n[9])
+			b.Timing += int(n[10])
+			b.Send += int(n[11])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	fc := &FirstContact{By: o.By, Groups: countsOf(groups), Browsers: countsOf(browsers)}
+	se := &ScriptErrors{SinceBeacon: ScriptErrorsSince, Browsers: make([]BrowserScriptErrors, 0, len(errs))}
+	for _, b := range errs {
+		se.Browsers = append(se.Browsers, *b)
+	}
+	slices.SortFunc(se.Browsers, func(a, b BrowserScriptErrors) int {
+		return cmp.Or(cmp.Compare(b.Runs, a.Runs), strings.Compare(a.Browser, b.Browser))
+	})
+	return fc, se, nil
+}

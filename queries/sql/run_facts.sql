@@ -1,0 +1,56 @@
+-- The two sections read from run_facts (store migration 0048: one row a
+-- browser run, its flags computed from all its samples as they were
+-- stored), in one pass: counted by group of the report's grouping ×
+-- browser, and Go sums the rows by group and by browser.
+--
+-- First contact (the fc_ columns): how each run's first request to the
+-- HTTP/3 origin went — seq 0, the first warm-up (beacon/PROTOCOL.md: seq
+-- 0 … w-1 are the warm-ups to the H3 origin). h3 there means the browser
+-- reached HTTP/3 before any response of this run could advertise it (an
+-- HTTPS DNS record, or an Alt-Svc cached from an earlier visit); h2 or h1
+-- there and h3 on a later request to the H3 origin, that it needed this
+-- run's Alt-Svc; h2 or h1 throughout, that it never got h3. A run of
+-- warm-up 0 (param_warmup = 0) has no such request: not measured. A run
+-- whose first request is missing, failed or has no protocol is neither
+-- (counted by Go as unknown: n_runs minus the others). Every design and
+-- exclusion (the first request is made before any of them matter).
+-- Grouped by collector, a run counts under the POP that served its first
+-- request to the HTTP/3 origin.
+--
+-- Script errors (the se_ columns): the beacon script's own errors in each
+-- run, by the stage it was in (samples.script_errors_*, store migration
+-- 0047), whatever phase the run reached. Runs of the report's design
+-- whatever their exclusions, for a run a script error cut short is one the
+-- headline leaves out; beacon ScriptErrorsSince and later (filled in by
+-- Go as an array): older scripts always report none. A run
+-- cut short before its first sample has no row.
+--
+-- Both: bots' runs only with include_bots. One pass where each section's
+-- own took 25–60 ms at 10 M samples on 18.16 (both ~90 ms in a complete
+-- report, beside its other queries). Parameters: since, until (unix
+-- seconds), site twice, include_bots (0/1).
+WITH
+    h3_wanted = 1 AS fc,
+    /*DESIGN*/ AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= /*SINCE*/ AS se
+SELECT
+    /*GROUP*/ AS grp,
+    if(browser = '', 'unknown', browser) AS run_browser,
+    countIf(fc) AS fc_runs,
+    countIf(fc AND param_warmup = 0) AS fc_not_measured,
+    countIf(fc AND param_warmup > 0 AND first_known = 1 AND first_h3 = 1) AS fc_h3_first,
+    countIf(fc AND param_warmup > 0 AND first_known = 1 AND first_h3 = 0 AND later_h3 = 1) AS fc_upgraded,
+    countIf(fc AND param_warmup > 0 AND first_known = 1 AND first_h3 = 0 AND later_h3 = 0) AS fc_never,
+    countIf(se) AS se_runs,
+    countIf(se AND script_errors_idle + script_errors_warmup + script_errors_batch + script_errors_timing + script_errors_send > 0) AS se_with_errors,
+    sumIf(script_errors_idle, se) AS se_idle,
+    sumIf(script_errors_warmup, se) AS se_warmup,
+    sumIf(script_errors_batch, se) AS se_batch,
+    sumIf(script_errors_timing, se) AS se_timing,
+    sumIf(script_errors_send, se) AS se_send
+FROM run_facts
+WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+  AND (? = '' OR site = ?)
+  AND (? = 1 OR bot = 0)
+  AND /*PLACE*/
+  AND (fc OR se)
+GROUP BY grp, run_browser
