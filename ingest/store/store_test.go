@@ -60,7 +60,7 @@ func TestRetentionDropsOldPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cutoff 2025-04-16: March 2025 and June 2024 are wholly older; April is not.
-	want := []string{"run_facts/202406", "run_facts/202503", "runs/202406", "runs/202503", "samples/202406", "samples/202503", "samples_rollup/202406", "samples_rollup/202503"}
+	want := []string{"run_counts/202406", "run_counts/202503", "run_facts/202406", "run_facts/202503", "runs/202406", "runs/202503", "samples/202406", "samples/202503", "samples_rollup/202406", "samples_rollup/202503"}
 	if !reflect.DeepEqual(dropped, want) {
 		t.Errorf("dropped %v, want %v", dropped, want)
 	}
@@ -69,6 +69,9 @@ func TestRetentionDropsOldPartitions(t *testing.T) {
 	}
 	if n := countRows(t, conn, "SELECT count() FROM run_facts"); n != 2 {
 		t.Errorf("run_facts holds %d runs, want the 2 of May and June", n)
+	}
+	if n := countRows(t, conn, "SELECT sum(runs) FROM run_counts"); n != 2 {
+		t.Errorf("run_counts counts %d runs, want the 2 of May and June", n)
 	}
 	if dropped, err := store.DropExpired(context.Background(), conn, retention, now); err != nil || len(dropped) != 0 {
 		t.Errorf("second run dropped %v, %v; want nothing", dropped, err)

@@ -1,0 +1,126 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/beacon/beacontest"
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
+)
+
+// TestRunCountsCopyMatchesView stores the same runs in a database of the
+// release before run_counts, which migration 0049 then fills from its runs
+// table, and in a new database, whose view counts each run as the runs
+// table receives it, in two inserts: both hold the counts the runs table
+// gives when counted row by row, key by key. The runs differ in every key
+// the report selects by: hour, region, batch order, bot, exclusions and the
+// outcomes among their parallel requests.
+func TestRunCountsCopyMatchesView(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 10, 20, 0, 0, time.UTC)
+	var runs []*store.Run
+	for i, plant := range []func(*store.Run){
+		nil,
+		nil, // a second run of the same key: counted 2
+		func(r *store.Run) { r.Received = r.Received.Add(time.Hour) },
+		func(r *store.Run) { r.Geo.Continent, r.Geo.Country = "NA", "US" },
+		func(r *store.Run) { r.Report.Params.Order = "h2first" },
+		func(r *store.Run) { r.Bot = true },
+		func(r *store.Run) { r.Report.Samples[len(r.Report.Samples)-1].Error = "timeout" }, // excluded: failed
+		func(r *store.Run) { // wanted h3, got h2 in its H3 batch
+			for k := range r.Report.Samples {
+				if r.Report.Samples[k].Want == beacon.ProtoH3 {
+					r.Report.Samples[k].Got = beacon.ProtoH2
+				}
+			}
+		},
+	} {
+		run := storetest.RunOf(t, beacontest.Run{Site: "counts", Warmup: 2})
+		run.Received = at.Add(time.Duration(i) * time.Minute)
+		run.Geo.Continent, run.Geo.Country, run.Browser = "EU", "DE", "Chrome"
+		if plant != nil {
+			plant(&run)
+		}
+		runs = append(runs, &run)
+	}
+	insert := func(conn driver.Conn, runs []*store.Run) {
+		var b store.Batch
+		for _, r := range runs {
+			b.Add(r)
+		}
+		if err := b.Insert(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	released, err := store.Open(ctx, storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer released.Close()
+	applyReleased(t, released, "migrations", upTo(48), nil)
+	insert(released, runs)
+	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) != 1 || applied[0] != "0049_run_counts.sql" {
+		t.Fatalf("migrating the release before run_counts applied %v, %v", applied, err)
+	}
+	fresh := storetest.DB(t)
+	insert(fresh, runs[:3])
+	insert(fresh, runs[3:])
+	const keys = "toStartOfHour(time), site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions"
+	counted := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count(), countIf(has(outcomes, 1)), countIf(has(outcomes, 2)), countIf(has(outcomes, 3)), countIf(has(outcomes, 0)), "+
+		"countIf(cold_h2 > 0), countIf(cold_h3 > 0), countIf(has(wants, 2)), countIf(h3n > 0), countIf(has(failed_wants, 2)), countIf(has(failed_wants, 3)), countIf(h3ok < h3n))) AS k "+
+		"FROM runs GROUP BY "+keys+" ORDER BY k")
+	const sumKeys = "hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions"
+	const summed = "SELECT toString(tuple(" + sumKeys + ", sum(runs), sum(runs_h2), sum(runs_h3), sum(runs_wanted_h3_got_h2), sum(runs_other), " +
+		"sum(runs_cold_h2), sum(runs_cold_h3), sum(runs_to_h2), sum(runs_to_h3), sum(runs_failed_h2), sum(runs_failed_h3), sum(runs_h3_short))) AS k " +
+		"FROM run_counts GROUP BY " + sumKeys + " ORDER BY k"
+	copied, viewed := rowsText(t, released, summed), rowsText(t, fresh, summed)
+	if counted == "" || copied != counted || viewed != counted {
+		t.Errorf("the runs table, counted:\n%s\nrun_counts, copied by 0049:\n%s\nrun_counts, made by the view:\n%s", counted, copied, viewed)
+	}
+	if n := countRows(t, fresh, "SELECT count() FROM runs"); n != uint64(len(runs)) {
+		t.Fatalf("runs holds %d rows, want one for each of the %d runs", n, len(runs))
+	}
+	for _, c := range []struct {
+		q    string
+		want uint64
+	}{
+		{"SELECT sum(runs) FROM run_counts", uint64(len(runs))},
+		{"SELECT sum(runs) FROM run_counts WHERE continent = 'EU' AND hour = toDateTime('2026-11-30 10:00:00', 'UTC') AND exclusions = 0 AND param_order = 'h3first'", 2},
+		{"SELECT sum(runs_h2) + sum(runs_h3) FROM run_counts WHERE continent = 'EU' AND hour = toDateTime('2026-11-30 10:00:00', 'UTC') AND exclusions = 0 AND param_order = 'h3first'", 4},
+		{"SELECT sum(runs_wanted_h3_got_h2) FROM run_counts", 1},
+		{"SELECT sum(runs) FROM run_counts WHERE bot = 1", 1},
+		{"SELECT sum(runs_failed_h2) FROM run_counts", 1},                            // the timeout, the last request: the H2 batch's
+		{"SELECT sum(runs_h3_short) FROM run_counts", 1},                             // the one that wanted h3
+		{"SELECT toUInt64(sum(runs_to_h3) - sum(runs_h3_short)) FROM run_counts", 7}, // HTTP/3 available to every other run
+		{"SELECT sum(runs_cold_h2) + sum(runs_cold_h3) FROM run_counts", 0},          // warmed up: no cold batch request
+		{"SELECT sum(runs) FROM run_counts WHERE exclusions != 0", 3},                // the bot's, the failed one and the one that wanted h3
+	} {
+		if n := countRows(t, fresh, c.q); n != c.want {
+			t.Errorf("%s: %d, want %d", c.q, n, c.want)
+		}
+	}
+}
+
+// rowsText is the first column of q's rows, a line each.
+func rowsText(t *testing.T, conn driver.Conn, q string) string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var out string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out += s + "\n"
+	}
+	return out
+}

@@ -1,0 +1,50 @@
+-- Runs counted by hour × site × region × design × batch order × bot ×
+-- exclusions, fed by run_counts_mv from every block inserted into samples:
+-- the runs with a parallel request (the runs table's runs); per outcome,
+-- those with a parallel request of that outcome (runs_h2, …); and what the
+-- excluded runs' section counts of them (queries/sql/excluded.sql): the
+-- runs with a cold request to each origin, with a request to each origin,
+-- with a failed one, and with an H3-origin request not served over h3
+-- (runs_h3_short: with_h3 − short are the runs HTTP/3 was available to).
+-- The report from the rollup reads its exact run counts here: a few thousand
+-- rows a day where the runs table holds a row a run (about 4 000 rows for
+-- 714 285 runs at 10 M samples). A run is inserted once (store.Stored) and
+-- in one block, and every key column is the same for all its samples, so
+-- the view's distinct runs of a key in a block add up to exact counts;
+-- SummingMergeTree adds up the rows of a key as parts merge, and queries
+-- sum them anyway. Browser runs only: source is a constant, as in the runs
+-- table. In cluster mode the Distributed table spreads the copy of earlier
+-- runs (migration 0049) by site and hour; reads sum every shard's rows.
+CREATE TABLE IF NOT EXISTS {{.Local "run_counts"}}{{.OnCluster}}
+(
+    hour            DateTime('UTC'),
+    site            String,
+    continent       String,
+    country         String,
+    param_parallel  UInt8,
+    param_bytes     UInt32,
+    param_warmup    UInt8,
+    beacon_major    UInt16,
+    param_order     Enum8('h2first' = 1, 'h3first' = 2),
+    bot             UInt8,
+    exclusions      UInt8,
+    runs            UInt64,
+    runs_h2         UInt64,
+    runs_h3         UInt64,
+    runs_wanted_h3_got_h2 UInt64,
+    runs_other      UInt64,
+    runs_cold_h2    UInt64,
+    runs_cold_h3    UInt64,
+    runs_to_h2      UInt64,
+    runs_to_h3      UInt64,
+    runs_failed_h2  UInt64,
+    runs_failed_h3  UInt64,
+    runs_h3_short   UInt64,
+    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
+)
+ENGINE = {{.Engine "SummingMergeTree" "run_counts"}}
+PARTITION BY toYYYYMM(hour)
+ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions)
+SETTINGS index_granularity = 8192, old_parts_lifetime = 10
+{{- if .Cluster}};
+{{template "schema/distributed.sql" (.Over "run_counts" "cityHash64(site, hour)")}}{{end}}
