@@ -27,7 +27,7 @@ type perRunCounts struct {
 // replaces) the per-request one, and the intention-to-treat view and the
 // trend are read.
 func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (map[*Group]perRunCounts, map[trendCell]*Availability, error) {
-	q, err := excludedSQL(o)
+	name, q, args, err := excludedQuery(o, w)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -47,7 +47,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 		r       sums
 		reasons []uint64
 	)
-	err = eachRowOf(ctx, conn, q, []any{b01(o.IncludeBots), b01(o.IncludeBots), w.since, w.until, o.Site, o.Site}, "excluded runs (excluded.sql)", func(rows driver.Rows) error {
+	err = eachRowOf(ctx, conn, q, args, "excluded runs ("+name+")", func(rows driver.Rows) error {
 		if err := rows.Scan(&t, &grp, &r.runs, &reasons, &r.coldH2, &r.coldH3, &r.withH3, &r.available,
 			&r.ittRuns[0], &r.ittRuns[1], &r.ittFailed[0], &r.ittFailed[1]); err != nil {
 			return err
@@ -88,6 +88,32 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 			ittRuns: [2]int{int(s.ittRuns[0]), int(s.ittRuns[1])}, ittFailedRuns: [2]int{int(s.ittFailed[0]), int(s.ittFailed[1])}}
 	}
 	return counts, windows, nil
+}
+
+// excludedQuery returns the SQL of excluded, a name for it in errors, and
+// its parameters: for reports from the rollup, excluded_rollup.sql, which
+// reads run_counts for the window's whole hours (its raw-edge block cut
+// when the window has no partial hour); else excluded.sql (excludedSQL).
+func excludedQuery(o *Options, w window) (name, q string, args []any, err error) {
+	bots := b01(o.IncludeBots)
+	if !(o.runsTableHolds() && o.rollupAnswers() && o.Source != SourceRaw) {
+		q, err = excludedSQL(o)
+		return "excluded.sql", q, []any{bots, bots, w.since, w.until, o.Site, o.Site}, err
+	}
+	name = "excluded_rollup.sql"
+	if q, err = query(name, o); err != nil {
+		return name, "", nil, err
+	}
+	q = strings.ReplaceAll(q, "/*WINDOW*/", trendWindow("t0", trendHourly(o)))
+	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
+	if q, err = cutEdges(name, q, edges); err != nil {
+		return name, "", nil, err
+	}
+	args = []any{bots, bots, w.hourFrom, w.hourTo, o.Site, o.Site}
+	if !edges {
+		return name + " without raw edges", q, args, nil
+	}
+	return name, q, append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1, o.Site, o.Site), nil
 }
 
 // excludedSQL is excluded.sql with its runs: from the runs table, or from

@@ -635,6 +635,23 @@ func TestReportMatchesExactComputation(t *testing.T) {
 		if a.Paired.MedianMS != b.Paired.MedianMS || a.Availability.Share != b.Availability.Share {
 			t.Errorf("%s: paired/availability differ between raw and rollup", a.Group)
 		}
+		// The excluded runs' section: the rollup's from run_counts, the raw
+		// report's from the runs table.
+		if a.DesignRuns != b.DesignRuns || !mapsEqual(a.Excluded, b.Excluded) || !mapsEqual(a.ColdRuns, b.ColdRuns) ||
+			a.Availability.WantedH3 != b.Availability.WantedH3 || a.Availability.GotH3 != b.Availability.GotH3 {
+			t.Errorf("%s: excluded runs differ: raw %d %v %v %d/%d, rollup %d %v %v %d/%d", a.Group,
+				a.DesignRuns, a.Excluded, a.ColdRuns, a.Availability.GotH3, a.Availability.WantedH3,
+				b.DesignRuns, b.Excluded, b.ColdRuns, b.Availability.GotH3, b.Availability.WantedH3)
+		}
+		if a.DesignRuns == 0 {
+			t.Errorf("%s: no run of the design counted", a.Group)
+		}
+		if (a.ITT == nil) != (b.ITT == nil) {
+			t.Errorf("%s: intention-to-treat view in one report only", a.Group)
+		} else if a.ITT != nil && (a.ITT.H2.Runs != b.ITT.H2.Runs || a.ITT.H3.Runs != b.ITT.H3.Runs ||
+			a.ITT.H2.FailedRuns != b.ITT.H2.FailedRuns || a.ITT.H3.FailedRuns != b.ITT.H3.FailedRuns) {
+			t.Errorf("%s: intention-to-treat runs differ: raw %+v %+v, rollup %+v %+v", a.Group, a.ITT.H2, a.ITT.H3, b.ITT.H2, b.ITT.H3)
+		}
 	}
 	if len(raw.Timeline) != len(roll.Timeline) {
 		t.Errorf("timeline: raw %d hours, rollup %d", len(raw.Timeline), len(roll.Timeline))

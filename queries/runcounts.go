@@ -17,8 +17,7 @@ import (
 // of each trend window × group × batch order holding a kept H2 and a kept
 // H3 request (trendCell).
 func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window) (map[[3]string]uint64, map[trendCell][2]uint64, error) {
-	const name = "points_runs_counts.sql"
-	q, err := trendQuery(name, o, trendHourly(o))
+	name, q, args, err := runCountsQuery(o, w)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -32,7 +31,7 @@ func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window)
 	for i := range n {
 		dest = append(dest, &n[i])
 	}
-	err = eachRowOf(ctx, conn, q, runsArgs(o, w), "run counts ("+name+")", func(rows driver.Rows) error {
+	err = eachRowOf(ctx, conn, q, args, "run counts ("+name+")", func(rows driver.Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -64,6 +63,37 @@ func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window)
 		return nil, nil, err
 	}
 	return counts, byWindow, nil
+}
+
+// runCountsQuery returns the SQL of exactRunCounts, a name for it in
+// errors, and its parameters. Reports from the rollup (the only ones that
+// count runs apart from their point estimates) read run_counts for the
+// window's whole hours (points_runs_counts_rollup.sql, its raw-edge block
+// cut when the window has no partial hour); a selection that keeps other
+// requests than every one of a run's (which run_counts counted) reads the
+// runs table (points_runs_counts.sql).
+func runCountsQuery(o *Options, w window) (name, q string, args []any, err error) {
+	hourly := trendHourly(o)
+	if o.keptSQL() != "outcomes" {
+		name = "points_runs_counts.sql"
+		q, err = trendQuery(name, o, hourly)
+		return name, q, runsArgs(o, w), err
+	}
+	name = "points_runs_counts_rollup.sql"
+	if q, err = trendQuery(name, o, hourly); err != nil {
+		return name, "", nil, err
+	}
+	q = strings.ReplaceAll(q, "/*HOUR BUCKET*/", trendWindow("hour", hourly))
+	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
+	if q, err = cutEdges(name, q, edges); err != nil {
+		return name, "", nil, err
+	}
+	sel := []any{o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded), uint8(o.exclusionMask())}
+	args = append([]any{w.hourFrom, w.hourTo}, sel...)
+	if !edges {
+		return name + " without raw edges", q, args, nil
+	}
+	return name, q, append(append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1), sel...), nil
 }
 
 // trendCell is a window × group × batch order of the trend.

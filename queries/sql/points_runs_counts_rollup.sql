@@ -1,0 +1,41 @@
+-- points_runs_counts.sql for reports from the rollup: the same exact run
+-- counts, per trend window × group × batch order, from run_counts (store
+-- migration 0049: runs counted by hour and the keys these reports select
+-- by, a few thousand rows a day) for the window's whole hours, and from the
+-- runs table for the partial hours at its edges, so the window is exact.
+-- The rollup's selection keeps every request of a run (no failures, no
+-- excluded runs: Options.keptSQL is the outcomes column), which is what
+-- run_counts counted: the runs with a parallel request, and per outcome
+-- those with one of it, in Go's order (runCountOutcomes).
+-- /*HOUR BUCKET*/ is /*BUCKET*/ over
+-- run_counts' hour column. Parameters: first whole hour, end of whole
+-- hours, site twice, include_bots, include_excluded, the exclusion bits
+-- that count; then, unless Go cuts the raw-edge block for a window of
+-- whole hours, the two raw edges as four unix seconds and the same five.
+SELECT t, grp, ord, sum(n) AS n_any, sum(h2) AS n_h2, sum(h3) AS n_h3, sum(wanted) AS n_wanted_h3_got_h2, sum(other) AS n_other
+FROM
+(
+    SELECT toUInt32(/*HOUR BUCKET*/) AS t, /*GROUP*/ AS grp, toString(param_order) AS ord, runs AS n,
+           runs_h2 AS h2, runs_h3 AS h3, runs_wanted_h3_got_h2 AS wanted, runs_other AS other
+    FROM run_counts
+    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
+      AND /*DESIGN*/
+    /*RAW EDGES*/
+    UNION ALL
+    SELECT toUInt32(/*BUCKET*/) AS t, /*GROUP*/ AS grp, toString(param_order) AS ord,
+           toUInt64(1) AS n, toUInt64(has(outcomes, 1)) AS h2, toUInt64(has(outcomes, 2)) AS h3,
+           toUInt64(has(outcomes, 3)) AS wanted, toUInt64(has(outcomes, 0)) AS other
+    FROM runs
+    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
+        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
+      AND /*DESIGN*/
+    /*END RAW EDGES*/
+)
+GROUP BY t, grp, ord
+ORDER BY t, grp, ord
