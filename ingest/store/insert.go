@@ -22,7 +22,8 @@ func (b *Batch) Add(run *Run) {
 		return
 	}
 	x, cold := classifyRun(run)
-	b.row = runRow{Run: run, exclusions: x, cold: cold}
+	flags, at := runFlagsOf(run, cold)
+	b.row = runRow{Run: run, exclusions: x, cold: cold, flags: flags, flagsAt: at}
 	b.add(samplesTable, &b.row, run.Report.Samples, run.Handshakes)
 	b.row = runRow{}
 }

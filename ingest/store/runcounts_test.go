@@ -14,7 +14,7 @@ import (
 )
 
 // TestRunCountsCopyMatchesView stores the same runs in a database of the
-// release before run_counts, which migration 0049 then fills from its runs
+// release before run_counts, which migration 0051 then fills from its runs
 // table, and in a new database, whose view counts each run as the runs
 // table receives it, in two inserts: both hold the counts the runs table
 // gives when counted row by row, key by key. The runs differ in every key
@@ -62,9 +62,9 @@ func TestRunCountsCopyMatchesView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer released.Close()
-	applyReleased(t, released, "migrations", upTo(48), nil)
+	applyReleased(t, released, "migrations", upTo(50), nil) // with 0049 and 0050, the samples' run_flags
 	insert(released, runs)
-	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) != 1 || applied[0] != "0049_run_counts.sql" {
+	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) != 1 || applied[0] != "0051_run_counts.sql" {
 		t.Fatalf("migrating the release before run_counts applied %v, %v", applied, err)
 	}
 	fresh := storetest.DB(t)
@@ -80,7 +80,7 @@ func TestRunCountsCopyMatchesView(t *testing.T) {
 		"FROM run_counts GROUP BY " + sumKeys + " ORDER BY k"
 	copied, viewed := rowsText(t, released, summed), rowsText(t, fresh, summed)
 	if counted == "" || copied != counted || viewed != counted {
-		t.Errorf("the runs table, counted:\n%s\nrun_counts, copied by 0049:\n%s\nrun_counts, made by the view:\n%s", counted, copied, viewed)
+		t.Errorf("the runs table, counted:\n%s\nrun_counts, copied by 0051:\n%s\nrun_counts, made by the view:\n%s", counted, copied, viewed)
 	}
 	if n := countRows(t, fresh, "SELECT count() FROM runs"); n != uint64(len(runs)) {
 		t.Fatalf("runs holds %d rows, want one for each of the %d runs", n, len(runs))

@@ -67,10 +67,14 @@ func TestRunFactsCopyMatchesView(t *testing.T) {
 	}
 	defer released.Close()
 	applyReleased(t, released, "migrations", upTo(47), nil)
-	insert(released)
-	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0048_run_facts.sql" {
-		t.Fatalf("migrating the release before run_facts applied %v, %v", applied, err)
+	// The rows as today's Batch writes them hold samples.run_flags (0049),
+	// which the release before run_facts lacked: the column is added by
+	// hand, and step 0048 then applied as released.
+	if err := released.Exec(ctx, "ALTER TABLE samples ADD COLUMN run_flags UInt16 DEFAULT 0 AFTER bot"); err != nil {
+		t.Fatal(err)
 	}
+	insert(released)
+	applyReleased(t, released, "migrations", func(v int) bool { return v == 48 }, nil)
 	fresh := storetest.DB(t)
 	insert(fresh)
 	copied, viewed := runFacts(t, released), runFacts(t, fresh)

@@ -100,6 +100,15 @@ func (d dialect) Over(table, key string) sharded { return sharded{d, table, key}
 // change to it changes samples_rollup_mv, which then needs a migration.
 func (dialect) RequestTimeoutMS() int { return beacon.RequestTimeoutMS }
 
+// RunFlag is the bit of the run flag name (RunFlags) in samples.run_flags.
+func (dialect) RunFlag(name string) (int, error) {
+	f, ok := runFlagNames[name]
+	if !ok {
+		return 0, fmt.Errorf("no run flag %q", name)
+	}
+	return int(f), nil
+}
+
 // templates parses every schema file, each named by its path
 // ("schema/samples.sql", "migrations/0001_samples.sql").
 func templates() (*template.Template, error) {

@@ -1,5 +1,5 @@
 -- excluded.sql for reports from the rollup: the same counts per trend
--- window × group, from run_counts (store migration 0049: runs counted by
+-- window × group, from run_counts (store migration 0051: runs counted by
 -- hour with what this section counts of them) for the window's whole
 -- hours, and from the runs table for the partial hours at its edges, as
 -- excluded_runs_table.sql reads it. A row of run_counts is runs of one

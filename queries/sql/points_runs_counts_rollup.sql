@@ -1,6 +1,6 @@
 -- points_runs_counts.sql for reports from the rollup: the same exact run
 -- counts, per trend window × group × batch order, from run_counts (store
--- migration 0049: runs counted by hour and the keys these reports select
+-- migration 0051: runs counted by hour and the keys these reports select
 -- by, a few thousand rows a day) for the window's whole hours, and from the
 -- runs table for the partial hours at its edges, so the window is exact.
 -- The rollup's selection keeps every request of a run (no failures, no

@@ -7,14 +7,14 @@
 -- with a failed one, and with an H3-origin request not served over h3
 -- (runs_h3_short: with_h3 − short are the runs HTTP/3 was available to).
 -- The report from the rollup reads its exact run counts here: a few thousand
--- rows a day where the runs table holds a row a run (about 4 000 rows for
+-- rows a day where the runs table holds a row a run (6 415 rows for
 -- 714 285 runs at 10 M samples). A run is inserted once (store.Stored) and
--- in one block, and every key column is the same for all its samples, so
--- the view's distinct runs of a key in a block add up to exact counts;
+-- its flags (store.RunFlags) are on one of its samples, so the view's
+-- counts add up to exact ones;
 -- SummingMergeTree adds up the rows of a key as parts merge, and queries
 -- sum them anyway. Browser runs only: source is a constant, as in the runs
 -- table. In cluster mode the Distributed table spreads the copy of earlier
--- runs (migration 0049) by site and hour; reads sum every shard's rows.
+-- runs (migration 0051) by site and hour; reads sum every shard's rows.
 CREATE TABLE IF NOT EXISTS {{.Local "run_counts"}}{{.OnCluster}}
 (
     hour            DateTime('UTC'),

@@ -16,6 +16,8 @@
 -- script_errors_*: the script's own errors in the run by stage, the same in
 -- every sample of a run. beacon_major: one of the design fields reports
 -- never pool across (with param_parallel, param_bytes and param_warmup).
+-- run_flags: what run_counts counts of the run (store.RunFlags), on its
+-- first parallel sample only, 0 on the others.
 CREATE TABLE IF NOT EXISTS {{.Local "samples"}}{{.OnCluster}}
 (
     time                 DateTime('UTC'),
@@ -72,7 +74,8 @@ CREATE TABLE IF NOT EXISTS {{.Local "samples"}}{{.OnCluster}}
     ect                  String,
     net_rtt_ms           Float32,
     net_downlink         Float32,
-    bot                  UInt8
+    bot                  UInt8,
+    run_flags            UInt16 DEFAULT 0
 )
 ENGINE = {{.Engine "ReplacingMergeTree" "samples"}}
 PARTITION BY toYYYYMM(time)
