@@ -84,7 +84,7 @@ func sampleColumns() []column {
 		runCol("net_rtt_ms", "Float32", func(r r) float32 { return float32(r.Report.Client.RTT) }),
 		runCol("net_downlink", "Float32", func(r r) float32 { return float32(r.Report.Client.Downlink) }),
 		runCol("bot", "UInt8", func(r r) uint8 { return b2u(r.Bot) }),
-		col("run_flags", "UInt16", func(r r, s s) uint16 { return r.flagsOn(s) }),
+		col("run_flags", "UInt32", func(r r, s s) uint32 { return r.flagsOn(s) }),
 	}
 }
 
@@ -104,6 +104,7 @@ type runRow struct {
 	cold       seqSet   // seq numbers of cold batch requests
 	flags      RunFlags // on the sample at flagsAt (runFlagsOf)
 	flagsAt    int
+	facts      RunFlags // on the first sample (factFlagsOf)
 }
 
 // column is one column of the samples table: a run's rows share the

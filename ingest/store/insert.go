@@ -23,7 +23,7 @@ func (b *Batch) Add(run *Run) {
 	}
 	x, cold := classifyRun(run)
 	flags, at := runFlagsOf(run, cold)
-	b.row = runRow{Run: run, exclusions: x, cold: cold, flags: flags, flagsAt: at}
+	b.row = runRow{Run: run, exclusions: x, cold: cold, flags: flags, flagsAt: at, facts: factFlagsOf(run)}
 	b.add(samplesTable, &b.row, run.Report.Samples, run.Handshakes)
 	b.row = runRow{}
 }

@@ -64,7 +64,7 @@ func TestRunCountsCopyMatchesView(t *testing.T) {
 	defer released.Close()
 	applyReleased(t, released, "migrations", upTo(50), nil) // with 0049 and 0050, the samples' run_flags
 	insert(released, runs)
-	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) != 1 || applied[0] != "0051_run_counts.sql" {
+	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0051_run_counts.sql" {
 		t.Fatalf("migrating the release before run_counts applied %v, %v", applied, err)
 	}
 	fresh := storetest.DB(t)
@@ -123,4 +123,67 @@ func rowsText(t *testing.T, conn driver.Conn, q string) string {
 		out += s + "\n"
 	}
 	return out
+}
+
+// TestRunFactCountsCopyMatchesView stores runs of every first-contact
+// outcome, one cut short in its warm-ups, one with script errors and a
+// bot's, in a database of the release before run_fact_counts, which
+// migration 0052 then fills from run_facts, and in a new database, whose
+// view counts each run as it is inserted: both hold the counts run_facts
+// gives when counted row by row, key by key.
+func TestRunFactCountsCopyMatchesView(t *testing.T) {
+	ctx := context.Background()
+	runs := firstContactRuns(t, time.Date(2026, 11, 30, 10, 40, 0, 0, time.UTC))
+	insert := func(conn driver.Conn, runs []*store.Run) {
+		var b store.Batch
+		for _, r := range runs {
+			b.Add(r)
+		}
+		if err := b.Insert(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	released, err := store.Open(ctx, storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer released.Close()
+	applyReleased(t, released, "migrations", upTo(51), nil)
+	insert(released, runs)
+	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) != 1 || applied[0] != "0052_run_fact_counts.sql" {
+		t.Fatalf("migrating the release before run_fact_counts applied %v, %v", applied, err)
+	}
+	fresh := storetest.DB(t)
+	insert(fresh, runs[:2])
+	insert(fresh, runs[2:])
+	const keys = "toStartOfHour(time), site, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version"
+	counted := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count(), countIf(h3_wanted = 1), "+
+		"countIf(h3_wanted = 1 AND first_known = 1 AND first_h3 = 1), countIf(h3_wanted = 1 AND first_known = 1 AND first_h3 = 0 AND later_h3 = 1), "+
+		"countIf(h3_wanted = 1 AND first_known = 1 AND first_h3 = 0 AND later_h3 = 0), "+
+		"countIf(script_errors_idle + script_errors_warmup + script_errors_batch + script_errors_timing + script_errors_send > 0), "+
+		"sum(script_errors_idle), sum(script_errors_warmup), sum(script_errors_batch), sum(script_errors_timing), sum(script_errors_send))) AS k "+
+		"FROM run_facts GROUP BY "+keys+" ORDER BY k")
+	const sumKeys = "hour, site, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version"
+	const summed = "SELECT toString(tuple(" + sumKeys + ", sum(runs), sum(runs_h3_wanted), sum(runs_first_h3), sum(runs_upgraded), sum(runs_never_h3), " +
+		"sum(runs_with_errors), sum(errors_idle), sum(errors_warmup), sum(errors_batch), sum(errors_timing), sum(errors_send))) AS k " +
+		"FROM run_fact_counts GROUP BY " + sumKeys + " ORDER BY k"
+	copied, viewed := rowsText(t, released, summed), rowsText(t, fresh, summed)
+	if counted == "" || copied != counted || viewed != counted {
+		t.Errorf("run_facts, counted:\n%s\nrun_fact_counts, copied by 0052:\n%s\nrun_fact_counts, made by the view:\n%s", counted, copied, viewed)
+	}
+	for _, c := range []struct {
+		q    string
+		want uint64
+	}{
+		{"SELECT sum(runs) FROM run_fact_counts", uint64(len(runs))},
+		{"SELECT sum(runs_first_h3) FROM run_fact_counts", 4}, // the plain run, the script errors', the bot's and the one cut short
+		{"SELECT sum(runs_upgraded) FROM run_fact_counts", 1},
+		{"SELECT sum(runs_never_h3) FROM run_fact_counts", 1},
+		{"SELECT sum(errors_batch) + sum(errors_send) FROM run_fact_counts", 3},
+		{"SELECT sum(runs) FROM run_fact_counts WHERE bot = 1", 1},
+	} {
+		if n := countRows(t, fresh, c.q); n != c.want {
+			t.Errorf("%s: %d, want %d", c.q, n, c.want)
+		}
+	}
 }

@@ -22,36 +22,7 @@ import (
 func TestRunFactsCopyMatchesView(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	runs := func(t *testing.T) []*store.Run {
-		var out []*store.Run
-		for i, plant := range []func(*store.Run){
-			nil,
-			func(r *store.Run) { r.Report.Samples[0].Got = beacon.ProtoH2 }, // upgraded by Alt-Svc
-			func(r *store.Run) { // never h3
-				for k := range r.Report.Samples {
-					if r.Report.Samples[k].Want == beacon.ProtoH3 {
-						r.Report.Samples[k].Got = beacon.ProtoH2
-					}
-				}
-			},
-			func(r *store.Run) { r.Report.Samples[0].Error = "timeout" },
-			func(r *store.Run) { // cut short in its warm-ups: no parallel sample
-				r.Report.Samples = r.Report.Samples[:2]
-				r.Report.Partial = true
-			},
-			func(r *store.Run) { r.Report.ScriptErrors.Batch, r.Report.ScriptErrors.Send = 2, 1 },
-			func(r *store.Run) { r.Bot = true },
-		} {
-			run := storetest.RunOf(t, beacontest.Run{Site: "facts", Warmup: 2})
-			run.Received = at.Add(time.Duration(i) * time.Minute)
-			run.Geo.Continent, run.Geo.Country, run.Browser = "EU", "DE", "Chrome"
-			if plant != nil {
-				plant(&run)
-			}
-			out = append(out, &run)
-		}
-		return out
-	}(t)
+	runs := firstContactRuns(t, at)
 	insert := func(conn driver.Conn) {
 		var b store.Batch
 		for _, r := range runs {
@@ -70,7 +41,7 @@ func TestRunFactsCopyMatchesView(t *testing.T) {
 	// The rows as today's Batch writes them hold samples.run_flags (0049),
 	// which the release before run_facts lacked: the column is added by
 	// hand, and step 0048 then applied as released.
-	if err := released.Exec(ctx, "ALTER TABLE samples ADD COLUMN run_flags UInt16 DEFAULT 0 AFTER bot"); err != nil {
+	if err := released.Exec(ctx, "ALTER TABLE samples ADD COLUMN run_flags UInt32 DEFAULT 0 AFTER bot"); err != nil {
 		t.Fatal(err)
 	}
 	insert(released)
@@ -116,6 +87,40 @@ func runFacts(t *testing.T, conn driver.Conn) string {
 			t.Fatal(err)
 		}
 		out += s + "\n"
+	}
+	return out
+}
+
+// firstContactRuns are runs received from at on, a minute apart, of every
+// first-contact outcome, one cut short in its warm-ups, one with the
+// script's errors and a bot's.
+func firstContactRuns(t *testing.T, at time.Time) []*store.Run {
+	var out []*store.Run
+	for i, plant := range []func(*store.Run){
+		nil,
+		func(r *store.Run) { r.Report.Samples[0].Got = beacon.ProtoH2 }, // upgraded by Alt-Svc
+		func(r *store.Run) { // never h3
+			for k := range r.Report.Samples {
+				if r.Report.Samples[k].Want == beacon.ProtoH3 {
+					r.Report.Samples[k].Got = beacon.ProtoH2
+				}
+			}
+		},
+		func(r *store.Run) { r.Report.Samples[0].Error = "timeout" },
+		func(r *store.Run) { // cut short in its warm-ups: no parallel sample
+			r.Report.Samples = r.Report.Samples[:2]
+			r.Report.Partial = true
+		},
+		func(r *store.Run) { r.Report.ScriptErrors.Batch, r.Report.ScriptErrors.Send = 2, 1 },
+		func(r *store.Run) { r.Bot = true },
+	} {
+		run := storetest.RunOf(t, beacontest.Run{Site: "facts", Warmup: 2})
+		run.Received = at.Add(time.Duration(i) * time.Minute)
+		run.Geo.Continent, run.Geo.Country, run.Browser = "EU", "DE", "Chrome"
+		if plant != nil {
+			plant(&run)
+		}
+		out = append(out, &run)
 	}
 	return out
 }

@@ -3,4 +3,4 @@
 -- migration 0051 counts from the runs table). A step of its own: 18.16 has
 -- no ADD COLUMN IF NOT EXISTS, and a step runs again from its first
 -- statement.
-ALTER TABLE {{.Local "samples"}}{{.OnCluster}} ADD COLUMN run_flags UInt16 DEFAULT 0 AFTER bot
+ALTER TABLE {{.Local "samples"}}{{.OnCluster}} ADD COLUMN run_flags UInt32 DEFAULT 0 AFTER bot

@@ -16,8 +16,9 @@
 -- script_errors_*: the script's own errors in the run by stage, the same in
 -- every sample of a run. beacon_major: one of the design fields reports
 -- never pool across (with param_parallel, param_bytes and param_warmup).
--- run_flags: what run_counts counts of the run (store.RunFlags), on its
--- first parallel sample only, 0 on the others.
+-- run_flags: what run_counts and run_fact_counts count of the run
+-- (store.RunFlags), on its first parallel sample and its first sample
+-- only, 0 on the others.
 CREATE TABLE IF NOT EXISTS {{.Local "samples"}}{{.OnCluster}}
 (
     time                 DateTime('UTC'),
@@ -75,7 +76,7 @@ CREATE TABLE IF NOT EXISTS {{.Local "samples"}}{{.OnCluster}}
     net_rtt_ms           Float32,
     net_downlink         Float32,
     bot                  UInt8,
-    run_flags            UInt16 DEFAULT 0
+    run_flags            UInt32 DEFAULT 0
 )
 ENGINE = {{.Engine "ReplacingMergeTree" "samples"}}
 PARTITION BY toYYYYMM(time)

@@ -1,0 +1,45 @@
+-- Browser runs counted by hour × site × region × browser × bot × design ×
+-- script version, whatever phase they reached, fed by run_fact_counts_mv
+-- from every block inserted into samples: what run_facts' two sections
+-- count of them (queries/sql/run_facts.sql) — the runs with a request to
+-- the H3 origin, how the first of those went (over h3; over h1 or h2 and
+-- upgraded later; never h3), and the script's own errors by stage. The
+-- report from the rollup reads them here for the window's whole hours
+-- instead of run_facts' row a run. A run is inserted once (store.Stored)
+-- and its first-contact flags (store.RunFlags) are on its first sample, so
+-- the view's counts add up to exact ones. SummingMergeTree adds up the rows
+-- of a key as parts merge, and queries sum them anyway. Browser runs only:
+-- source is a constant. In cluster mode the Distributed table spreads the
+-- copy of earlier runs (migration 0052) by site and hour.
+CREATE TABLE IF NOT EXISTS {{.Local "run_fact_counts"}}{{.OnCluster}}
+(
+    hour            DateTime('UTC'),
+    site            String,
+    continent       String,
+    country         String,
+    browser         String,
+    bot             UInt8,
+    param_parallel  UInt8,
+    param_bytes     UInt32,
+    param_warmup    UInt8,
+    beacon_major    UInt16,
+    beacon_version  String,
+    runs            UInt64,
+    runs_h3_wanted  UInt64,
+    runs_first_h3   UInt64,
+    runs_upgraded   UInt64,
+    runs_never_h3   UInt64,
+    runs_with_errors UInt64,
+    errors_idle     UInt64,
+    errors_warmup   UInt64,
+    errors_batch    UInt64,
+    errors_timing   UInt64,
+    errors_send     UInt64,
+    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
+)
+ENGINE = {{.Engine "SummingMergeTree" "run_fact_counts"}}
+PARTITION BY toYYYYMM(hour)
+ORDER BY (site, hour, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version)
+SETTINGS index_granularity = 8192, old_parts_lifetime = 10
+{{- if .Cluster}};
+{{template "schema/distributed.sql" (.Over "run_fact_counts" "cityHash64(site, hour)")}}{{end}}

@@ -1,0 +1,21 @@
+-- Feeds run_fact_counts from every block inserted into samples: a browser
+-- run's first-contact flags (store.RunFlags) are on its first sample, so
+-- counting those samples counts runs.
+CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "run_fact_counts_mv"}}{{.OnCluster}} TO {{.Local "run_fact_counts"}} AS
+SELECT
+    toStartOfHour(time) AS hour,
+    site, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version,
+    count() AS runs,
+    countIf(bitAnd(run_flags, {{.RunFlag "h3_wanted"}}) != 0) AS runs_h3_wanted,
+    countIf(bitAnd(run_flags, {{.RunFlag "first_h3"}}) != 0) AS runs_first_h3,
+    countIf(bitAnd(run_flags, {{.RunFlag "upgraded"}}) != 0) AS runs_upgraded,
+    countIf(bitAnd(run_flags, {{.RunFlag "never_h3"}}) != 0) AS runs_never_h3,
+    countIf(script_errors_idle + script_errors_warmup + script_errors_batch + script_errors_timing + script_errors_send > 0) AS runs_with_errors,
+    sum(toUInt64(script_errors_idle)) AS errors_idle,
+    sum(toUInt64(script_errors_warmup)) AS errors_warmup,
+    sum(toUInt64(script_errors_batch)) AS errors_batch,
+    sum(toUInt64(script_errors_timing)) AS errors_timing,
+    sum(toUInt64(script_errors_send)) AS errors_send
+FROM {{.Local "samples"}}
+WHERE bitAnd(run_flags, {{.RunFlag "facts"}}) != 0 AND source = 'browser'
+GROUP BY hour, site, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version
