@@ -3,6 +3,7 @@ package queries
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -563,6 +564,29 @@ func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 					t.Errorf("by %s, %s: intention to treat from the rollup %+v, from raw rows %+v", by, g.Group, *c[0], *c[1])
 				}
 			}
+			// The excluded runs: from run_counts for the whole hours and
+			// the runs table for the edges, as the runs table gives them.
+			w := raw.Groups[i]
+			if g.DesignRuns != w.DesignRuns || !mapsEqual(g.Excluded, w.Excluded) || !mapsEqual(g.ColdRuns, w.ColdRuns) ||
+				(g.Availability == nil) != (w.Availability == nil) || g.Availability != nil && *g.Availability != *w.Availability && g.Availability.GotH3 != w.Availability.GotH3 {
+				t.Errorf("by %s, %s: excluded runs from the rollup %d %v %v %+v, from raw rows %d %v %v %+v", by, g.Group,
+					g.DesignRuns, g.Excluded, g.ColdRuns, g.Availability, w.DesignRuns, w.Excluded, w.ColdRuns, w.Availability)
+			}
+		}
+		// First contact and the script errors: from run_fact_counts for
+		// the whole hours and run_facts for the edges, as run_facts gives them.
+		for _, c := range []struct {
+			what     string
+			roll, rw any
+		}{{"first contact", rep.FirstContact, raw.FirstContact}, {"script errors", rep.ScriptErrors, raw.ScriptErrors}} {
+			a, _ := json.Marshal(c.roll)
+			b, _ := json.Marshal(c.rw)
+			if string(a) != string(b) {
+				t.Errorf("by %s: %s from the rollup %s, from raw rows %s", by, c.what, a, b)
+			}
+		}
+		if rep.FirstContact == nil || len(rep.FirstContact.Groups) == 0 {
+			t.Errorf("by %s: no first contact counted", by)
 		}
 	}
 }

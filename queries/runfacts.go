@@ -9,6 +9,31 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
+// runFactsQuery returns the SQL of runFacts, a name for it in errors, and
+// its parameters: for reports from the rollup, run_facts_rollup.sql, which
+// reads run_fact_counts for the window's whole hours (its raw-edge block
+// cut when the window has no partial hour); else run_facts.sql.
+func runFactsQuery(o *Options, w window) (name, q string, args []any, err error) {
+	bots := b01(o.IncludeBots)
+	if !(o.rollupAnswers() && o.Source != SourceRaw) {
+		q, err = query("run_facts.sql", o)
+		return "run_facts.sql", q, []any{w.since, w.until, o.Site, o.Site, bots}, err
+	}
+	name = "run_facts_rollup.sql"
+	if q, err = query(name, o); err != nil {
+		return name, "", nil, err
+	}
+	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
+	if q, err = cutEdges(name, q, edges); err != nil {
+		return name, "", nil, err
+	}
+	args = []any{w.hourFrom, w.hourTo, o.Site, o.Site, bots}
+	if !edges {
+		return name + " without raw edges", q, args, nil
+	}
+	return name, q, append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1, o.Site, o.Site, bots), nil
+}
+
 // runFacts reads the two sections that come from run_facts, first contact
 // and the script errors, in one pass (sql/run_facts.sql); an agent report
 // has neither (the agent sends no warm-ups and runs no script), nil.
@@ -16,7 +41,7 @@ func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*Fir
 	if o.Agent {
 		return nil, nil, nil
 	}
-	q, err := query("run_facts.sql", o)
+	name, q, args, err := runFactsQuery(o, w)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,8 +66,7 @@ func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*Fir
 		c.Never += int(n[4])
 	}
 	errs := map[string]*BrowserScriptErrors{}
-	args := []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}
-	err = eachRowOf(ctx, conn, q, args, "first contact and script errors (run_facts.sql)", func(rows driver.Rows) error {
+	err = eachRowOf(ctx, conn, q, args, "first contact and script errors ("+name+")", func(rows driver.Rows) error {
 		var (
 			grp, browser string
 			n            [12]uint64 // fc_runs … fc_never, se_runs … se_send

@@ -40,7 +40,7 @@ func TestScriptErrorsByBrowser(t *testing.T) {
 		r.Report.Samples = slices.DeleteFunc(r.Report.Samples, func(s beacon.Sample) bool { return s.Phase != beacon.PhaseWarmup })
 		r.Report.Partial = true
 	})
-	add(3, "Firefox", "1.3.0", beacon.ScriptErrors{}, nil)
+	add(3, "Firefox", "1.3.0", beacon.ScriptErrors{Batch: 1}, nil)
 	add(4, "Firefox", "1.10.0", beacon.ScriptErrors{}, nil) // later than 1.3.0, not before it
 	add(5, "Chrome", "1.2.0", beacon.ScriptErrors{}, nil)   // an older script: no counts to trust
 	add(6, "Chrome", "1.0.0", beacon.ScriptErrors{}, nil)
@@ -50,7 +50,7 @@ func TestScriptErrorsByBrowser(t *testing.T) {
 
 	want := &ScriptErrors{SinceBeacon: "1.3.0", Browsers: []BrowserScriptErrors{
 		{Browser: "Chrome", Runs: 3, RunsWithErrors: 2, Warmup: 2, Timing: 2},
-		{Browser: "Firefox", Runs: 2},
+		{Browser: "Firefox", Runs: 2, RunsWithErrors: 1, Batch: 1},
 	}}
 	for _, by := range []string{"none", "continent", "browser"} {
 		rep, err := Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: by, MinRuns: 1, Replicates: -1})
@@ -71,7 +71,8 @@ func TestScriptErrorsByBrowser(t *testing.T) {
 <td class="n" data-kind="idle">0</td><td class="n" data-kind="warmup">2</td><td class="n" data-kind="batch">0</td>
 <td class="n" data-kind="timing">2</td><td class="n" data-kind="send">0</td>`,
 			`<tr data-browser="Firefox">
-<th scope="row">Firefox</th><td class="n" data-kind="runs">2</td><td class="n" data-kind="runs_with_errors">0</td>`,
+<th scope="row">Firefox</th><td class="n" data-kind="runs">2</td><td class="n" data-kind="runs_with_errors">1</td>
+<td class="n" data-kind="idle">0</td><td class="n" data-kind="warmup">0</td><td class="n" data-kind="batch">1</td>`,
 		} {
 			if !strings.Contains(string(page), row) {
 				t.Errorf("by %s: the dashboard has no row\n%s", by, row)

@@ -1,0 +1,59 @@
+-- run_facts.sql for reports from the rollup: the same two sections counted
+-- by group × browser, from run_fact_counts (store migration 0052: browser
+-- runs counted by hour with what these sections count of them) for the
+-- window's whole hours, and from run_facts for the partial hours at its
+-- edges, as run_facts.sql reads it. fc: runs with a request to the H3
+-- origin; se: runs of the report's design and of beacon /*SINCE*/ or
+-- later, whose errors run_fact_counts holds as sums. Parameters: the first
+-- whole hour, the end of whole hours, site twice, include_bots (0/1);
+-- then, unless Go cuts the raw-edge block for a window of whole hours, the
+-- two raw edges as four unix seconds, site twice, include_bots.
+WITH
+    /*DESIGN*/ AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= /*SINCE*/ AS se
+SELECT
+    grp,
+    run_browser,
+    sum(h3_wanted) AS fc_runs,
+    sumIf(h3_wanted, param_warmup = 0) AS fc_not_measured,
+    sumIf(first_h3, param_warmup > 0) AS fc_h3_first,
+    sumIf(upgraded, param_warmup > 0) AS fc_upgraded,
+    sumIf(never_h3, param_warmup > 0) AS fc_never,
+    sumIf(n, se) AS se_runs,
+    sumIf(with_errors, se) AS se_with_errors,
+    sumIf(e_idle, se) AS se_idle,
+    sumIf(e_warmup, se) AS se_warmup,
+    sumIf(e_batch, se) AS se_batch,
+    sumIf(e_timing, se) AS se_timing,
+    sumIf(e_send, se) AS se_send
+FROM
+(
+    SELECT /*GROUP*/ AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
+           beacon_major, beacon_version, source, continent, country,
+           runs AS n, runs_h3_wanted AS h3_wanted, runs_first_h3 AS first_h3, runs_upgraded AS upgraded, runs_never_h3 AS never_h3,
+           runs_with_errors AS with_errors, errors_idle AS e_idle, errors_warmup AS e_warmup, errors_batch AS e_batch,
+           errors_timing AS e_timing, errors_send AS e_send
+    FROM run_fact_counts
+    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND /*PLACE*/
+    /*RAW EDGES*/
+    UNION ALL
+    SELECT /*GROUP*/ AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
+           beacon_major, beacon_version, source, continent, country,
+           toUInt64(1) AS n, toUInt64(h3_wanted) AS h3_wanted,
+           toUInt64(h3_wanted AND first_known AND first_h3) AS first_h3,
+           toUInt64(h3_wanted AND first_known AND NOT first_h3 AND later_h3) AS upgraded,
+           toUInt64(h3_wanted AND first_known AND NOT first_h3 AND NOT later_h3) AS never_h3,
+           toUInt64(script_errors_idle + script_errors_warmup + script_errors_batch + script_errors_timing + script_errors_send > 0) AS with_errors,
+           toUInt64(script_errors_idle) AS e_idle, toUInt64(script_errors_warmup) AS e_warmup, toUInt64(script_errors_batch) AS e_batch,
+           toUInt64(script_errors_timing) AS e_timing, toUInt64(script_errors_send) AS e_send
+    FROM run_facts
+    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
+        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND /*PLACE*/
+    /*END RAW EDGES*/
+)
+GROUP BY grp, run_browser
