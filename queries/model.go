@@ -70,12 +70,14 @@ type Report struct {
 	opts          Options
 	win           window
 	groups        *groupSet
-	perRun        map[*Group]perRunCounts     // from excluded, set once the bootstrap and the intention-to-treat view are done
-	ittFromRollup bool                        // the intention-to-treat view came from the rollup, without run counts
-	windowRuns    *windowRuns                 // the trend's runs per window, counted with the point estimates
-	rollupCurves  *handoff[[]curveRow]        // the curves' rows, read with the point estimates from the rollup
-	windowAvail   map[trendCell]*Availability // the trend's availability per window × group, from excluded
-	done          bool                        // AddRuns ran
+	perRun        map[*Group]perRunCounts        // from excluded, set once the bootstrap and the intention-to-treat view are done
+	ittFromRollup bool                           // the intention-to-treat view came from the rollup, without run counts
+	windowRuns    *windowRuns                    // the trend's runs per window, counted with the point estimates
+	rollupCurves  *handoff[[]curveRow]           // the curves' rows, read with the point estimates from the rollup
+	groupRuns     *handoff[map[string]groupRuns] // the groups' runs, as soon as counted (nil: from the groups once the points are done)
+	pointsDone    *handoff[struct{}]             // set once the point estimates are in the groups
+	windowAvail   map[trendCell]*Availability    // the trend's availability per window × group, from excluded
+	done          bool                           // AddRuns ran
 }
 
 // Stage is the wall time of one step of Run.

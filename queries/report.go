@@ -107,6 +107,8 @@ func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, bool, 
 	// read the curves.
 	rep.windowRuns = newHandoff[map[trendCell][2]uint64]()
 	rep.rollupCurves = newHandoff[[]curveRow]()
+	rep.groupRuns = newHandoff[map[string]groupRuns]()
+	rep.pointsDone = newHandoff[struct{}]()
 	start := time.Now()
 	ds, err := designs(ctx, conn, &o, w)
 	if err != nil {
@@ -141,7 +143,12 @@ func (rep *Report) estimate(ctx context.Context, conn driver.Conn, useRollup boo
 // pointsSection reads the counts and point estimates into the groups.
 func (rep *Report) pointsSection(conn driver.Conn, useRollup bool) section {
 	return section{"points", func(ctx context.Context) error {
-		return points(ctx, conn, &rep.opts, rep.win, useRollup, rep.groups.get, rep.windowRuns, rep.rollupCurves)
+		if err := points(ctx, conn, &rep.opts, rep.win, useRollup, rep.groups.get, rep.windowRuns, rep.rollupCurves, rep.groupRuns); err != nil {
+			return err
+		}
+		rep.groupRuns.set(nil) // where no count came first: the bootstrap takes the groups'
+		rep.pointsDone.set(struct{}{})
+		return nil
 	}}
 }
 
@@ -216,8 +223,17 @@ type section struct {
 func (rep *Report) sections(conn driver.Conn) (boot section, others []section) {
 	o, w, get := &rep.opts, rep.win, rep.groups.get
 	boot = section{"runs", func(ctx context.Context) error {
-		// The groups of the point estimates, all read by now.
-		return perRun(ctx, conn, o, w, rep.groups.all())
+		// The fetch starts once the groups' runs are counted, which the
+		// exact counts from the rollup are before the point estimates; the
+		// bootstrap, once those are in the groups.
+		counts, err := rep.groupRuns.wait(ctx)
+		if err != nil {
+			return err
+		}
+		return perRun(ctx, conn, o, w, counts, func(ctx context.Context) ([]*Group, error) {
+			_, err := rep.pointsDone.wait(ctx)
+			return rep.groups.all(), err
+		})
 	}}
 	others = []section{
 		{"itt", func(ctx context.Context) (err error) {
@@ -318,13 +334,13 @@ func (rep *Report) finish() {
 // Raw reports whose selection the runs table holds read it instead of the
 // samples (points_runs.sql): a row per run, and exact run counts; reports
 // from the rollup take their run counts from it too (withExactRuns).
-func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group, wr *windowRuns, cv *handoff[[]curveRow]) error {
+func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group, wr *windowRuns, cv *handoff[[]curveRow], gr *handoff[map[string]groupRuns]) error {
 	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, cv, add) }
 	if !useRollup && o.runsTableSelects() {
 		read = func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) }
 	}
 	if useRollup && o.runsTableSelects() {
-		read = withExactRuns(ctx, conn, o, w, read, wr)
+		read = withExactRuns(ctx, conn, o, w, read, wr, gr)
 	}
 	return pointsInto(o, read, get)
 }
@@ -621,27 +637,36 @@ func timelineFrom(ctx context.Context, conn driver.Conn, name, q string, args []
 // runs_table.sql.
 const hashScale = 1000000
 
-// perRun fetches the runs of groups (each sampled down to
-// MaxRunsPerGroup) and computes confidence intervals, the paired view and
-// availability.
-func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups []*Group) error {
+// perRun fetches the runs of the groups counts names (each sampled down
+// to MaxRunsPerGroup; counts nil: the groups' own, once done returns
+// them) and, once done returns the groups with their point estimates,
+// computes confidence intervals, the paired view and availability.
+func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, counts map[string]groupRuns, done func(context.Context) ([]*Group, error)) error {
+	if counts == nil {
+		groups, err := done(ctx)
+		if err != nil {
+			return err
+		}
+		counts = map[string]groupRuns{}
+		for _, g := range groups {
+			counts[g.Group] = groupRuns{runs: g.Runs, point: g.H2 != nil || g.H3 != nil || g.WantedH3GotH2 != nil}
+		}
+	}
 	var names []string
 	var thresholds []uint32
-	byName := map[string]*Group{}
 	expect := map[string]int{} // runs each group should return: its cap, give or take the hash's spread
-	for _, g := range groups {
-		if g.H2 == nil && g.H3 == nil && g.WantedH3GotH2 == nil {
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		c := counts[name]
+		if !c.point {
 			continue
 		}
-		names = append(names, g.Group)
-		byName[g.Group] = g
+		names = append(names, name)
 		th := uint32(hashScale)
-		if g.Runs > o.MaxRunsPerGroup {
-			th = uint32(math.Ceil(float64(hashScale) * float64(o.MaxRunsPerGroup) / float64(g.Runs)))
-			g.Sampled = true
+		if c.runs > o.MaxRunsPerGroup {
+			th = uint32(math.Ceil(float64(hashScale) * float64(o.MaxRunsPerGroup) / float64(c.runs)))
 		}
 		thresholds = append(thresholds, th)
-		expect[g.Group] = min(g.Runs, o.MaxRunsPerGroup) + min(g.Runs, o.MaxRunsPerGroup)/8
+		expect[name] = min(c.runs, o.MaxRunsPerGroup) + min(c.runs, o.MaxRunsPerGroup)/8
 	}
 	if len(names) == 0 {
 		return nil
@@ -653,6 +678,17 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, groups 
 	byGroup, err := fetchRuns(ctx, conn, name, q, args, expect)
 	if err != nil {
 		return err
+	}
+	groups, err := done(ctx)
+	if err != nil {
+		return err
+	}
+	byName := map[string]*Group{}
+	for _, g := range groups {
+		if g.H2 != nil || g.H3 != nil || g.WantedH3GotH2 != nil {
+			byName[g.Group] = g
+			g.Sampled = g.Runs > o.MaxRunsPerGroup
+		}
 	}
 	// Groups are independent: bootstrap them on all cores, the largest
 	// first so that the cores finish together.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -108,15 +109,18 @@ type trendCell struct {
 // if that ends first.
 type handoff[T any] struct {
 	ready chan struct{}
+	once  sync.Once
 	v     T
 }
 
 func newHandoff[T any]() *handoff[T] { return &handoff[T]{ready: make(chan struct{})} }
 
-// set hands v over; it is called once.
+// set hands v over; only the first call counts.
 func (h *handoff[T]) set(v T) {
-	h.v = v
-	close(h.ready)
+	h.once.Do(func() {
+		h.v = v
+		close(h.ready)
+	})
 }
 
 // wait returns the value once it is set.
@@ -128,6 +132,34 @@ func (h *handoff[T]) wait(ctx context.Context) (T, error) {
 		var zero T
 		return zero, context.Cause(ctx)
 	}
+}
+
+// groupRuns are a group's runs in the point estimates, counted apart from
+// them, for the bootstrap's fetch to start before they are done; point says
+// the group has an outcome the bootstrap reads (h2, h3 or the fallback).
+type groupRuns struct {
+	runs  int
+	point bool
+}
+
+// groupRunsOf is the groups of counts (exactRunCounts), the grand total
+// left out.
+func groupRunsOf(counts map[[3]string]uint64) map[string]groupRuns {
+	out := map[string]groupRuns{}
+	for k, n := range counts {
+		if k[0] == "" || k[2] != "" {
+			continue
+		}
+		g := out[k[0]]
+		switch k[1] {
+		case "":
+			g.runs = int(n)
+		case store.OutcomeH2.String(), store.OutcomeH3.String(), store.OutcomeWantedH3GotH2.String():
+			g.point = g.point || n > 0
+		}
+		out[k[0]] = g
+	}
+	return out
 }
 
 // windowRuns hands the trend from the rollup the runs per trendCell that
@@ -154,9 +186,10 @@ var outcomeCountsSQL = func() string {
 
 // withExactRuns reads the rollup's rows with read and hands them to add
 // with their run counts replaced by exact ones (exactRunCounts), read
-// beside the rollup's query; the counts per trend window go to wr. The rollup's HyperLogLog states estimate,
+// beside the rollup's query; the counts per trend window go to wr, and per
+// group to gr as soon as they are read. The rollup's HyperLogLog states estimate,
 // and the engines hash run ids differently; a report's counts are exact.
-func withExactRuns(ctx context.Context, conn driver.Conn, o *Options, w window, read func(add pointRow) error, wr *windowRuns) func(add pointRow) error {
+func withExactRuns(ctx context.Context, conn driver.Conn, o *Options, w window, read func(add pointRow) error, wr *windowRuns, gr *handoff[map[string]groupRuns]) func(add pointRow) error {
 	return func(add pointRow) error {
 		type result struct {
 			counts map[[3]string]uint64
@@ -169,6 +202,9 @@ func withExactRuns(ctx context.Context, conn driver.Conn, o *Options, w window, 
 				byWindow = nil
 			}
 			wr.set(byWindow)
+			if err == nil {
+				gr.set(groupRunsOf(c))
+			}
 			done <- result{c, err}
 		}()
 		type row struct {
