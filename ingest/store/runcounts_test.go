@@ -48,28 +48,14 @@ func TestRunCountsCopyMatchesView(t *testing.T) {
 		}
 		runs = append(runs, &run)
 	}
-	insert := func(conn driver.Conn, runs []*store.Run) {
-		var b store.Batch
-		for _, r := range runs {
-			b.Add(r)
-		}
-		if err := b.Insert(ctx, conn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	released, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer released.Close()
-	applyReleased(t, released, "migrations", upTo(50), nil) // with 0049 and 0050, the samples' run_flags
-	insert(released, runs)
+	released := releasedDB(t, upTo(50)) // with 0049 and 0050, the samples' run_flags
+	insertRuns(t, released, runs)
 	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0051_run_counts.sql" {
 		t.Fatalf("migrating the release before run_counts applied %v, %v", applied, err)
 	}
 	fresh := storetest.DB(t)
-	insert(fresh, runs[:3])
-	insert(fresh, runs[3:])
+	insertRuns(t, fresh, runs[:3])
+	insertRuns(t, fresh, runs[3:])
 	const keys = "toStartOfHour(time), site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions"
 	counted := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count(), countIf(has(outcomes, 1)), countIf(has(outcomes, 2)), countIf(has(outcomes, 3)), countIf(has(outcomes, 0)), "+
 		"countIf(cold_h2 > 0), countIf(cold_h3 > 0), countIf(has(wants, 2)), countIf(h3n > 0), countIf(has(failed_wants, 2)), countIf(has(failed_wants, 3)), countIf(h3ok < h3n))) AS k "+
@@ -134,28 +120,14 @@ func rowsText(t *testing.T, conn driver.Conn, q string) string {
 func TestRunFactCountsCopyMatchesView(t *testing.T) {
 	ctx := context.Background()
 	runs := firstContactRuns(t, time.Date(2026, 11, 30, 10, 40, 0, 0, time.UTC))
-	insert := func(conn driver.Conn, runs []*store.Run) {
-		var b store.Batch
-		for _, r := range runs {
-			b.Add(r)
-		}
-		if err := b.Insert(ctx, conn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	released, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer released.Close()
-	applyReleased(t, released, "migrations", upTo(51), nil)
-	insert(released, runs)
+	released := releasedDB(t, upTo(51))
+	insertRuns(t, released, runs)
 	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) != 1 || applied[0] != "0052_run_fact_counts.sql" {
 		t.Fatalf("migrating the release before run_fact_counts applied %v, %v", applied, err)
 	}
 	fresh := storetest.DB(t)
-	insert(fresh, runs[:2])
-	insert(fresh, runs[2:])
+	insertRuns(t, fresh, runs[:2])
+	insertRuns(t, fresh, runs[2:])
 	const keys = "toStartOfHour(time), site, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version"
 	counted := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count(), countIf(h3_wanted = 1), "+
 		"countIf(h3_wanted = 1 AND first_known = 1 AND first_h3 = 1), countIf(h3_wanted = 1 AND first_known = 1 AND first_h3 = 0 AND later_h3 = 1), "+
@@ -186,4 +158,29 @@ func TestRunFactCountsCopyMatchesView(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.q, n, c.want)
 		}
 	}
+}
+
+// insertRuns stores runs in one insert.
+func insertRuns(t *testing.T, conn driver.Conn, runs []*store.Run) {
+	t.Helper()
+	var b store.Batch
+	for _, r := range runs {
+		b.Add(r)
+	}
+	if err := b.Insert(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releasedDB is a new database made as the releases made it, with the
+// released steps selected.
+func releasedDB(t *testing.T, selected func(int) bool) driver.Conn {
+	t.Helper()
+	conn, err := store.Open(context.Background(), storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	applyReleased(t, conn, "migrations", selected, nil)
+	return conn
 }

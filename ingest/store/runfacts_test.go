@@ -23,31 +23,17 @@ func TestRunFactsCopyMatchesView(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	runs := firstContactRuns(t, at)
-	insert := func(conn driver.Conn) {
-		var b store.Batch
-		for _, r := range runs {
-			b.Add(r)
-		}
-		if err := b.Insert(ctx, conn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	released, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer released.Close()
-	applyReleased(t, released, "migrations", upTo(47), nil)
+	released := releasedDB(t, upTo(47))
 	// The rows as today's Batch writes them hold samples.run_flags (0049),
 	// which the release before run_facts lacked: the column is added by
 	// hand, and step 0048 then applied as released.
 	if err := released.Exec(ctx, "ALTER TABLE samples ADD COLUMN run_flags UInt32 DEFAULT 0 AFTER bot"); err != nil {
 		t.Fatal(err)
 	}
-	insert(released)
+	insertRuns(t, released, runs)
 	applyReleased(t, released, "migrations", func(v int) bool { return v == 48 }, nil)
 	fresh := storetest.DB(t)
-	insert(fresh)
+	insertRuns(t, fresh, runs)
 	copied, viewed := runFacts(t, released), runFacts(t, fresh)
 	if copied != viewed {
 		t.Errorf("copied by 0048:\n%s\nmade by the view:\n%s", copied, viewed)
