@@ -105,15 +105,7 @@ func excludedQuery(o *Options, w window) (name, q string, args []any, err error)
 		return name, "", nil, err
 	}
 	q = strings.ReplaceAll(q, "/*WINDOW*/", trendWindow("t0", trendHourly(o)))
-	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
-	if q, err = cutEdges(name, q, edges); err != nil {
-		return name, "", nil, err
-	}
-	args = []any{bots, bots, w.hourFrom, w.hourTo, o.Site, o.Site}
-	if !edges {
-		return name + " without raw edges", q, args, nil
-	}
-	return name, q, append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1, o.Site, o.Site), nil
+	return withEdges(name, q, w, []any{bots, bots}, []any{o.Site, o.Site})
 }
 
 // excludedSQL is excluded.sql with its runs: from the runs table, or from

@@ -85,16 +85,7 @@ func runCountsQuery(o *Options, w window) (name, q string, args []any, err error
 		return name, "", nil, err
 	}
 	q = strings.ReplaceAll(q, "/*HOUR BUCKET*/", trendWindow("hour", hourly))
-	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
-	if q, err = cutEdges(name, q, edges); err != nil {
-		return name, "", nil, err
-	}
-	sel := []any{o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded), uint8(o.exclusionMask())}
-	args = append([]any{w.hourFrom, w.hourTo}, sel...)
-	if !edges {
-		return name + " without raw edges", q, args, nil
-	}
-	return name, q, append(append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1), sel...), nil
+	return withEdges(name, q, w, nil, []any{o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded), uint8(o.exclusionMask())})
 }
 
 // trendCell is a window × group × batch order of the trend.

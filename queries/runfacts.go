@@ -23,15 +23,7 @@ func runFactsQuery(o *Options, w window) (name, q string, args []any, err error)
 	if q, err = query(name, o); err != nil {
 		return name, "", nil, err
 	}
-	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
-	if q, err = cutEdges(name, q, edges); err != nil {
-		return name, "", nil, err
-	}
-	args = []any{w.hourFrom, w.hourTo, o.Site, o.Site, bots}
-	if !edges {
-		return name + " without raw edges", q, args, nil
-	}
-	return name, q, append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1, o.Site, o.Site, bots), nil
+	return withEdges(name, q, w, nil, []any{o.Site, o.Site, bots})
 }
 
 // runFacts reads the two sections that come from run_facts, first contact

@@ -202,6 +202,24 @@ func cutEdges(name, q string, keep bool) (string, error) {
 	return before + block + after, nil
 }
 
+// withEdges returns q, the rollup SQL file name, with its raw-edge block
+// kept when w has partial hours at its edges and cut when it has none (an
+// empty raw branch still costs a scan), the name it goes by in errors, and
+// its parameters: head, the whole hours, sel; then, for the raw edges,
+// their four bounds and sel again.
+func withEdges(name, q string, w window, head, sel []any) (string, string, []any, error) {
+	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
+	q, err := cutEdges(name, q, edges)
+	if err != nil {
+		return name, "", nil, err
+	}
+	args := append(append(head[:len(head):len(head)], w.hourFrom, w.hourTo), sel...)
+	if !edges {
+		return name + " without raw edges", q, args, nil
+	}
+	return name, q, append(append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1), sel...), nil
+}
+
 // sourceQuery returns the SQL of kind ("points" or "timeline"), a name for
 // it in errors, and its parameters: from raw rows; or from the rollup,
 // with the partial hours at the window's edges aggregated from raw rows —
@@ -228,14 +246,5 @@ func sourceQuery(kind string, o *Options, w window, useRollup bool) (name, q str
 	if o.runsTableSelects() { // points() counts the runs exactly (withExactRuns)
 		runs = runsExact
 	}
-	q = runs.Replace(q)
-	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
-	if q, err = cutEdges(name, q, edges); err != nil {
-		return name, "", nil, err
-	}
-	args = []any{w.hourFrom, w.hourTo, o.Site, o.Site}
-	if !edges {
-		return name + " without raw edges", q, args, nil
-	}
-	return name, q, append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1, o.Site, o.Site), nil
+	return withEdges(name, runs.Replace(q), w, nil, []any{o.Site, o.Site})
 }
