@@ -226,7 +226,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for s := range 2 { // replicated, the views' tables too, so that any replica lists the old month
-		for _, table := range []string{"samples_local", "samples_rollup_local", "runs_local", "run_facts_local", "run_counts_local", "run_fact_counts_local"} {
+		for _, table := range []string{"samples_local", "samples_rollup_local", "runs_local", "run_facts_local", "run_counts_local", "run_fact_counts_local", "failure_counts_local"} {
 			q := "SELECT count() FROM " + table
 			deadline := time.Now().Add(30 * time.Second)
 			for count(conns[2*s], q) != count(conns[2*s+1], q) && time.Now().Before(deadline) {
@@ -246,9 +246,9 @@ func TestCluster(t *testing.T) {
 		for count(conn, "SELECT count() FROM samples_local WHERE time < now() - 86400*30") != 0 && time.Now().Before(deadline) {
 			time.Sleep(200 * time.Millisecond)
 		}
-		for _, table := range []string{"samples_local", "run_facts_local", "run_counts_local", "run_fact_counts_local"} {
+		for _, table := range []string{"samples_local", "run_facts_local", "run_counts_local", "run_fact_counts_local", "failure_counts_local"} {
 			col := "time"
-			if table == "run_counts_local" || table == "run_fact_counts_local" {
+			if table == "run_counts_local" || table == "run_fact_counts_local" || table == "failure_counts_local" {
 				col = "hour"
 			}
 			q := "SELECT count() FROM " + table + " WHERE " + col + " < now() - 86400*30"

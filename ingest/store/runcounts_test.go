@@ -122,7 +122,7 @@ func TestRunFactCountsCopyMatchesView(t *testing.T) {
 	runs := firstContactRuns(t, time.Date(2026, 11, 30, 10, 40, 0, 0, time.UTC))
 	released := releasedDB(t, upTo(51))
 	insertRuns(t, released, runs)
-	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) != 1 || applied[0] != "0052_run_fact_counts.sql" {
+	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0052_run_fact_counts.sql" {
 		t.Fatalf("migrating the release before run_fact_counts applied %v, %v", applied, err)
 	}
 	fresh := storetest.DB(t)
@@ -153,6 +153,73 @@ func TestRunFactCountsCopyMatchesView(t *testing.T) {
 		{"SELECT sum(runs_never_h3) FROM run_fact_counts", 1},
 		{"SELECT sum(errors_batch) + sum(errors_send) FROM run_fact_counts", 3},
 		{"SELECT sum(runs) FROM run_fact_counts WHERE bot = 1", 1},
+	} {
+		if n := countRows(t, fresh, c.q); n != c.want {
+			t.Errorf("%s: %d, want %d", c.q, n, c.want)
+		}
+	}
+}
+
+// TestFailureCountsCopyMatchesView stores runs with failed requests to
+// either origin, of two error codes, two in one run, in two hours and a
+// bot's, in a database of the release before failure_counts, which
+// migration 0053 then fills from the runs table, and in a new database,
+// whose view counts each failure as it is inserted: both hold the
+// failures the runs table gives when counted row by row, key by key.
+func TestFailureCountsCopyMatchesView(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 10, 20, 0, 0, time.UTC)
+	fail := func(want beacon.Proto, code string, n int) func(*store.Run) {
+		return func(r *store.Run) {
+			for k := range r.Report.Samples {
+				if s := &r.Report.Samples[k]; n > 0 && s.Phase == beacon.PhaseParallel && s.Want == want && s.Error == "" {
+					s.Error, n = code, n-1
+				}
+			}
+		}
+	}
+	var runs []*store.Run
+	for i, plant := range []func(*store.Run){
+		nil, // no failure: counted nowhere
+		fail(beacon.ProtoH2, "timeout", 1),
+		fail(beacon.ProtoH3, "timeout", 2), // two in one run
+		fail(beacon.ProtoH3, "network", 1),
+		func(r *store.Run) { fail(beacon.ProtoH3, "network", 1)(r); r.Received = r.Received.Add(time.Hour) },
+		func(r *store.Run) { fail(beacon.ProtoH2, "timeout", 1)(r); r.Bot = true },
+	} {
+		run := storetest.RunOf(t, beacontest.Run{Site: "failures", Warmup: 2})
+		run.Received = at.Add(time.Duration(i) * time.Minute)
+		run.Geo.Continent, run.Geo.Country = "EU", "DE"
+		if plant != nil {
+			plant(&run)
+		}
+		runs = append(runs, &run)
+	}
+	released := releasedDB(t, upTo(52))
+	insertRuns(t, released, runs)
+	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0053_failure_counts.sql" {
+		t.Fatalf("migrating the release before failure_counts applied %v, %v", applied, err)
+	}
+	fresh := storetest.DB(t)
+	insertRuns(t, fresh, runs[:3])
+	insertRuns(t, fresh, runs[3:])
+	const keys = "toStartOfHour(time), site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, w, e"
+	counted := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count())) AS k "+
+		"FROM runs ARRAY JOIN failed_wants AS w, failed_errors AS e GROUP BY "+keys+" ORDER BY k")
+	const sumKeys = "hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error"
+	const summed = "SELECT toString(tuple(" + sumKeys + ", sum(failures))) AS k FROM failure_counts GROUP BY " + sumKeys + " ORDER BY k"
+	copied, viewed := rowsText(t, released, summed), rowsText(t, fresh, summed)
+	if counted == "" || copied != counted || viewed != counted {
+		t.Errorf("the runs table's failures, counted:\n%s\nfailure_counts, copied by 0053:\n%s\nfailure_counts, made by the view:\n%s", counted, copied, viewed)
+	}
+	for _, c := range []struct {
+		q    string
+		want uint64
+	}{
+		{"SELECT sum(failures) FROM failure_counts", 6},
+		{"SELECT sum(failures) FROM failure_counts WHERE want = 'h3' AND error = 'timeout'", 2},
+		{"SELECT sum(failures) FROM failure_counts WHERE want = 'h3' AND error = 'network' AND hour = toDateTime('2026-11-30 11:00:00', 'UTC')", 1},
+		{"SELECT sum(failures) FROM failure_counts WHERE bot = 1", 1},
 	} {
 		if n := countRows(t, fresh, c.q); n != c.want {
 			t.Errorf("%s: %d, want %d", c.q, n, c.want)

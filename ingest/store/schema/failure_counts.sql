@@ -1,0 +1,34 @@
+-- Failed parallel requests counted by hour × site × region × design × bot
+-- × origin (want) × error code, fed by failure_counts_mv from every block
+-- inserted into samples: the runs table's failed_wants and failed_errors,
+-- counted. The report from the rollup reads its failures section here for
+-- the window's whole hours (queries/sql/failures_rollup.sql): a few hundred
+-- rows a day where the runs table holds a row a run (its ARRAY JOIN over
+-- 714 285 runs at 10 M samples was 48 ms of ClickHouse's CPU a report on
+-- 18.16). A sample is inserted once (store.Stored), so the counts are
+-- exact; SummingMergeTree adds up the rows of a key as parts merge, and
+-- queries sum them anyway. Browser runs only: source is a constant, as in
+-- the runs table. In cluster mode the Distributed table spreads the copy
+-- of earlier failures (migration 0053) by site and hour.
+CREATE TABLE IF NOT EXISTS {{.Local "failure_counts"}}{{.OnCluster}}
+(
+    hour            DateTime('UTC'),
+    site            String,
+    continent       String,
+    country         String,
+    param_parallel  UInt8,
+    param_bytes     UInt32,
+    param_warmup    UInt8,
+    beacon_major    UInt16,
+    bot             UInt8,
+    want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
+    error           String,
+    failures        UInt64,
+    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
+)
+ENGINE = {{.Engine "SummingMergeTree" "failure_counts"}}
+PARTITION BY toYYYYMM(hour)
+ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error)
+SETTINGS index_granularity = 8192, old_parts_lifetime = 10
+{{- if .Cluster}};
+{{template "schema/distributed.sql" (.Over "failure_counts" "cityHash64(site, hour)")}}{{end}}

@@ -1,0 +1,11 @@
+-- Feeds failure_counts from every block inserted into samples: a browser
+-- run's failed parallel requests, as the runs table holds them apart
+-- (failed_wants, failed_errors).
+CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "failure_counts_mv"}}{{.OnCluster}} TO {{.Local "failure_counts"}} AS
+SELECT
+    toStartOfHour(time) AS hour,
+    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error,
+    count() AS failures
+FROM {{.Local "samples"}}
+WHERE error != '' AND phase = 'parallel' AND source = 'browser'
+GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error
