@@ -70,21 +70,19 @@ type DesignCount struct {
 	Runs int `json:"runs"`
 }
 
-// designs lists the designs of the window's runs, most runs first, from
-// the runs table (every browser run with parallel requests, whatever its
-// exclusions; exact counts); an agent report's from raw rows.
+// designs lists the designs of the window's runs, most runs first, exact
+// counts of every browser run with parallel requests, whatever its
+// exclusions: from run_counts and the window's raw edges (designsQuery),
+// or from the runs table for a report from raw rows; an agent report's
+// from raw rows.
 func designs(ctx context.Context, conn driver.Conn, o *Options, w window) ([]DesignCount, error) {
-	name := "designs.sql"
-	if o.Agent {
-		name = "designs_agent.sql"
-	}
-	q, err := sqlFiles.ReadFile("sql/" + name)
+	name, q, args, err := designsQuery(o, w)
 	if err != nil {
-		return nil, fmt.Errorf("reading embedded %s: %w", name, err)
+		return nil, err
 	}
-	rows, err := conn.Query(ctx, strings.ReplaceAll(string(q), "/*PLACE*/", o.placeCond()), w.since, w.until, o.Site, o.Site)
+	rows, err := conn.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing designs: %w", err)
+		return nil, fmt.Errorf("listing designs (%s): %w", name, err)
 	}
 	defer rows.Close()
 	var out []DesignCount
@@ -101,4 +99,26 @@ func designs(ctx context.Context, conn driver.Conn, o *Options, w window) ([]Des
 		out = append(out, DesignCount{Design: Design{Parallel: int(par), Bytes: int(bytes), Warmup: int(warm), BeaconMajor: int(major)}, Runs: int(runs)})
 	}
 	return out, rows.Err()
+}
+
+// designsQuery returns the designs' SQL, its name in errors and its
+// parameters: designs_rollup.sql unless the report is from raw rows or
+// the agent's (run_counts holds browser runs only).
+func designsQuery(o *Options, w window) (name, q string, args []any, err error) {
+	name = "designs_rollup.sql"
+	switch {
+	case o.Agent:
+		name = "designs_agent.sql"
+	case o.Source == SourceRaw:
+		name = "designs.sql"
+	}
+	b, err := sqlFiles.ReadFile("sql/" + name)
+	if err != nil {
+		return name, "", nil, fmt.Errorf("reading embedded %s: %w", name, err)
+	}
+	q = strings.ReplaceAll(string(b), "/*PLACE*/", o.placeCond())
+	if name != "designs_rollup.sql" {
+		return name, q, []any{w.since, w.until, o.Site, o.Site}, nil
+	}
+	return withEdges(name, q, w, nil, []any{o.Site, o.Site})
 }

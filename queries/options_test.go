@@ -11,6 +11,7 @@ import (
 	"maps"
 	"math"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -535,6 +536,11 @@ func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 		raw, err := Run(context.Background(), conn, Options{Since: testSince, Until: testUntil, Source: SourceRaw, By: by})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The designs: from run_counts for the whole hours and the runs
+		// table for the edges, as the runs table gives them.
+		if len(rep.Designs) == 0 || !reflect.DeepEqual(rep.Designs, raw.Designs) {
+			t.Errorf("by %s: designs from the rollup %+v, from raw rows %+v", by, rep.Designs, raw.Designs)
 		}
 		o := Options{Since: testSince, Until: testUntil, By: by}
 		o.Validate()

@@ -529,27 +529,47 @@ func pointsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window,
 	return nil
 }
 
-// failures reads failed requests per group, origin and error code: from
-// the runs table when it holds the selection, else from the samples.
+// failures reads failed requests per group, origin and error code
+// (failuresQuery).
 func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
-	name := "failures_table.sql"
-	if !o.runsTableSelects() {
-		name = "failures.sql"
-	}
-	return failuresFrom(ctx, conn, name, o, w, get)
-}
-
-// failuresFrom reads the failures with name, failures.sql or
-// failures_table.sql.
-func failuresFrom(ctx context.Context, conn driver.Conn, name string, o *Options, w window, get func(string) *Group) error {
-	args := []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}
-	if name == "failures.sql" {
-		args = []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeBots)}
-	}
-	q, err := query(name, o)
+	name, q, args, err := failuresQuery(o, w, "")
 	if err != nil {
 		return err
 	}
+	return failuresFrom(ctx, conn, name, q, args, get)
+}
+
+// failuresQuery returns the failures' SQL, its name in errors and its
+// parameters: from failure_counts and the window's raw edges
+// (failures_rollup.sql) where the rollup answers the grouping, else from
+// the runs table when it holds the selection (failures_table.sql), else
+// from the samples (failures.sql); name, if not "", chooses the file.
+func failuresQuery(o *Options, w window, name string) (string, string, []any, error) {
+	if name == "" {
+		switch {
+		case o.Source != SourceRaw && o.runsTableSelects() && (o.By == "continent" || o.By == "country" || o.By == "none"):
+			name = "failures_rollup.sql"
+		case o.runsTableSelects():
+			name = "failures_table.sql"
+		default:
+			name = "failures.sql"
+		}
+	}
+	q, err := query(name, o)
+	if err != nil {
+		return name, "", nil, err
+	}
+	switch name {
+	case "failures_rollup.sql":
+		return withEdges(name, q, w, nil, []any{o.Site, o.Site, b01(o.IncludeBots)})
+	case "failures.sql":
+		return name, q, []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeBots)}, nil
+	}
+	return name, q, []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}, nil
+}
+
+// failuresFrom reads a failures query: name's SQL q with its args.
+func failuresFrom(ctx context.Context, conn driver.Conn, name, q string, args []any, get func(string) *Group) error {
 	rows, err := conn.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("querying failures (%s): %w", name, err)

@@ -1,0 +1,32 @@
+-- failures_table.sql for reports from the rollup: the same failed parallel
+-- requests per group, origin and error code, from failure_counts (store
+-- migration 0053: the runs table's failures counted by hour, region,
+-- design, bot, origin and code, a few hundred rows a day) for the window's
+-- whole hours, and from the runs table for the partial hours at its
+-- edges, as failures_table.sql reads it. Parameters: the first whole hour,
+-- the end of whole hours, site twice, include_bots; then, unless Go cuts
+-- the raw-edge block for a window of whole hours, the two raw edges as
+-- four unix seconds and the same three.
+SELECT grp, origin, err, sum(n) AS n
+FROM
+(
+    SELECT /*GROUP*/ AS grp, toString(want) AS origin, error AS err, failures AS n
+    FROM failure_counts
+    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND /*DESIGN*/
+    /*RAW EDGES*/
+    UNION ALL
+    SELECT /*GROUP*/ AS grp, toString(w) AS origin, e AS err, toUInt64(1) AS n
+    FROM runs
+    ARRAY JOIN failed_wants AS w, failed_errors AS e
+    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
+        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
+      AND (? = '' OR site = ?)
+      AND (? = 1 OR bot = 0)
+      AND /*DESIGN*/
+    /*END RAW EDGES*/
+)
+GROUP BY grp, origin, err
+ORDER BY grp, n DESC, origin, err
