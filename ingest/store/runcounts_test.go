@@ -227,6 +227,79 @@ func TestFailureCountsCopyMatchesView(t *testing.T) {
 	}
 }
 
+// TestIttRollupCopyMatchesView stores runs with failed requests to
+// either origin, in two hours, a bot's and one of another batch order, in
+// a database of the release before itt_rollup, which migration 0054 then
+// fills from samples_rollup's states, and in a new database, whose view
+// feeds it from each insert: both hold, key by key, the requests and the
+// t-digest quantiles the samples give when digested directly.
+func TestIttRollupCopyMatchesView(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 10, 20, 0, 0, time.UTC)
+	fail := func(r *store.Run, want beacon.Proto) {
+		for k := range r.Report.Samples {
+			if s := &r.Report.Samples[k]; s.Phase == beacon.PhaseParallel && s.Want == want {
+				s.Error = "timeout"
+				return
+			}
+		}
+	}
+	var runs []*store.Run
+	for i, plant := range []func(*store.Run){
+		nil,
+		nil,
+		func(r *store.Run) { fail(r, beacon.ProtoH2) },
+		func(r *store.Run) { fail(r, beacon.ProtoH3) },
+		func(r *store.Run) { r.Report.Params.Order = "h2first" },
+		func(r *store.Run) { r.Received = r.Received.Add(time.Hour) },
+		func(r *store.Run) { r.Bot = true },
+	} {
+		run := storetest.RunOf(t, beacontest.Run{Site: "itt", Warmup: 2})
+		run.Received = at.Add(time.Duration(i) * time.Minute)
+		run.Geo.Continent, run.Geo.Country = "EU", "DE"
+		for k := range run.Report.Samples {
+			run.Report.Samples[k].Duration = float64(10 + 7*i + 3*k)
+		}
+		if plant != nil {
+			plant(&run)
+		}
+		runs = append(runs, &run)
+	}
+	released := releasedDB(t, upTo(53))
+	insertRuns(t, released, runs)
+	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0054_itt_rollup.sql" {
+		t.Fatalf("migrating the release before itt_rollup applied %v, %v", applied, err)
+	}
+	fresh := storetest.DB(t)
+	insertRuns(t, fresh, runs[:3])
+	insertRuns(t, fresh, runs[3:])
+	const keys = "hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, failed, bot"
+	digested := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count(), arrayMap(x -> round(x, 3), "+
+		"quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99)(if(error = '', duration_ms, toFloat32(10000)))))) AS k FROM "+
+		"(SELECT toStartOfHour(time) AS hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, "+
+		"toUInt8(error != '') AS failed, toUInt8(bitAnd(exclusions, 64) != 0) AS bot, error, duration_ms FROM samples "+
+		"WHERE phase = 'parallel') GROUP BY "+keys+" ORDER BY k")
+	const merged = "SELECT toString(tuple(" + keys + ", countMerge(samples), arrayMap(x -> round(x, 3), " +
+		"quantilesTDigestMerge(0.5, 0.75, 0.9, 0.95, 0.99)(duration)))) AS k FROM itt_rollup GROUP BY " + keys + " ORDER BY k"
+	copied, viewed := rowsText(t, released, merged), rowsText(t, fresh, merged)
+	if digested == "" || copied != digested || viewed != digested {
+		t.Errorf("the samples, digested:\n%s\nitt_rollup, copied by 0054:\n%s\nitt_rollup, made by the view:\n%s", digested, copied, viewed)
+	}
+	for _, c := range []struct {
+		q    string
+		want uint64
+	}{
+		{"SELECT countMerge(samples) FROM itt_rollup", uint64(len(runs) * 2 * 5)},
+		{"SELECT countMerge(samples) FROM itt_rollup WHERE failed = 1", 2},
+		{"SELECT countMerge(samples) FROM itt_rollup WHERE bot = 1", 2 * 5}, // five requests a batch
+		{"SELECT count() FROM (SELECT DISTINCT hour FROM itt_rollup)", 2},
+	} {
+		if n := countRows(t, fresh, c.q); n != c.want {
+			t.Errorf("%s: %d, want %d", c.q, n, c.want)
+		}
+	}
+}
+
 // insertRuns stores runs in one insert.
 func insertRuns(t *testing.T, conn driver.Conn, runs []*store.Run) {
 	t.Helper()

@@ -26,7 +26,7 @@ var schemaFS embed.FS
 // schemaOrder is the order in which a new database creates the current
 // schema's files: a view after the tables it reads and writes. (The other
 // file, distributed.sql, is the tables' Distributed table in cluster mode.)
-var schemaOrder = []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv", "run_facts", "run_facts_mv", "run_counts", "run_counts_mv", "run_fact_counts", "run_fact_counts_mv", "failure_counts", "failure_counts_mv"}
+var schemaOrder = []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv", "run_facts", "run_facts_mv", "run_counts", "run_counts_mv", "run_fact_counts", "run_fact_counts_mv", "failure_counts", "failure_counts_mv", "itt_rollup", "itt_rollup_mv"}
 
 // dialect is what the schema's templates are rendered for: one server
 // (the zero value) or the cluster named Cluster, whose every server holds
@@ -99,6 +99,10 @@ func (d dialect) Over(table, key string) sharded { return sharded{d, table, key}
 // (beacon.RequestTimeoutMS): the rollup counts a failed request at it. A
 // change to it changes samples_rollup_mv, which then needs a migration.
 func (dialect) RequestTimeoutMS() int { return beacon.RequestTimeoutMS }
+
+// BotBit is the exclusion bit of a bot's run (ExcludeBot), which
+// itt_rollup keeps as its bot column.
+func (dialect) BotBit() int { return int(ExcludeBot) }
 
 // RunFlag is the bit of the run flag name (RunFlags) in samples.run_flags.
 func (dialect) RunFlag(name string) (int, error) {

@@ -1,0 +1,15 @@
+-- Feeds itt_rollup from every block inserted into samples, as
+-- samples_rollup_mv feeds samples_rollup: browser rows only, a failed
+-- request counted at the script's timeout (beacon.RequestTimeoutMS). A
+-- sample's bot column is its run's exclusion bit of a bot (store.ExcludeBot
+-- is set exactly when it is), which the copy of earlier hours reads from
+-- samples_rollup's exclusions.
+CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "itt_rollup_mv"}}{{.OnCluster}} TO {{.Local "itt_rollup"}} AS
+SELECT
+    toStartOfHour(time) AS hour,
+    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, toUInt8(error != '') AS failed, bot,
+    countState() AS samples,
+    quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(if(error = '', duration_ms, toFloat32({{.RequestTimeoutMS}}))) AS duration
+FROM {{.Local "samples"}}
+WHERE phase = 'parallel' AND source = 'browser'
+GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, failed, bot
