@@ -569,6 +569,13 @@ func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 					c[0].FailedRuns != c[1].FailedRuns || c[0].RunFailureRate != c[1].RunFailureRate {
 					t.Errorf("by %s, %s: intention to treat from the rollup %+v, from raw rows %+v", by, g.Group, *c[0], *c[1])
 				}
+				// Percentiles from itt_rollup's states, within the
+				// t-digest's bound of raw rows' (as TestRunsTableAnswersAsTheSamples allows).
+				for j := range c[0].Percentiles {
+					if p, q := c[0].Percentiles[j].MS, c[1].Percentiles[j].MS; p == 0 || math.Abs(p-q) > 0.5+0.03*math.Abs(q) {
+						t.Errorf("by %s, %s: intention to treat p%g %.3f ms from the rollup, %.3f from raw rows", by, g.Group, c[0].Percentiles[j].P, p, q)
+					}
+				}
 			}
 			// The excluded runs: from run_counts for the whole hours and
 			// the runs table for the edges, as the runs table gives them.

@@ -1,10 +1,12 @@
--- itt_raw.sql from the hourly rollup, which holds every parallel request
--- with its origin (want) and whether it failed, a failure's duration at the
--- 10 s timeout: whole hours from the rollup, the partial hours at either
--- edge from raw rows into the same states (parameters and the raw-edge
--- block as in points_rollup.sql). Its run counts are 0: the excluded
--- section counts the runs exactly from the runs table (excluded.sql), where
--- merging the rollup's HyperLogLog states took half this query's time.
+-- itt_raw.sql from the hourly rollup of every parallel request by the
+-- origin it was sent to (want) and whether it failed, a failure's duration
+-- at the 10 s timeout (itt_rollup, store migration 0054: samples_rollup's
+-- states under a key without batch order, outcome and exclusions but the
+-- bot's, an eighth of its rows): whole hours from it, the partial hours at
+-- either edge from raw rows into the same states (parameters and the
+-- raw-edge block as in points_rollup.sql). Its run counts are 0: the
+-- excluded section counts the runs exactly (excluded_rollup.sql), where
+-- merging HyperLogLog states took half this query's time.
 SELECT
     grp,
     sent_to,
@@ -17,11 +19,11 @@ FROM
 (
     SELECT /*GROUP*/ AS grp, toString(want) AS sent_to, failed AS f,
            samples AS samples_state, duration AS duration_state
-    FROM samples_rollup
+    FROM itt_rollup
     WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
       AND (? = '' OR site = ?)
       AND (want = 'h2' OR want = 'h3')
-      AND bitAnd(exclusions, /*BOT BIT*/) = 0 AND /*DESIGN*/
+      AND bot = 0 AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
     SELECT /*GROUP*/ AS grp, toString(want) AS sent_to, toUInt8(error != '') AS f,
