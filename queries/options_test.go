@@ -604,7 +604,7 @@ func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 	}
 }
 
-// keepSQL leaves a run's failed requests in its arrays, without reading
+// keptDurationsSQL and keptSQL leave a run's failed requests in its arrays, without reading
 // their error codes, when excluded runs are left out: every exclusion mask
 // must then count ExcludeFailed, the mark of a run with one.
 func TestExclusionMasksCountFailed(t *testing.T) {
@@ -612,11 +612,11 @@ func TestExclusionMasksCountFailed(t *testing.T) {
 		if o.exclusionMask()&store.ExcludeFailed == 0 {
 			t.Errorf("%+v: the exclusion mask %08b leaves runs with a failed request in", o, o.exclusionMask())
 		}
-		if o.IncludeExcluded || o.keepSQL() != "arrayMap(x -> toUInt8(1), durations)" {
-			t.Errorf("%+v: keep %s", o, o.keepSQL())
+		if o.IncludeExcluded || o.keptDurationsSQL() != "durations" || o.keptSQL() != "outcomes" {
+			t.Errorf("%+v: kept %s and %s", o, o.keptDurationsSQL(), o.keptSQL())
 		}
 	}
-	if o := (Options{IncludeExcluded: true}); !strings.Contains(o.keepSQL(), "errors") {
-		t.Errorf("with excluded runs in, keep %s reads no error codes", o.keepSQL())
+	if o := (Options{IncludeExcluded: true}); !strings.Contains(o.keptDurationsSQL(), "errors") || !strings.Contains(o.keptSQL(), "errors") {
+		t.Errorf("with excluded runs in, kept %s and %s read no error codes", o.keptDurationsSQL(), o.keptSQL())
 	}
 }

@@ -55,22 +55,22 @@ func query(name string, o *Options) (string, error) {
 		return "", invalid("unknown grouping %q", o.By)
 	}
 	q := strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL).Replace(string(b))
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEEP*/", o.keepSQL(), "/*KEPT*/", o.keptSQL(), "/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS,
+	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEPT DURATIONS*/", o.keptDurationsSQL(), "/*KEPT*/", o.keptSQL(), "/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS,
 		"/*OUTCOME COUNTS*/", outcomeCountsSQL, "/*MERGE LEVELS*/", curveLevelsSQL).Replace(q), nil
 }
 
-// keepSQL is /*KEEP*/: which of a runs-table row's parallel requests the
-// selection keeps, a mask over its arrays. Failed requests are left out
-// unless failures are included; but a run with one carries ExcludeFailed
-// (store.classifyRun), which every exclusion mask counts, so unless
-// excluded runs are included no selected run has any, and the mask is all
-// ones without reading the error codes (a quarter of the runs table's
-// per-run fetch).
-func (o *Options) keepSQL() string {
+// keptDurationsSQL is /*KEPT DURATIONS*/: the durations of a runs-table
+// row's parallel requests that the selection keeps. Failed requests are
+// left out unless failures are included; but a run with one carries
+// ExcludeFailed (store.classifyRun), which every exclusion mask counts, so
+// unless excluded runs are included no selected run has any, and every
+// duration is kept without reading the error codes (a quarter of the runs
+// table's per-run fetch).
+func (o *Options) keptDurationsSQL() string {
 	if o.IncludeFailed || !o.IncludeExcluded {
-		return "arrayMap(x -> toUInt8(1), durations)"
+		return "durations"
 	}
-	return "arrayMap(e -> toUInt8(e = ''), errors)"
+	return "arrayFilter((d, e) -> e = '', durations, errors)"
 }
 
 // botBit is /*BOT BIT*/: the exclusion bit of a bot's run (store.ExcludeBot),
@@ -82,7 +82,8 @@ var botBit = strconv.Itoa(int(store.ExcludeBot))
 var timeoutMS = strconv.Itoa(beacon.RequestTimeoutMS)
 
 // keptSQL is /*KEPT*/: a runs-table row's outcomes that the selection
-// keeps (keepSQL), the outcomes themselves where it keeps every request.
+// keeps, as keptDurationsSQL its durations: the outcomes themselves where
+// it keeps every request.
 func (o *Options) keptSQL() string {
 	if o.IncludeFailed || !o.IncludeExcluded {
 		return "outcomes"

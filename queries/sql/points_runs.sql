@@ -8,8 +8,11 @@
 -- by side (h2, h3, the fallback, other), and the runs and samples of all
 -- outcomes together; Go derives the totals points_raw.sql gets from WITH
 -- ROLLUP (a run has one batch order, so an outcome's runs over both orders
--- are a sum). /*KEEP*/ masks each run's requests the selection keeps
--- (Options.keepSQL). Parameters: since, until, site twice, include_bots,
+-- are a sum). /*KEPT DURATIONS*/ and /*KEPT*/ are each run's durations and
+-- outcomes the selection keeps (Options.keptDurationsSQL, keptSQL): the
+-- arrays themselves unless a run's failed requests must be left out, for
+-- a mask over them that the filters below take in was a tenth of this
+-- query's time on 18.16 (137 against 150 ms at 10 M samples). Parameters: since, until, site twice, include_bots,
 -- include_excluded, the exclusion bits that count.
 SELECT
     grp,
@@ -28,12 +31,13 @@ FROM
     SELECT
         /*GROUP*/ AS grp,
         toString(param_order) AS ord,
-        /*KEEP*/ AS keep,
-        arraySum(keep) AS kept,
-        arrayFilter((d, o, k) -> k AND o = 'h2', durations, outcomes, keep) AS d_h2,
-        arrayFilter((d, o, k) -> k AND o = 'h3', durations, outcomes, keep) AS d_h3,
-        arrayFilter((d, o, k) -> k AND o = 'wanted_h3_got_h2', durations, outcomes, keep) AS d_fb,
-        arrayFilter((d, o, k) -> k AND o = 'other', durations, outcomes, keep) AS d_other
+        /*KEPT DURATIONS*/ AS ds,
+        /*KEPT*/ AS os,
+        length(os) AS kept,
+        arrayFilter((d, o) -> o = 'h2', ds, os) AS d_h2,
+        arrayFilter((d, o) -> o = 'h3', ds, os) AS d_h3,
+        arrayFilter((d, o) -> o = 'wanted_h3_got_h2', ds, os) AS d_fb,
+        arrayFilter((d, o) -> o = 'other', ds, os) AS d_other
     FROM runs
     WHERE /*RUNS SELECTION*/
 )

@@ -7,8 +7,8 @@
 -- curves' over the whole window (/*WINDOW*/ 0; half the time of
 -- curves.sql at 10 M samples on 18.16, 0.45 against 0.95 s). A cell's runs
 -- are those with a kept request of its protocol (a curve is drawn only
--- with runs). /*KEEP*/ masks each run's requests the selection keeps
--- (Options.keepSQL). Parameters: those of runsSelectionSQL (runsArgs).
+-- with runs). /*KEPT DURATIONS*/ and /*KEPT*/ are each run's durations and
+-- outcomes the selection keeps (as in points_runs.sql). Parameters: those of runsSelectionSQL (runsArgs).
 SELECT
     toUInt32(/*WINDOW*/) AS t,
     grp,
@@ -23,9 +23,10 @@ FROM
         time,
         /*GROUP*/ AS grp,
         toString(param_order) AS ord,
-        /*KEEP*/ AS keep,
-        arrayFilter((d, o, k) -> k AND o = 'h2', durations, outcomes, keep) AS d_h2,
-        arrayFilter((d, o, k) -> k AND o = 'h3', durations, outcomes, keep) AS d_h3
+        /*KEPT DURATIONS*/ AS ds,
+        /*KEPT*/ AS os,
+        arrayFilter((d, o) -> o = 'h2', ds, os) AS d_h2,
+        arrayFilter((d, o) -> o = 'h3', ds, os) AS d_h3
     FROM runs
     WHERE /*RUNS SELECTION*/
 )

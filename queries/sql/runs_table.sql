@@ -8,8 +8,9 @@
 -- arrays unless failures are included, and a run left with none is not
 -- returned, as runs.sql returns no such run. bot is the run's, as on each
 -- of its samples. As runs.sql, one row per run, its samples packed into
--- strings, here without parallel flags (p empty: all are). /*KEEP*/ masks
--- each run's requests the selection keeps (Options.keepSQL). Parameters:
+-- strings, here without parallel flags (p empty: all are). /*KEPT DURATIONS*/
+-- and /*KEPT*/ are each run's durations and outcomes the selection keeps
+-- (as in points_runs.sql). Parameters:
 -- groups (Array(String)), thresholds (Array(UInt64)), since, until, site
 -- twice, include_bots, include_excluded, the exclusion bits that count.
 SELECT
@@ -22,9 +23,8 @@ FROM
 (
     SELECT
         /*GROUP*/ AS grp,
-        /*KEEP*/ AS keep,
-        arrayFilter((x, k) -> k, durations, keep) AS ds,
-        arrayMap(x -> toUInt8(x), arrayFilter((x, k) -> k, outcomes, keep)) AS os,
+        /*KEPT DURATIONS*/ AS ds,
+        arrayMap(x -> toUInt8(x), /*KEPT*/) AS os,
         toUInt8(param_order = 'h3first') AS h3_first
     FROM runs
     PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
