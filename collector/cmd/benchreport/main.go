@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	batch := fs.Int("batch", 100_000, "rows per insert")
 	repeat := fs.Int("n", 5, "timed repetitions per figure (the median is reported)")
 	dir := fs.String("dir", "", "ClickHouse data directory (default: a temporary one, removed at the end)")
-	optimize := fs.Bool("optimize", true, "merge the rollup's parts after loading (as background merges would)")
+	optimize := fs.Bool("optimize", true, "merge the parts of the rollups and count tables after loading (as background merges would)")
 	noBrowser := fs.Bool("no-browser", false, "skip the Chromium first-paint measurement")
 	only := fs.String("only", "", "time only the figures whose name contains this")
 	reuse := fs.Bool("reuse", false, "with -dir or -dsn: keep the samples a previous run loaded there instead of loading more")
@@ -312,7 +312,8 @@ func slug(name string) string {
 }
 
 // load inserts rows synthetic samples spread over the 24 hours before now,
-// batch rows per insert, then merges the rollup's parts when optimize.
+// batch rows per insert, then merges the parts of the rollups and count
+// tables when optimize.
 func load(ctx context.Context, conn driver.Conn, out io.Writer, now time.Time, rows, batch int, optimize bool) error {
 	start := now.Add(-24 * time.Hour).Add(time.Minute)
 	span := 24*time.Hour - 2*time.Minute
@@ -338,13 +339,16 @@ func load(ctx context.Context, conn driver.Conn, out io.Writer, now time.Time, r
 	}
 	loadTime := time.Since(t0)
 	if optimize {
-		// A live server merges rollup parts in the background; right after a
-		// bulk load there are ~rows/batch unmerged parts of t-digest states.
-		t1 := time.Now()
-		if err := conn.Exec(ctx, "OPTIMIZE TABLE samples_rollup FINAL"); err != nil {
-			return fmt.Errorf("optimizing the rollup: %w", err)
+		// A live server merges the parts of the rollups and count tables in
+		// the background; right after a bulk load there are ~rows/batch
+		// unmerged parts of each (t-digest states, sums by key).
+		for _, table := range []string{"samples_rollup", "itt_rollup", "run_counts", "run_fact_counts", "failure_counts"} {
+			t1 := time.Now()
+			if err := conn.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL"); err != nil {
+				return fmt.Errorf("optimizing %s: %w", table, err)
+			}
+			fmt.Fprintf(out, "OPTIMIZE TABLE %s FINAL: %s\n", table, time.Since(t1).Round(time.Millisecond))
 		}
-		fmt.Fprintf(out, "OPTIMIZE TABLE samples_rollup FINAL: %s\n", time.Since(t1).Round(time.Millisecond))
 	}
 	fmt.Fprintf(out, "loaded %d samples in %s (%.0f rows/s), ClickHouse %s\n", loaded, loadTime.Round(time.Millisecond),
 		float64(loaded)/loadTime.Seconds(), version(ctx, conn))
