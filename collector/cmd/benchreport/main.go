@@ -352,6 +352,38 @@ func load(ctx context.Context, conn driver.Conn, out io.Writer, now time.Time, r
 	}
 	fmt.Fprintf(out, "loaded %d samples in %s (%.0f rows/s), ClickHouse %s\n", loaded, loadTime.Round(time.Millisecond),
 		float64(loaded)/loadTime.Seconds(), version(ctx, conn))
+	return settle(ctx, conn, out, 3*time.Minute)
+}
+
+// settle waits, at most limit, until the server's background merges of
+// the bulk load are done (none running in two polls a second apart), so
+// that reports read the parts a live server holds minutes after its
+// inserts, not the load's hundred of each table; it prints how long that
+// took and the parts left of the two largest tables.
+func settle(ctx context.Context, conn driver.Conn, out io.Writer, limit time.Duration) error {
+	t0 := time.Now()
+	idle := 0
+	for idle < 2 && time.Since(t0) < limit {
+		var running uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.merges WHERE database = currentDatabase()").Scan(&running); err != nil {
+			return fmt.Errorf("reading the background merges: %w", err)
+		}
+		if running == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	var samples, runs uint64
+	if err := conn.QueryRow(ctx, "SELECT countIf(table = 'samples'), countIf(table = 'runs') FROM system.parts WHERE database = currentDatabase() AND active").Scan(&samples, &runs); err != nil {
+		return fmt.Errorf("counting parts: %w", err)
+	}
+	fmt.Fprintf(out, "background merges settled in %s: %d parts of samples, %d of runs\n", time.Since(t0).Round(time.Second), samples, runs)
 	return nil
 }
 
