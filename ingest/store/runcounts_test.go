@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,10 +22,8 @@ import (
 // the report selects by: hour, region, batch order, bot, exclusions and the
 // outcomes among their parallel requests.
 func TestRunCountsCopyMatchesView(t *testing.T) {
-	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 10, 20, 0, 0, time.UTC)
-	var runs []*store.Run
-	for i, plant := range []func(*store.Run){
+	runs := plantedRuns(t, "counts", at, []func(*store.Run){
 		nil,
 		nil, // a second run of the same key: counted 2
 		func(r *store.Run) { r.Received = r.Received.Add(time.Hour) },
@@ -39,23 +38,8 @@ func TestRunCountsCopyMatchesView(t *testing.T) {
 				}
 			}
 		},
-	} {
-		run := storetest.RunOf(t, beacontest.Run{Site: "counts", Warmup: 2})
-		run.Received = at.Add(time.Duration(i) * time.Minute)
-		run.Geo.Continent, run.Geo.Country, run.Browser = "EU", "DE", "Chrome"
-		if plant != nil {
-			plant(&run)
-		}
-		runs = append(runs, &run)
-	}
-	released := releasedDB(t, upTo(50)) // with 0049 and 0050, the samples' run_flags
-	insertRuns(t, released, runs)
-	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0051_run_counts.sql" {
-		t.Fatalf("migrating the release before run_counts applied %v, %v", applied, err)
-	}
-	fresh := storetest.DB(t)
-	insertRuns(t, fresh, runs[:3])
-	insertRuns(t, fresh, runs[3:])
+	}, nil)
+	released, fresh := copiedAndViewed(t, "0051_run_counts.sql", runs, 3)
 	const keys = "toStartOfHour(time), site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions"
 	counted := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count(), countIf(has(outcomes, 1)), countIf(has(outcomes, 2)), countIf(has(outcomes, 3)), countIf(has(outcomes, 0)), "+
 		"countIf(cold_h2 > 0), countIf(cold_h3 > 0), countIf(has(wants, 2)), countIf(h3n > 0), countIf(has(failed_wants, 2)), countIf(has(failed_wants, 3)), countIf(h3ok < h3n))) AS k "+
@@ -118,16 +102,8 @@ func rowsText(t *testing.T, conn driver.Conn, q string) string {
 // view counts each run as it is inserted: both hold the counts run_facts
 // gives when counted row by row, key by key.
 func TestRunFactCountsCopyMatchesView(t *testing.T) {
-	ctx := context.Background()
 	runs := firstContactRuns(t, time.Date(2026, 11, 30, 10, 40, 0, 0, time.UTC))
-	released := releasedDB(t, upTo(51))
-	insertRuns(t, released, runs)
-	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0052_run_fact_counts.sql" {
-		t.Fatalf("migrating the release before run_fact_counts applied %v, %v", applied, err)
-	}
-	fresh := storetest.DB(t)
-	insertRuns(t, fresh, runs[:2])
-	insertRuns(t, fresh, runs[2:])
+	released, fresh := copiedAndViewed(t, "0052_run_fact_counts.sql", runs, 2)
 	const keys = "toStartOfHour(time), site, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version"
 	counted := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count(), countIf(h3_wanted = 1), "+
 		"countIf(h3_wanted = 1 AND first_known = 1 AND first_h3 = 1), countIf(h3_wanted = 1 AND first_known = 1 AND first_h3 = 0 AND later_h3 = 1), "+
@@ -167,7 +143,6 @@ func TestRunFactCountsCopyMatchesView(t *testing.T) {
 // whose view counts each failure as it is inserted: both hold the
 // failures the runs table gives when counted row by row, key by key.
 func TestFailureCountsCopyMatchesView(t *testing.T) {
-	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 10, 20, 0, 0, time.UTC)
 	fail := func(want beacon.Proto, code string, n int) func(*store.Run) {
 		return func(r *store.Run) {
@@ -178,31 +153,15 @@ func TestFailureCountsCopyMatchesView(t *testing.T) {
 			}
 		}
 	}
-	var runs []*store.Run
-	for i, plant := range []func(*store.Run){
+	runs := plantedRuns(t, "failures", at, []func(*store.Run){
 		nil, // no failure: counted nowhere
 		fail(beacon.ProtoH2, "timeout", 1),
 		fail(beacon.ProtoH3, "timeout", 2), // two in one run
 		fail(beacon.ProtoH3, "network", 1),
 		func(r *store.Run) { fail(beacon.ProtoH3, "network", 1)(r); r.Received = r.Received.Add(time.Hour) },
 		func(r *store.Run) { fail(beacon.ProtoH2, "timeout", 1)(r); r.Bot = true },
-	} {
-		run := storetest.RunOf(t, beacontest.Run{Site: "failures", Warmup: 2})
-		run.Received = at.Add(time.Duration(i) * time.Minute)
-		run.Geo.Continent, run.Geo.Country = "EU", "DE"
-		if plant != nil {
-			plant(&run)
-		}
-		runs = append(runs, &run)
-	}
-	released := releasedDB(t, upTo(52))
-	insertRuns(t, released, runs)
-	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0053_failure_counts.sql" {
-		t.Fatalf("migrating the release before failure_counts applied %v, %v", applied, err)
-	}
-	fresh := storetest.DB(t)
-	insertRuns(t, fresh, runs[:3])
-	insertRuns(t, fresh, runs[3:])
+	}, nil)
+	released, fresh := copiedAndViewed(t, "0053_failure_counts.sql", runs, 3)
 	const keys = "toStartOfHour(time), site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, w, e"
 	counted := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count())) AS k "+
 		"FROM runs ARRAY JOIN failed_wants AS w, failed_errors AS e GROUP BY "+keys+" ORDER BY k")
@@ -234,7 +193,6 @@ func TestFailureCountsCopyMatchesView(t *testing.T) {
 // feeds it from each insert: both hold, key by key, the requests and the
 // t-digest quantiles the samples give when digested directly.
 func TestIttRollupCopyMatchesView(t *testing.T) {
-	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 10, 20, 0, 0, time.UTC)
 	fail := func(r *store.Run, want beacon.Proto) {
 		for k := range r.Report.Samples {
@@ -244,8 +202,7 @@ func TestIttRollupCopyMatchesView(t *testing.T) {
 			}
 		}
 	}
-	var runs []*store.Run
-	for i, plant := range []func(*store.Run){
+	runs := plantedRuns(t, "itt", at, []func(*store.Run){
 		nil,
 		nil,
 		func(r *store.Run) { fail(r, beacon.ProtoH2) },
@@ -253,26 +210,12 @@ func TestIttRollupCopyMatchesView(t *testing.T) {
 		func(r *store.Run) { r.Report.Params.Order = "h2first" },
 		func(r *store.Run) { r.Received = r.Received.Add(time.Hour) },
 		func(r *store.Run) { r.Bot = true },
-	} {
-		run := storetest.RunOf(t, beacontest.Run{Site: "itt", Warmup: 2})
-		run.Received = at.Add(time.Duration(i) * time.Minute)
-		run.Geo.Continent, run.Geo.Country = "EU", "DE"
-		for k := range run.Report.Samples {
-			run.Report.Samples[k].Duration = float64(10 + 7*i + 3*k)
+	}, func(i int, r *store.Run) {
+		for k := range r.Report.Samples {
+			r.Report.Samples[k].Duration = float64(10 + 7*i + 3*k)
 		}
-		if plant != nil {
-			plant(&run)
-		}
-		runs = append(runs, &run)
-	}
-	released := releasedDB(t, upTo(53))
-	insertRuns(t, released, runs)
-	if applied, err := store.Migrate(ctx, released); err != nil || len(applied) == 0 || applied[0] != "0054_itt_rollup.sql" {
-		t.Fatalf("migrating the release before itt_rollup applied %v, %v", applied, err)
-	}
-	fresh := storetest.DB(t)
-	insertRuns(t, fresh, runs[:3])
-	insertRuns(t, fresh, runs[3:])
+	})
+	released, fresh := copiedAndViewed(t, "0054_itt_rollup.sql", runs, 3)
 	const keys = "hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, failed, bot"
 	digested := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count(), arrayMap(x -> round(x, 3), "+
 		"quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99)(if(error = '', duration_ms, toFloat32(10000)))))) AS k FROM "+
@@ -298,6 +241,49 @@ func TestIttRollupCopyMatchesView(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.q, n, c.want)
 		}
 	}
+}
+
+// plantedRuns returns a run of site a minute apart from at for each
+// plant, in Europe (DE) on Chrome, with its parallel requests as
+// prepare (if not nil) sets them, then changed by plant (if not nil).
+func plantedRuns(t *testing.T, site string, at time.Time, plants []func(*store.Run), prepare func(i int, r *store.Run)) []*store.Run {
+	t.Helper()
+	var runs []*store.Run
+	for i, plant := range plants {
+		run := storetest.RunOf(t, beacontest.Run{Site: site, Warmup: 2})
+		run.Received = at.Add(time.Duration(i) * time.Minute)
+		run.Geo.Continent, run.Geo.Country, run.Browser = "EU", "DE", "Chrome"
+		if prepare != nil {
+			prepare(i, &run)
+		}
+		if plant != nil {
+			plant(&run)
+		}
+		runs = append(runs, &run)
+	}
+	return runs
+}
+
+// copiedAndViewed stores runs in a database of the release before step
+// (a migration's file name), which step must then be the first to
+// migrate, and in a new database in two inserts (runs[:split], the rest):
+// the first holds what step copied of them, the second what the views
+// made of them.
+func copiedAndViewed(t *testing.T, step string, runs []*store.Run, split int) (released, fresh driver.Conn) {
+	t.Helper()
+	n, err := strconv.Atoi(step[:4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	released = releasedDB(t, upTo(n-1))
+	insertRuns(t, released, runs)
+	if applied, err := store.Migrate(context.Background(), released); err != nil || len(applied) == 0 || applied[0] != step {
+		t.Fatalf("migrating the release before %s applied %v, %v", step, applied, err)
+	}
+	fresh = storetest.DB(t)
+	insertRuns(t, fresh, runs[:split])
+	insertRuns(t, fresh, runs[split:])
+	return released, fresh
 }
 
 // insertRuns stores runs in one insert.

@@ -25,7 +25,8 @@ var schemaFS embed.FS
 
 // schemaOrder is the order in which a new database creates the current
 // schema's files: a view after the tables it reads and writes. (The other
-// file, distributed.sql, is the tables' Distributed table in cluster mode.)
+// files, distributed.sql and hourly.sql, are the tables' Distributed
+// table in cluster mode and what the hourly tables share.)
 var schemaOrder = []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv", "run_facts", "run_facts_mv", "run_counts", "run_counts_mv", "run_fact_counts", "run_fact_counts_mv", "failure_counts", "failure_counts_mv", "itt_rollup", "itt_rollup_mv"}
 
 // dialect is what the schema's templates are rendered for: one server
@@ -94,6 +95,17 @@ type sharded struct {
 // Over returns d for the Distributed table over table's local ones,
 // sharded by key (none: "").
 func (d dialect) Over(table, key string) sharded { return sharded{d, table, key} }
+
+// hourly is a dialect with one hourly table's engine Kind, Table and
+// sorting key Order, for schema/hourly.sql's "hourly table".
+type hourly struct {
+	dialect
+	Kind, Table, Order string
+}
+
+// Hourly returns d for the end of table, an hourly table of engine kind
+// sorted by order.
+func (d dialect) Hourly(kind, table, order string) hourly { return hourly{d, kind, table, order} }
 
 // RequestTimeoutMS is how long the script waits for a probe request
 // (beacon.RequestTimeoutMS): the rollup counts a failed request at it. A

@@ -12,23 +12,9 @@
 -- of earlier failures (migration 0053) by site and hour.
 CREATE TABLE IF NOT EXISTS {{.Local "failure_counts"}}{{.OnCluster}}
 (
-    hour            DateTime('UTC'),
-    site            String,
-    continent       String,
-    country         String,
-    param_parallel  UInt8,
-    param_bytes     UInt32,
-    param_warmup    UInt8,
-    beacon_major    UInt16,
+{{template "hourly key"}}
     bot             UInt8,
     want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
     error           String,
     failures        UInt64,
-    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
-)
-ENGINE = {{.Engine "SummingMergeTree" "failure_counts"}}
-PARTITION BY toYYYYMM(hour)
-ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error)
-SETTINGS index_granularity = 8192, old_parts_lifetime = 10
-{{- if .Cluster}};
-{{template "schema/distributed.sql" (.Over "failure_counts" "cityHash64(site, hour)")}}{{end}}
+{{template "hourly table" (.Hourly "SummingMergeTree" "failure_counts" "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error")}}

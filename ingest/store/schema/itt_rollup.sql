@@ -12,24 +12,10 @@
 -- of earlier hours (migration 0054) by site and hour.
 CREATE TABLE IF NOT EXISTS {{.Local "itt_rollup"}}{{.OnCluster}}
 (
-    hour            DateTime('UTC'),
-    site            String,
-    continent       String,
-    country         String,
-    param_parallel  UInt8,
-    param_bytes     UInt32,
-    param_warmup    UInt8,
-    beacon_major    UInt16,
+{{template "hourly key"}}
     want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
     failed          UInt8,
     bot             UInt8,
     samples         AggregateFunction(count),
     duration        AggregateFunction(quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99), Float32),
-    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
-)
-ENGINE = {{.Engine "AggregatingMergeTree" "itt_rollup"}}
-PARTITION BY toYYYYMM(hour)
-ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, failed, bot)
-SETTINGS index_granularity = 8192, old_parts_lifetime = 10
-{{- if .Cluster}};
-{{template "schema/distributed.sql" (.Over "itt_rollup" "cityHash64(site, hour)")}}{{end}}
+{{template "hourly table" (.Hourly "AggregatingMergeTree" "itt_rollup" "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, failed, bot")}}

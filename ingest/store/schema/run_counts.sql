@@ -17,14 +17,7 @@
 -- runs (migration 0051) by site and hour; reads sum every shard's rows.
 CREATE TABLE IF NOT EXISTS {{.Local "run_counts"}}{{.OnCluster}}
 (
-    hour            DateTime('UTC'),
-    site            String,
-    continent       String,
-    country         String,
-    param_parallel  UInt8,
-    param_bytes     UInt32,
-    param_warmup    UInt8,
-    beacon_major    UInt16,
+{{template "hourly key"}}
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
     bot             UInt8,
     exclusions      UInt8,
@@ -40,11 +33,4 @@ CREATE TABLE IF NOT EXISTS {{.Local "run_counts"}}{{.OnCluster}}
     runs_failed_h2  UInt64,
     runs_failed_h3  UInt64,
     runs_h3_short   UInt64,
-    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
-)
-ENGINE = {{.Engine "SummingMergeTree" "run_counts"}}
-PARTITION BY toYYYYMM(hour)
-ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions)
-SETTINGS index_granularity = 8192, old_parts_lifetime = 10
-{{- if .Cluster}};
-{{template "schema/distributed.sql" (.Over "run_counts" "cityHash64(site, hour)")}}{{end}}
+{{template "hourly table" (.Hourly "SummingMergeTree" "run_counts" "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions")}}

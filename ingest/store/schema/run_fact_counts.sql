@@ -35,11 +35,4 @@ CREATE TABLE IF NOT EXISTS {{.Local "run_fact_counts"}}{{.OnCluster}}
     errors_batch    UInt64,
     errors_timing   UInt64,
     errors_send     UInt64,
-    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
-)
-ENGINE = {{.Engine "SummingMergeTree" "run_fact_counts"}}
-PARTITION BY toYYYYMM(hour)
-ORDER BY (site, hour, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version)
-SETTINGS index_granularity = 8192, old_parts_lifetime = 10
-{{- if .Cluster}};
-{{template "schema/distributed.sql" (.Over "run_fact_counts" "cityHash64(site, hour)")}}{{end}}
+{{template "hourly table" (.Hourly "SummingMergeTree" "run_fact_counts" "site, hour, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version")}}

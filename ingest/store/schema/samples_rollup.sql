@@ -16,14 +16,7 @@
 -- and the rollup alike.
 CREATE TABLE IF NOT EXISTS {{.Local "samples_rollup"}}{{.OnCluster}}
 (
-    hour            DateTime('UTC'),
-    site            String,
-    continent       String,
-    country         String,
-    param_parallel  UInt8,
-    param_bytes     UInt32,
-    param_warmup    UInt8,
-    beacon_major    UInt16,
+{{template "hourly key"}}
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
     outcome         Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3),
     want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),

@@ -1,0 +1,26 @@
+-- What the tables counted or rolled up by hour share: "hourly key" is the
+-- first columns of samples_rollup, run_counts, failure_counts and
+-- itt_rollup, the hour, site, region and design, in that order; "hourly
+-- table" the end of the last three and run_fact_counts, after their own
+-- columns: source as a constant (browser rows only), the engine (.Kind,
+-- replicated in cluster mode) partitioned by month and sorted by .Order,
+-- and in cluster mode the Distributed table that spreads a migration's
+-- copy of earlier rows by site and hour. A table's file renders it with
+-- dialect.Hourly.
+{{define "hourly key"}}    hour            DateTime('UTC'),
+    site            String,
+    continent       String,
+    country         String,
+    param_parallel  UInt8,
+    param_bytes     UInt32,
+    param_warmup    UInt8,
+    beacon_major    UInt16,{{end}}
+{{define "hourly table"}}    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
+)
+ENGINE = {{.Engine .Kind .Table}}
+PARTITION BY toYYYYMM(hour)
+ORDER BY ({{.Order}})
+SETTINGS index_granularity = 8192, old_parts_lifetime = 10
+{{- if .Cluster}};
+{{template "schema/distributed.sql" (.Over .Table "cityHash64(site, hour)")}}{{end}}
+{{- end}}
