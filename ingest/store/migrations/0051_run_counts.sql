@@ -8,11 +8,7 @@
 -- first. The copy reads the runs table FINAL (in a subquery: 18.16 refuses
 -- toStartOfHour(time) beside FINAL on a table sorted by it): a run copied twice into it
 -- (cluster migration 0029) is counted once.
-DROP TABLE IF EXISTS {{.Name "run_counts_mv"}}{{.OnCluster}};
-{{- if .Cluster}}
-DROP TABLE IF EXISTS {{.Name "run_counts"}}{{.OnCluster}};
-{{- end}}
-DROP TABLE IF EXISTS {{.Local "run_counts"}}{{.OnCluster}};
+{{template "hourly drop" (.Over "run_counts" "")}};
 {{template "schema/run_counts.sql" .}};
 INSERT INTO {{.Name "run_counts"}} (hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major,
                   param_order, bot, exclusions, runs, runs_h2, runs_h3, runs_wanted_h3_got_h2, runs_other,

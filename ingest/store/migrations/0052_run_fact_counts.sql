@@ -4,11 +4,7 @@
 -- the view that counts each run inserted next. As 0051: the view and the
 -- table are dropped first, so that a step run again after an interruption
 -- starts from an empty table, and run_facts is read FINAL.
-DROP TABLE IF EXISTS {{.Name "run_fact_counts_mv"}}{{.OnCluster}};
-{{- if .Cluster}}
-DROP TABLE IF EXISTS {{.Name "run_fact_counts"}}{{.OnCluster}};
-{{- end}}
-DROP TABLE IF EXISTS {{.Local "run_fact_counts"}}{{.OnCluster}};
+{{template "hourly drop" (.Over "run_fact_counts" "")}};
 {{template "schema/run_fact_counts.sql" .}};
 INSERT INTO {{.Name "run_fact_counts"}} (hour, site, continent, country, browser, bot, param_parallel, param_bytes, param_warmup,
                   beacon_major, beacon_version, runs, runs_h3_wanted, runs_first_h3, runs_upgraded, runs_never_h3,

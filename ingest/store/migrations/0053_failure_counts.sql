@@ -4,11 +4,7 @@
 -- inserted next. As 0051: the view and the table are dropped first, so
 -- that a step run again after an interruption starts from an empty table,
 -- and the runs table is read FINAL (in a subquery).
-DROP TABLE IF EXISTS {{.Name "failure_counts_mv"}}{{.OnCluster}};
-{{- if .Cluster}}
-DROP TABLE IF EXISTS {{.Name "failure_counts"}}{{.OnCluster}};
-{{- end}}
-DROP TABLE IF EXISTS {{.Local "failure_counts"}}{{.OnCluster}};
+{{template "hourly drop" (.Over "failure_counts" "")}};
 {{template "schema/failure_counts.sql" .}};
 INSERT INTO {{.Name "failure_counts"}} (hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major,
                   bot, want, error, failures)

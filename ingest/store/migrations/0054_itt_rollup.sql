@@ -4,11 +4,7 @@
 -- the view that feeds each block inserted next. As 0051: the view and the
 -- table are dropped first, so that a step run again after an interruption
 -- starts from an empty table.
-DROP TABLE IF EXISTS {{.Name "itt_rollup_mv"}}{{.OnCluster}};
-{{- if .Cluster}}
-DROP TABLE IF EXISTS {{.Name "itt_rollup"}}{{.OnCluster}};
-{{- end}}
-DROP TABLE IF EXISTS {{.Local "itt_rollup"}}{{.OnCluster}};
+{{template "hourly drop" (.Over "itt_rollup" "")}};
 {{template "schema/itt_rollup.sql" .}};
 INSERT INTO {{.Name "itt_rollup"}} (hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major,
                   want, failed, bot, samples, duration)

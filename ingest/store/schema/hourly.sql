@@ -6,7 +6,10 @@
 -- replicated in cluster mode) partitioned by month and sorted by .Order,
 -- and in cluster mode the Distributed table that spreads a migration's
 -- copy of earlier rows by site and hour. A table's file renders it with
--- dialect.Hourly.
+-- dialect.Hourly. "hourly drop" is how the migration that makes one of
+-- them (.Table, with dialect.Over) starts, so that a step run again after
+-- an interruption starts from an empty table: its view (.Table_mv) and
+-- its tables dropped.
 {{define "hourly key"}}    hour            DateTime('UTC'),
     site            String,
     continent       String,
@@ -24,3 +27,8 @@ SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 {{- if .Cluster}};
 {{template "schema/distributed.sql" (.Over .Table "cityHash64(site, hour)")}}{{end}}
 {{- end}}
+{{define "hourly drop"}}DROP TABLE IF EXISTS {{.Name (print .Table "_mv")}}{{.OnCluster}};
+{{- if .Cluster}}
+DROP TABLE IF EXISTS {{.Name .Table}}{{.OnCluster}};
+{{- end}}
+DROP TABLE IF EXISTS {{.Local .Table}}{{.OnCluster}}{{end}}
