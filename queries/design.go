@@ -116,7 +116,7 @@ func designsQuery(o *Options, w window) (name, q string, args []any, err error) 
 	if err != nil {
 		return name, "", nil, fmt.Errorf("reading embedded %s: %w", name, err)
 	}
-	q = strings.ReplaceAll(string(b), "/*PLACE*/", o.placeCond())
+	q = strings.ReplaceAll(selections.Replace(string(b)), "/*PLACE*/", o.placeCond())
 	if name != "designs_rollup.sql" {
 		return name, q, []any{w.since, w.until, o.Site, o.Site}, nil
 	}

@@ -56,7 +56,7 @@ func grafanaSQL(name string, args ...string) (string, error) {
 		q = strings.Replace(q, "/*RUNS*/", string(runs), 1)
 	}
 	q = sqlLineComment.ReplaceAllString(q, "")
-	q = strings.ReplaceAll(q, "/*SELECTION*/", selectionSQL)
+	q = selections.Replace(q)
 	q = strings.ReplaceAll(q, "/*PLACE*/", "1")                                                                                    // the dashboards cover the world
 	q = runsHLL.Replace(q)                                                                                                         // Grafana's panels estimate runs
 	q = strings.NewReplacer("/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS, "/*WINDOW*/", "0 * toUInt32(run_time)").Replace(q) // excluded.sql: one window

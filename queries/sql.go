@@ -54,7 +54,7 @@ func query(name string, o *Options) (string, error) {
 	if !ok {
 		return "", invalid("unknown grouping %q", o.By)
 	}
-	q := strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL).Replace(string(b))
+	q := selections.Replace(string(b))
 	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEPT DURATIONS*/", o.keptDurationsSQL(), "/*KEPT*/", o.keptSQL(), "/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS,
 		"/*OUTCOME COUNTS*/", outcomeCountsSQL, "/*MERGE LEVELS*/", curveLevelsSQL).Replace(q), nil
 }
@@ -125,6 +125,23 @@ const runsSelectionSQL = `time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 
       AND (? = 1 OR bot = 0)
       AND (? = 1 OR bitAnd(exclusions, ?) = 0)
       AND /*DESIGN*/`
+
+// wholeHoursSQL and edgeHoursSQL are every rollup file's two selections,
+// /*WHOLE HOURS*/ and /*EDGE HOURS*/: the rollup's rows of the window's
+// whole hours and the raw rows of the partial hours at its edges, each of
+// the site. withEdges binds their parameters.
+const (
+	wholeHoursSQL = `hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
+      AND (? = '' OR site = ?)`
+	edgeHoursSQL = `((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
+        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
+      AND (? = '' OR site = ?)`
+)
+
+// selections fills in the selections an SQL file names, before anything
+// else (they hold placeholders of their own).
+var selections = strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL,
+	"/*WHOLE HOURS*/", wholeHoursSQL, "/*EDGE HOURS*/", edgeHoursSQL)
 
 // runsArgs are the parameters of runsSelectionSQL.
 func runsArgs(o *Options, w window) []any {

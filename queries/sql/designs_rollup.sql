@@ -13,16 +13,13 @@ FROM
 (
     SELECT param_parallel, param_bytes, param_warmup, beacon_major, runs AS n
     FROM run_counts
-    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
+    WHERE /*WHOLE HOURS*/
       AND /*PLACE*/
     /*RAW EDGES*/
     UNION ALL
     SELECT param_parallel, param_bytes, param_warmup, beacon_major, toUInt64(1) AS n
     FROM runs
-    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)
+    WHERE /*EDGE HOURS*/
       AND /*PLACE*/
     /*END RAW EDGES*/
 )

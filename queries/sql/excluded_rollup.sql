@@ -38,8 +38,7 @@ FROM
     SELECT hour AS t0, /*GROUP*/ AS grp, exclusions AS x, runs AS n, runs_cold_h2 AS cold_h2, runs_cold_h3 AS cold_h3,
            runs_to_h2 AS to_h2, runs_to_h3 AS to_h3, runs_failed_h2 AS failed_h2, runs_failed_h3 AS failed_h3, runs_h3_short AS short
     FROM run_counts
-    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
+    WHERE /*WHOLE HOURS*/
       AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
@@ -47,9 +46,7 @@ FROM
            toUInt64(has(wants, 2)) AS to_h2, toUInt64(h3n > 0) AS to_h3, toUInt64(has(failed_wants, 2)) AS failed_h2,
            toUInt64(has(failed_wants, 3)) AS failed_h3, toUInt64(h3ok < h3n) AS short
     FROM runs
-    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)
+    WHERE /*EDGE HOURS*/
       AND /*DESIGN*/
     /*END RAW EDGES*/
 )

@@ -12,8 +12,7 @@ FROM
 (
     SELECT /*GROUP*/ AS grp, toString(want) AS origin, error AS err, failures AS n
     FROM failure_counts
-    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
+    WHERE /*WHOLE HOURS*/
       AND (? = 1 OR bot = 0)
       AND /*DESIGN*/
     /*RAW EDGES*/
@@ -21,9 +20,7 @@ FROM
     SELECT /*GROUP*/ AS grp, toString(w) AS origin, e AS err, toUInt64(1) AS n
     FROM runs
     ARRAY JOIN failed_wants AS w, failed_errors AS e
-    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)
+    WHERE /*EDGE HOURS*/
       AND (? = 1 OR bot = 0)
       AND /*DESIGN*/
     /*END RAW EDGES*/

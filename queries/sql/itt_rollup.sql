@@ -20,8 +20,7 @@ FROM
     SELECT /*GROUP*/ AS grp, toString(want) AS sent_to, failed AS f,
            samples AS samples_state, duration AS duration_state
     FROM itt_rollup
-    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
+    WHERE /*WHOLE HOURS*/
       AND (want = 'h2' OR want = 'h3')
       AND bot = 0 AND /*DESIGN*/
     /*RAW EDGES*/
@@ -30,9 +29,7 @@ FROM
            countState() AS samples_state,
            quantilesTDigestState(/*LEVELS*/)(if(error = '', duration_ms, toFloat32(/*TIMEOUT MS*/))) AS duration_state
     FROM samples
-    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)
+    WHERE /*EDGE HOURS*/
       AND phase = 'parallel' AND (want = 'h2' OR want = 'h3')
       AND bitAnd(exclusions, /*BOT BIT*/) = 0 AND /*DESIGN*/
     GROUP BY grp, sent_to, f

@@ -33,8 +33,7 @@ FROM
     SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            /*ROLLUP RUNS*/ AS runs_state, samples AS samples_state, duration AS duration_state
     FROM samples_rollup
-    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
+    WHERE /*WHOLE HOURS*/
       AND exclusions = 0 AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
@@ -42,9 +41,7 @@ FROM
            /*EDGE RUNS*/ AS runs_state, countState() AS samples_state,
            quantilesTDigestState(/*LEVELS*/)(duration_ms) AS duration_state
     FROM samples
-    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)
+    WHERE /*EDGE HOURS*/
       AND phase = 'parallel' AND error = '' AND exclusions = 0 AND /*DESIGN*/
     GROUP BY grp, oc, ord
     /*END RAW EDGES*/

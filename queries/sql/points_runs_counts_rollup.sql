@@ -18,8 +18,7 @@ FROM
     SELECT toUInt32(/*HOUR BUCKET*/) AS t, /*GROUP*/ AS grp, toString(param_order) AS ord, runs AS n,
            runs_h2 AS h2, runs_h3 AS h3, runs_wanted_h3_got_h2 AS wanted, runs_other AS other
     FROM run_counts
-    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
+    WHERE /*WHOLE HOURS*/
       AND (? = 1 OR bot = 0)
       AND (? = 1 OR bitAnd(exclusions, ?) = 0)
       AND /*DESIGN*/
@@ -29,9 +28,7 @@ FROM
            toUInt64(1) AS n, toUInt64(has(outcomes, 1)) AS h2, toUInt64(has(outcomes, 2)) AS h3,
            toUInt64(has(outcomes, 3)) AS wanted, toUInt64(has(outcomes, 0)) AS other
     FROM runs
-    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)
+    WHERE /*EDGE HOURS*/
       AND (? = 1 OR bot = 0)
       AND (? = 1 OR bitAnd(exclusions, ?) = 0)
       AND /*DESIGN*/

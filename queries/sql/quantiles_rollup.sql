@@ -22,17 +22,14 @@ FROM
     SELECT hour AS w_hour, /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            duration AS duration_state
     FROM samples_rollup
-    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
+    WHERE /*WHOLE HOURS*/
       AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
     SELECT toStartOfHour(time) AS w_hour, /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            quantilesTDigestState(/*LEVELS*/)(duration_ms) AS duration_state
     FROM samples
-    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)
+    WHERE /*EDGE HOURS*/
       AND phase = 'parallel' AND error = '' AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND /*DESIGN*/
     GROUP BY w_hour, grp, oc, ord
     /*END RAW EDGES*/

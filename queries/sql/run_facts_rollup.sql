@@ -33,8 +33,7 @@ FROM
            runs_with_errors AS with_errors, errors_idle AS e_idle, errors_warmup AS e_warmup, errors_batch AS e_batch,
            errors_timing AS e_timing, errors_send AS e_send
     FROM run_fact_counts
-    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
+    WHERE /*WHOLE HOURS*/
       AND (? = 1 OR bot = 0)
       AND /*PLACE*/
     /*RAW EDGES*/
@@ -49,9 +48,7 @@ FROM
            toUInt64(script_errors_idle) AS e_idle, toUInt64(script_errors_warmup) AS e_warmup, toUInt64(script_errors_batch) AS e_batch,
            toUInt64(script_errors_timing) AS e_timing, toUInt64(script_errors_send) AS e_send
     FROM run_facts
-    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)
+    WHERE /*EDGE HOURS*/
       AND (? = 1 OR bot = 0)
       AND /*PLACE*/
     /*END RAW EDGES*/

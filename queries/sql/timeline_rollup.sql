@@ -9,16 +9,13 @@ FROM
 (
     SELECT hour AS h, toString(outcome) AS oc, samples AS samples_state
     FROM samples_rollup
-    WHERE hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
+    WHERE /*WHOLE HOURS*/
       AND exclusions = 0 AND /*DESIGN*/
     /*RAW EDGES*/
     UNION ALL
     SELECT toStartOfHour(time) AS h, toString(outcome) AS oc, countState() AS samples_state
     FROM samples
-    WHERE ((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)
+    WHERE /*EDGE HOURS*/
       AND phase = 'parallel' AND error = '' AND exclusions = 0 AND /*DESIGN*/
     GROUP BY h, oc
     /*END RAW EDGES*/
