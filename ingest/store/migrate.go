@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,8 +23,10 @@ var schemaMigrationsDDL string
 // separated by a ";" at the end of a line, run in order. A migration is
 // recorded once all its statements ran, so an interrupted one runs again
 // from its first statement: each must be safe to repeat (IF NOT EXISTS, or
-// a TRUNCATE before a copy). A step that no upgrade path needs any more
-// runs nothing: it is only recorded.
+// a TRUNCATE before a copy). An ALTER TABLE … ADD COLUMN of one column is
+// skipped where the table has the column already (18.16 has no ADD COLUMN
+// IF NOT EXISTS), so a step may add a column and go on. A step that no
+// upgrade path needs any more runs nothing: it is only recorded.
 type Migration struct {
 	Version int
 	Name    string // file name, e.g. "0001_samples.sql"
@@ -126,7 +129,11 @@ func apply(ctx context.Context, conn driver.Conn, ddl string, schema []string, m
 			continue
 		}
 		for i, st := range m.Statements() {
-			if err := conn.Exec(ctx, st); err != nil {
+			added, err := columnAdded(ctx, conn, st)
+			if err == nil && !added {
+				err = conn.Exec(ctx, st)
+			}
+			if err != nil {
 				return applied, fmt.Errorf("applying migration %s (statement %d): %w", m.Name, i+1, err)
 			}
 		}
@@ -136,6 +143,40 @@ func apply(ctx context.Context, conn driver.Conn, ddl string, schema []string, m
 		applied = append(applied, m.Name)
 	}
 	return applied, nil
+}
+
+// addColumn matches a statement that adds one column, after its comment
+// lines: ALTER TABLE [database.]table [ON CLUSTER name] ADD COLUMN column …
+// (addColumns finds each ADD COLUMN of a statement: one is matched, more
+// are run as they are).
+var (
+	addColumn  = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+(?:(\w+)\.)?(\w+)(?:\s+ON\s+CLUSTER\s+\S+)?\s+ADD\s+COLUMN\s+(\w+)\s`)
+	addColumns = regexp.MustCompile(`(?i)\bADD\s+COLUMN\b`)
+)
+
+// columnAdded reports whether st adds one column that its table already
+// has: a step interrupted after that statement runs again from its first.
+// On a cluster the column is looked for on this server: ON CLUSTER DDL
+// that reached it is in the cluster's queue, which every server runs.
+func columnAdded(ctx context.Context, conn driver.Conn, st string) (bool, error) {
+	var code []string
+	for _, line := range strings.Split(st, "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "--") {
+			code = append(code, l)
+		}
+	}
+	sql := strings.Join(code, "\n")
+	m := addColumn.FindStringSubmatch(sql)
+	if m == nil || len(addColumns.FindAllString(sql, 2)) != 1 {
+		return false, nil
+	}
+	var n uint64
+	err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = if(? = '', currentDatabase(), ?) AND table = ? AND name = ?",
+		m[1], m[1], m[2], m[3]).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("looking for column %s of %s: %w", m[3], m[2], err)
+	}
+	return n > 0, nil
 }
 
 // create gives a new database the current schema and records every

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,4 +236,40 @@ func TestMigrateAppliesOnceThenNoop(t *testing.T) {
 	if int(n) != len(all) {
 		t.Errorf("schema_migrations has %d rows, want %d", n, len(all))
 	}
+}
+
+// TestMigrateResumesAfterAddColumn upgrades the release at 0048 whose
+// migration 0049 (an ADD COLUMN) ran but was not recorded, as when the
+// process stops between the two: the step runs again with its column
+// already there, and the upgrade goes on to the end. A step adding a
+// column the table lacks still adds it.
+func TestMigrateResumesAfterAddColumn(t *testing.T) {
+	ctx := context.Background()
+	conn, err := store.Open(ctx, storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ms, err := store.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := slices.IndexFunc(ms, func(m store.Migration) bool { return m.Version == 49 })
+	if at < 0 || !strings.Contains(ms[at].SQL, "ADD COLUMN run_flags") {
+		t.Fatal("migration 0049 is not the run_flags ADD COLUMN")
+	}
+	applyReleased(t, conn, "migrations", upTo(48), nil)
+	for _, st := range ms[at].Statements() { // 0049, not recorded
+		if err := conn.Exec(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applied, err := store.Migrate(ctx, conn)
+	if err != nil {
+		t.Fatalf("upgrading after the interrupted 0049: %v", err)
+	}
+	if len(applied) != len(ms)-at || applied[0] != ms[at].Name {
+		t.Errorf("applied %v, want %s and every later step", applied, ms[at].Name)
+	}
+	sameSchema(t, "resumed", schemaOf(t, conn), schemaOf(t, storetest.DB(t)))
 }
