@@ -121,8 +121,7 @@ func TestMigrateRunsFailures(t *testing.T) {
 	// The run is stored by today's Batch, which writes every column of
 	// today's samples table: the later migrations that only add samples
 	// columns come first (Migrate then skips them).
-	samplesColumns := []int{47, 49}
-	applyReleased(t, conn, "migrations", func(v int) bool { return v <= 42 || slices.Contains(samplesColumns, v) }, nil)
+	applyReleased(t, conn, "migrations", withTodaysColumns(t, upTo(42)), nil)
 	// A run with two failed requests, one to each origin.
 	failing := func() store.Run {
 		run := storetest.Run(t, "s")

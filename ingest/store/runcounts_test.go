@@ -275,7 +275,7 @@ func copiedAndViewed(t *testing.T, step string, runs []*store.Run, split int) (r
 	if err != nil {
 		t.Fatal(err)
 	}
-	released = releasedDB(t, upTo(n-1))
+	released = releasedDB(t, withTodaysColumns(t, upTo(n-1)))
 	insertRuns(t, released, runs)
 	if applied, err := store.Migrate(context.Background(), released); err != nil || len(applied) == 0 || applied[0] != step {
 		t.Fatalf("migrating the release before %s applied %v, %v", step, applied, err)

@@ -20,16 +20,12 @@ import (
 // outcome, a run cut short in its warm-ups, the script's errors and a
 // bot's run.
 func TestRunFactsCopyMatchesView(t *testing.T) {
-	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	runs := firstContactRuns(t, at)
-	released := releasedDB(t, upTo(47))
-	// The rows as today's Batch writes them hold samples.run_flags (0049),
-	// which the release before run_facts lacked: the column is added by
-	// hand, and step 0048 then applied as released.
-	if err := released.Exec(ctx, "ALTER TABLE samples ADD COLUMN run_flags UInt32 DEFAULT 0 AFTER bot"); err != nil {
-		t.Fatal(err)
-	}
+	// The rows as today's Batch writes them hold the columns of later
+	// steps (samples.run_flags, 0049), which the release before run_facts
+	// lacked; step 0048 then applied as released.
+	released := releasedDB(t, withTodaysColumns(t, upTo(47)))
 	insertRuns(t, released, runs)
 	applyReleased(t, released, "migrations", func(v int) bool { return v == 48 }, nil)
 	fresh := storetest.DB(t)
