@@ -240,8 +240,8 @@ func TestMigrateAppliesOnceThenNoop(t *testing.T) {
 // TestMigrateResumesAfterAddColumn upgrades the release at 0048 whose
 // migration 0049 (an ADD COLUMN) ran but was not recorded, as when the
 // process stops between the two: the step runs again with its column
-// already there, and the upgrade goes on to the end. A step adding a
-// column the table lacks still adds it.
+// already there, and the upgrade goes on to the end. (Where the column is
+// missing the step adds it: TestUpgradeFromEveryRelease runs 0049 so.)
 func TestMigrateResumesAfterAddColumn(t *testing.T) {
 	ctx := context.Background()
 	conn, err := store.Open(ctx, storetest.DSN(t))
