@@ -139,6 +139,17 @@ func TestProtocolStatesConstants(t *testing.T) {
 	})
 
 	t.Run("embedding", func(t *testing.T) {
+		// The table is written from scriptParamList (go generate): here,
+		// that it was, and that the written rows read back as the list.
+		b, err := os.ReadFile("PROTOCOL.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fresh, err := WriteProtocolTables(string(b)); err != nil {
+			t.Fatal(err)
+		} else if fresh != string(b) {
+			t.Error("PROTOCOL.md's embedding table is not what scriptParamList writes: run go generate ./beacon")
+		}
 		rows := doc.table(t, "Embedding")
 		for _, p := range scriptParamList {
 			r, ok := rows[p.Name]

@@ -28,41 +28,57 @@ const (
 var errQueryTooLong = fmt.Errorf("query longer than %d bytes", maxConfigQuery)
 
 // ScriptParam is one parameter a script URL may carry: a data-* attribute
-// of PROTOCOL.md without the prefix, with what it means.
+// of PROTOCOL.md without the prefix, with what it means. PROTOCOL.md's
+// embedding table is written from these (go generate ./beacon), and
+// `h3rum embed -h` prints them (Usage).
 type ScriptParam struct {
-	Name, Usage string
-	check       func(string) error // as the script reads it
+	Name string
+	// Meaning and Default are PROTOCOL.md's cells (Markdown): what the
+	// value means, and what the script does without it ("required" when
+	// it does not run).
+	Meaning, Default string
+	check            func(string) error // as the script reads it
 	// An integer parameter's range and default, which the script's build
 	// receives (ScriptDefine); hi is 0 for the others.
 	lo, hi, def int
 }
 
-// scriptParamList are the embedding's parameters, in the order `h3rum
-// embed -h` lists them, each checked as the script reads it, so that a URL
-// that would silently fall back to a default is refused instead.
+// Usage is the parameter's help line: its meaning and default as plain
+// text.
+func (p ScriptParam) Usage() string {
+	plain := strings.NewReplacer("`", "").Replace
+	if p.Default == "required" {
+		return plain(p.Meaning) + " (required)"
+	}
+	return fmt.Sprintf("%s (default %s)", plain(p.Meaning), plain(p.Default))
+}
+
+// scriptParamList are the embedding's parameters, in the order PROTOCOL.md
+// and `h3rum embed -h` list them, each checked as the script reads it, so
+// that a URL that would silently fall back to a default is refused instead.
 var scriptParamList = []ScriptParam{
-	{Name: "h3", Usage: "origin serving /probe over TCP with Alt-Svc: h3 and over QUIC (required)", check: checkURLOrigin},
-	{Name: "h2", Usage: "TCP-only origin serving /probe (required)", check: checkURLOrigin},
-	{Name: "site", Usage: fmt.Sprintf("site id, [A-Za-z0-9._-]{1,%d} (default: the page's host name)", maxSiteLen), check: func(v string) error {
+	{Name: "h3", Meaning: "origin serving `/probe` over TCP with `Alt-Svc: h3` and over QUIC", Default: "required", check: checkURLOrigin},
+	{Name: "h2", Meaning: "TCP-only origin serving `/probe` (`Alt-Svc: clear`), on another host name", Default: "required", check: checkURLOrigin},
+	{Name: "site", Meaning: fmt.Sprintf("site id; the collector's `--sites` allowlist decides; `[A-Za-z0-9._-]{1,%d}`", maxSiteLen), Default: "the page's host name", check: func(v string) error {
 		if v == "" || len(v) > maxSiteLen || strings.IndexFunc(v, func(c rune) bool { return !isSiteChar(c) }) >= 0 {
 			return fmt.Errorf("want 1 to %d of A-Z a-z 0-9 . _ -", maxSiteLen)
 		}
 		return nil
 	}},
-	{Name: "sample", Usage: "fraction of page loads that run the test, 0 to 1 (default 1)", check: func(v string) error {
+	{Name: "sample", Meaning: "fraction of page loads that run the test, 0 to 1", Default: "`1`", check: func(v string) error {
 		// Decimal only: Go parses 0x1p-2 and Inf, the script's +v does not.
 		if x, err := strconv.ParseFloat(v, 64); err != nil || strings.Trim(v, "0123456789.eE+-") != "" || x < 0 || x > 1 {
 			return errors.New("want a fraction from 0 to 1")
 		}
 		return nil
 	}},
-	{Name: "endpoint", Usage: "origin receiving reports at /beacon (default: the script's origin)", check: checkURLOrigin},
-	intParam("parallel", "requests per parallel batch", 1, MaxParallel, DefaultParallel),
-	intParam("warmup", "sequential warm-up requests to the H3 origin", 0, MaxWarmup, DefaultWarmup),
-	intParam("bytes", "probe body size", 0, MaxBytes, 0),
-	{Name: "trigger", Usage: "load, or manual: the page calls h3rum.run() (default load)", check: checkEnum("load", "manual")},
-	{Name: "order", Usage: "random, or h2first (default random)", check: checkEnum("random", "h2first")},
-	{Name: "consent", Usage: "wait: nothing runs, no request is made, until the page calls h3rum.consent() (default: no wait)", check: checkEnum("wait")},
+	intParam("parallel", "requests per parallel batch", 1, MaxParallel, DefaultParallel, ""),
+	intParam("warmup", "sequential warm-up requests to the H3 origin", 0, MaxWarmup, DefaultWarmup, ""),
+	intParam("bytes", "probe body size (`/probe?bytes=N`)", 0, MaxBytes, 0, "(the collector caps it lower)"),
+	{Name: "trigger", Meaning: "`load`, or `manual`: the page calls `h3rum.run()` (e.g. after a search finishes)", Default: "`load`", check: checkEnum("load", "manual")},
+	{Name: "endpoint", Meaning: "origin that receives reports at `<origin>/beacon`", Default: "the script's origin", check: checkURLOrigin},
+	{Name: "order", Meaning: "`random`, or `h2first` (what Dropbox did; biased, for comparison only)", Default: "`random`", check: checkEnum("random", "h2first")},
+	{Name: "consent", Meaning: "`wait`: nothing happens until the page calls `h3rum.consent()` (PROTOCOL.md, \"Consent\")", Default: "none", check: checkEnum("wait")},
 }
 
 // ScriptParams returns the parameters a script URL may carry, in order.
@@ -89,14 +105,29 @@ func checkURLOrigin(v string) error {
 	return nil
 }
 
-// intParam is an integer parameter from lo to hi, def when not given.
-func intParam(name, what string, lo, hi, def int) ScriptParam {
-	return ScriptParam{
-		Name:  name,
-		Usage: fmt.Sprintf("%s, %d to %d (default %d)", what, lo, hi, def),
-		check: checkInt(lo, hi),
-		lo:    lo, hi: hi, def: def,
+// intParam is an integer parameter from lo to hi, def when not given;
+// note follows its range in the meaning.
+func intParam(name, what string, lo, hi, def int, note string) ScriptParam {
+	meaning := fmt.Sprintf("%s, %d to %s", what, lo, sizeText(hi))
+	if note != "" {
+		meaning += " " + note
 	}
+	return ScriptParam{
+		Name:    name,
+		Meaning: meaning,
+		Default: fmt.Sprintf("`%d`", def),
+		check:   checkInt(lo, hi),
+		lo:      lo, hi: hi, def: def,
+	}
+}
+
+// sizeText writes n as PROTOCOL.md does: a whole number of MiB as such
+// (16 MiB), anything else in digits.
+func sizeText(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return strconv.Itoa(n)
 }
 
 func checkInt(lo, hi int) func(string) error {

@@ -40,8 +40,8 @@ func TestScriptTag(t *testing.T) {
 	}
 	// The flags' help states the protocol's limits, not retyped numbers.
 	for _, p := range ScriptParams() {
-		if p.Name == "parallel" && !strings.Contains(p.Usage, "1 to 20 (default 5)") {
-			t.Errorf("parallel's usage: %q", p.Usage)
+		if p.Name == "parallel" && !strings.Contains(p.Usage(), "1 to 20 (default 5)") {
+			t.Errorf("parallel's usage: %q", p.Usage())
 		}
 	}
 }

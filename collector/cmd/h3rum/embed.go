@@ -22,7 +22,7 @@ func runEmbed(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	pin := fs.Bool("pin", false, "name this version of the script (/h3rum.<hash>.js, cached a year) and add integrity=; a collector serves only its own version, so print the tag again after upgrading it; without --pin /h3rum.js follows upgrades")
 	params := map[string]*string{}
 	for _, p := range beacon.ScriptParams() {
-		usage := p.Usage
+		usage := p.Usage()
 		if p.Name == "endpoint" {
 			usage = strings.Replace(usage, "the script's origin", "--collector", 1)
 		}
