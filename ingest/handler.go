@@ -28,6 +28,10 @@ type Sink interface {
 	Accept(ctx context.Context, run store.Run) error
 }
 
+// DefaultAgentRateLimit is the reports per second an agent connection may
+// send when Handler.AgentRateLimit is not set.
+const DefaultAgentRateLimit = 50
+
 // Handler receives reports: POST /beacon from browsers (with its CORS
 // preflight, OPTIONS /beacon), GET /ingest/ws, a WebSocket for
 // long-lived agents, and POST /reports, browsers' Network Error Logging
@@ -73,7 +77,8 @@ type Handler struct {
 	AgentToken string
 	// AgentRateLimit is the sustained reports per second one agent
 	// connection may send (agents are exempt from the per-address
-	// RateLimit: many may share a host). Default 50; bursts of as many.
+	// RateLimit: many may share a host). Default DefaultAgentRateLimit;
+	// bursts of as many.
 	AgentRateLimit float64
 	// Failures throttles wrong agent tokens per client address; nil does
 	// not throttle. Share one with the report endpoints.

@@ -28,6 +28,13 @@ type Feed interface {
 	Publish(run store.Run)
 }
 
+// The Pipeline's defaults, which `h3rum serve`'s flags show.
+const (
+	DefaultBatchRows     = 20000                  // sample rows that trigger an insert
+	DefaultFlushInterval = time.Second            // longest a run waits in memory
+	DefaultCommitDelay   = 500 * time.Microsecond // group commit's wait for more reports
+)
+
 // Pipeline takes enriched runs (and uploads of Network Error Logging
 // reports, AcceptNEL) to ClickHouse without losing any it has
 // acknowledged. Accept writes the run to an append-only, checksummed spool
@@ -51,23 +58,24 @@ type Pipeline struct {
 	// missing. Required.
 	Dir string
 	// BatchRows is the number of sample rows that triggers an insert.
-	// Default 20000.
+	// Default DefaultBatchRows.
 	BatchRows int
 	// FlushInterval is the longest a run waits in memory before it is
-	// inserted; each wait is jittered by ±20 %. Default 1 s.
+	// inserted; each wait is jittered by ±20 %. Default
+	// DefaultFlushInterval.
 	FlushInterval time.Duration
 	// CommitDelay is how long the spool writer waits, once a report is
 	// waiting, for more to share its write and fsync (group commit with a
 	// commit delay). Under a load of reports each fsync then serves more
 	// of them; a lone report is acknowledged that much later. Default
-	// 500 µs; negative turns it off.
+	// DefaultCommitDelay; negative turns it off.
 	CommitDelay time.Duration
 	// QueueRuns is the capacity of the in-memory queue, in runs. When it is
 	// full, runs are still accepted into the spool and read back from disk.
 	// Default 4096.
 	QueueRuns int
 	// SpoolMaxBytes is the disk budget of the spool; beyond it Accept
-	// returns ErrBusy. Default 1 GiB.
+	// returns ErrBusy. Default spool.DefaultMaxBytes (1 GiB).
 	SpoolMaxBytes int64
 	// SegmentBytes is the size at which a spool segment is closed and a new
 	// one begun. Default SpoolMaxBytes/16, at most 4 MiB, at least 64 KiB.
@@ -136,19 +144,19 @@ func (p *Pipeline) batchRows() int {
 	if p.BatchRows > 0 {
 		return p.BatchRows
 	}
-	return 20000
+	return DefaultBatchRows
 }
 
 func (p *Pipeline) flushInterval() time.Duration {
 	if p.FlushInterval > 0 {
 		return p.FlushInterval
 	}
-	return time.Second
+	return DefaultFlushInterval
 }
 
 func (p *Pipeline) commitDelay() time.Duration {
 	if p.CommitDelay == 0 {
-		return 500 * time.Microsecond
+		return DefaultCommitDelay
 	}
 	return max(p.CommitDelay, 0)
 }

@@ -43,7 +43,7 @@ func (h *Handler) agentRate() float64 {
 	if h.AgentRateLimit > 0 {
 		return h.AgentRateLimit
 	}
-	return 50
+	return DefaultAgentRateLimit
 }
 
 func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {

@@ -26,6 +26,12 @@ import (
 // dashboard and its live feed once the token was given as ?token=.
 const CookieName = "h3rum_report"
 
+// The Handler's defaults, which `h3rum serve`'s flags show.
+const (
+	DefaultMaxConcurrent = 2               // reports computed at once
+	DefaultQueueWait     = 2 * time.Second // a report's wait for its turn before 503
+)
+
 // Handler serves GET /api/report (JSON), GET /dashboard (HTML with SVG
 // charts), its static /dashboard.js and /dashboard.css, and GET /api/live
 // (WebSocket feed of accepted runs). Register it on a mux with Register.
@@ -52,10 +58,10 @@ type Handler struct {
 	// Failures throttles wrong tokens per client address; nil does not.
 	Failures *access.Failures
 	// MaxConcurrent is how many reports are computed at once (each may use
-	// every core for its bootstrap). Default 2.
+	// every core for its bootstrap). Default DefaultMaxConcurrent.
 	MaxConcurrent int
 	// QueueWait is how long a report waits for its turn before it is
-	// answered 503 with Retry-After. Default 2 s.
+	// answered 503 with Retry-After. Default DefaultQueueWait.
 	QueueWait time.Duration
 	// Hub feeds /api/live; nil answers 404 there.
 	Hub *Hub
@@ -80,7 +86,7 @@ func (h *Handler) init() {
 		// The default CheckOrigin refuses cross-origin upgrades, so another
 		// site cannot ride the cookie into the live feed.
 		h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 4096}
-		h.slots = make(chan struct{}, cmp.Or(max(h.MaxConcurrent, 0), 2))
+		h.slots = make(chan struct{}, cmp.Or(max(h.MaxConcurrent, 0), DefaultMaxConcurrent))
 		h.mux = http.NewServeMux()
 		h.routes(h.mux)
 	})
@@ -175,7 +181,7 @@ func (h *Handler) acquire(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	default:
 	}
-	t := time.NewTimer(cmp.Or(max(h.QueueWait, 0), 2*time.Second))
+	t := time.NewTimer(cmp.Or(max(h.QueueWait, 0), DefaultQueueWait))
 	defer t.Stop()
 	select {
 	case h.slots <- struct{}{}:

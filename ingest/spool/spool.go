@@ -53,6 +53,9 @@ type Metrics struct {
 	Segments prometheus.Gauge   // segment files on disk
 }
 
+// DefaultMaxBytes is a spool's disk budget when none is set: 1 GiB.
+const DefaultMaxBytes = 1 << 30
+
 // Spool is a directory of segment files (the format is in segment.go).
 // One goroutine writes (Write, Close); another may read and acknowledge
 // (Read, Reject, Ack) at the same time; Reserve, Release and Stats may be
@@ -63,7 +66,7 @@ type Spool struct {
 	// Dir is the spool directory; created if missing. Required.
 	Dir string
 	// MaxBytes is the disk budget: Reserve refuses a record beyond it.
-	// Default 1 GiB.
+	// Default DefaultMaxBytes.
 	MaxBytes int64
 	// SegmentBytes is the size at which a segment is closed and a new one
 	// begun. Default MaxBytes/16, at most 4 MiB, at least 64 KiB.
@@ -99,7 +102,7 @@ func (s *Spool) maxBytes() int64 {
 	if s.MaxBytes > 0 {
 		return s.MaxBytes
 	}
-	return 1 << 30
+	return DefaultMaxBytes
 }
 
 func (s *Spool) segmentBytes() int64 {

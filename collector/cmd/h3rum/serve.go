@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
-	"time"
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/collector/serve"
+	"github.com/h3rum/h3rum/ingest"
 	"github.com/h3rum/h3rum/ingest/access"
+	"github.com/h3rum/h3rum/ingest/spool"
+	"github.com/h3rum/h3rum/queries"
 )
 
 // serveFlags are `serve`'s flags: the collector's serve.Config and what
@@ -75,17 +78,17 @@ func (c *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Concurrency, "ingest-concurrency", 0, "reports decoded at once (default: half the cores, at least 1), so a burst of reports leaves CPU for the probe")
 	fs.StringVar(&c.AgentToken, "agent-token", "", "bearer token for agents on /ingest/ws, at least 32 bytes (empty: WebSocket ingest off); on the command line every local user sees it: prefer H3RUM_AGENT_TOKEN or --agent-token-file")
 	fs.StringVar(&c.agentTokenFile, "agent-token-file", "", "file holding --agent-token (surrounding white space trimmed); refused if others may read it")
-	fs.Float64Var(&c.AgentRateLimit, "agent-rate-limit", 50, "reports per second allowed per agent connection (agents are exempt from --rate-limit)")
-	fs.IntVar(&c.BatchRows, "batch-rows", 20000, "sample rows per ClickHouse insert")
-	fs.DurationVar(&c.FlushInterval, "flush-interval", time.Second, "longest a sample waits before it is inserted (jittered ±20%)")
-	fs.DurationVar(&c.CommitDelay, "commit-delay", 500*time.Microsecond, "how long the spool waits for more reports to share one fsync before acknowledging any (0: none)")
-	fs.Int64Var(&c.SpoolMaxBytes, "spool-max-bytes", 1<<30, "disk budget of the spool that holds samples while ClickHouse is slow or down")
+	fs.Float64Var(&c.AgentRateLimit, "agent-rate-limit", ingest.DefaultAgentRateLimit, "reports per second allowed per agent connection (agents are exempt from --rate-limit)")
+	fs.IntVar(&c.BatchRows, "batch-rows", ingest.DefaultBatchRows, "sample rows per ClickHouse insert")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", ingest.DefaultFlushInterval, "longest a sample waits before it is inserted (jittered ±20%)")
+	fs.DurationVar(&c.CommitDelay, "commit-delay", ingest.DefaultCommitDelay, "how long the spool waits for more reports to share one fsync before acknowledging any (0: none)")
+	fs.Int64Var(&c.SpoolMaxBytes, "spool-max-bytes", spool.DefaultMaxBytes, "disk budget of the spool that holds samples while ClickHouse is slow or down")
 	fs.IntVar(&c.RetentionDays, "retention", 0, "days of samples to keep, enforced by dropping month partitions (0: keep all)")
 
 	fs.StringVar(&c.ReportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it and without --open-reports they answer 403); on the command line every local user sees it: prefer H3RUM_REPORT_TOKEN or --report-token-file")
 	fs.StringVar(&c.reportTokenFile, "report-token-file", "", "file holding --report-token (surrounding white space trimmed); refused if others may read it")
 	fs.BoolVar(&c.OpenReports, "open-reports", false, "answer /api/report, /api/live and /dashboard without a token, to requests from this machine to localhost; only with every listener on loopback and no --trusted-proxies (a pass-through proxy or ssh -L on this host would expose them)")
-	fs.IntVar(&c.ReportConcurrency, "report-concurrency", 2, "reports computed at once; others wait 2 s, then get 503")
+	fs.IntVar(&c.ReportConcurrency, "report-concurrency", queries.DefaultMaxConcurrent, fmt.Sprintf("reports computed at once; others wait %v, then get 503", queries.DefaultQueueWait))
 }
 
 // validate resolves the token files, checks the flags as a whole and fills
