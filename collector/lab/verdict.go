@@ -19,14 +19,18 @@ import (
 // checked, and HTTP/3's tail is compared with HTTP/2's.
 const HeavyLossPct = 3
 
-// DefaultMinVisits is SelfCheck.MinVisits when zero.
-const DefaultMinVisits = 2
+// SelfCheck's defaults for its zero fields.
+const (
+	DefaultTolerance = 0.15 // SelfCheck.Tolerance
+	DefaultMinVisits = 2    // SelfCheck.MinVisits
+)
 
 // SelfCheck compares the lab's reports with the truth. The zero value
-// takes a 15 % tolerance and DefaultMinVisits.
+// takes DefaultTolerance and DefaultMinVisits.
 type SelfCheck struct {
 	// Tolerance is the share by which a warm median may differ from the
-	// injected round trip plus the calibrated overhead. 0 means 0.15.
+	// injected round trip plus the calibrated overhead. 0 means
+	// DefaultTolerance.
 	Tolerance float64
 	// MinVisits is the fewest stored visits of an engine a region needs
 	// for its checks: failed visits are counted and reported, and fail the
@@ -119,7 +123,7 @@ func (r Result) Write(out io.Writer, regions []Observed) {
 
 func (s SelfCheck) withDefaults() SelfCheck {
 	if s.Tolerance == 0 {
-		s.Tolerance = 0.15
+		s.Tolerance = DefaultTolerance
 	}
 	if s.MinVisits == 0 {
 		s.MinVisits = DefaultMinVisits

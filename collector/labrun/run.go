@@ -53,7 +53,7 @@ type Config struct {
 	// agent one run. Default DefaultRunTimeout.
 	RunTimeout time.Duration
 	// Tolerance is the share by which a warm median may differ from the
-	// injected round trip (lab.SelfCheck's). Default 0: 0.15.
+	// injected round trip (lab.SelfCheck's). Default lab.DefaultTolerance.
 	Tolerance float64
 	// Bin is the h3rum binary whose `serve` runs the collector and whose
 	// `agent` the agents. Default: this process's executable.

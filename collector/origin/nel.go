@@ -48,6 +48,15 @@ type NEL struct {
 	Endpoint string
 }
 
+// The policy `h3rum serve` sends unless told otherwise: a day's policy,
+// every failure and a sample of successes (the share the report's failure
+// rates are weighted by).
+const (
+	DefaultNELMaxAge          = 24 * time.Hour
+	DefaultNELSuccessFraction = 0.01
+	DefaultNELFailureFraction = 1.0
+)
+
 // nelGroup is the report group the NEL header names.
 const nelGroup = "h3rum-nel"
 

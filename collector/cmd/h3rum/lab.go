@@ -24,7 +24,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&c.Concurrency, "concurrency", 1, "visits at a time, across regions (more load the machine and inflate the timings)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "the lab collector's data directory (default: a temporary one, removed at the end)")
 	fs.DurationVar(&c.RunTimeout, "run-timeout", labrun.DefaultRunTimeout, "how long one visit may take to store its run")
-	fs.Float64Var(&c.Tolerance, "tolerance", 0.15, "self-check: the share by which a warm median may differ from the injected round trip")
+	fs.Float64Var(&c.Tolerance, "tolerance", lab.DefaultTolerance, "self-check: the share by which a warm median may differ from the injected round trip")
 	fs.IntVar(&c.AgentRuns, "agent-runs", 5, "h3rum agent runs per region, after the visits (0: no agents)")
 	fs.IntVar(&c.FirefoxRuns, "firefox-runs", 3, "Firefox visits per region, after Chromium's, checked on their own (0: none; skipped with a note where Firefox is not installed)")
 	if err := cli.Parse(fs, args, stderr); err != nil {

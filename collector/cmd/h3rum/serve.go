@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/collector/internal/cli"
@@ -35,10 +36,10 @@ func (c *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.H3Host, "h3-host", "", "H3 origin host name, e.g. h3.rumtest.example.com (requests for the H2 host get 421)")
 	fs.StringVar(&s.H2Host, "h2-host", "", "H2 origin host name, e.g. h2.rumtest.example.com (requests for the H3 host get 421)")
 	fs.IntVar(&s.AltSvcPort, "alt-svc-port", 0, "UDP port advertised in Alt-Svc (default: the --addr port; set it behind a load balancer)")
-	fs.IntVar(&c.AltSvcMaxAge, "alt-svc-max-age", 86400, "Alt-Svc ma= in seconds")
-	fs.IntVar(&c.NELMaxAge, "nel-max-age", 86400, "max_age in seconds of the Network Error Logging policy both origins send (0: send no NEL headers)")
-	fs.Float64Var(&c.NELSuccessFraction, "nel-success-fraction", 0.01, "share of successful requests to the origins that browsers report through NEL (0 to 1)")
-	fs.Float64Var(&c.NELFailureFraction, "nel-failure-fraction", 1, "share of failed requests to the origins that browsers report through NEL (0 to 1)")
+	fs.IntVar(&c.AltSvcMaxAge, "alt-svc-max-age", int(origin.DefaultAltSvcMaxAge/time.Second), "Alt-Svc ma= in seconds")
+	fs.IntVar(&c.NELMaxAge, "nel-max-age", int(origin.DefaultNELMaxAge/time.Second), "max_age in seconds of the Network Error Logging policy both origins send (0: send no NEL headers)")
+	fs.Float64Var(&c.NELSuccessFraction, "nel-success-fraction", origin.DefaultNELSuccessFraction, "share of successful requests to the origins that browsers report through NEL (0 to 1)")
+	fs.Float64Var(&c.NELFailureFraction, "nel-failure-fraction", origin.DefaultNELFailureFraction, "share of failed requests to the origins that browsers report through NEL (0 to 1)")
 	fs.BoolVar(&c.NELSubdomains, "nel-include-subdomains", false, "extend the NEL policy to subdomains of the origins' hosts (browsers then report their DNS failures)")
 	fs.StringVar(&c.NELEndpoint, "nel-endpoint", "", "https URL browsers upload NEL reports to (default: each origin reports to the other origin's /reports; with --role probe, --ingest-url's /reports)")
 	fs.Var((*cli.List)(&c.NELHosts), "nel-hosts", "comma-separated host names NEL reports may be about; reports about other hosts are dropped (default: --h3-host and --h2-host; neither set: any)")
