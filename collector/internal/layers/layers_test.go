@@ -3,7 +3,13 @@ package layers
 import (
 	"bufio"
 	"bytes"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -103,4 +109,110 @@ func TestLayers(t *testing.T) {
 func isSupport(pkg string) bool {
 	_, room := rankOf(pkg)
 	return !room
+}
+
+// TestArchitectureNamesImports holds ARCHITECTURE.md's package list to
+// the imports `go list` shows: each room's "→" names exactly the
+// product's packages it imports (its own internal packages aside), and a
+// room without one imports none.
+func TestArchitectureNamesImports(t *testing.T) {
+	doc, err := os.ReadFile("../../../ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, ok := strings.Cut(string(doc), "## Packages\n\n```\n")
+	list, _, ok2 := strings.Cut(list, "```")
+	if !ok || !ok2 {
+		t.Fatal("ARCHITECTURE.md has no code block under ## Packages")
+	}
+	stated := map[string][]string{}
+	var pkg string
+	for line := range strings.Lines(list) {
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(line, " ") {
+			if pkg = f[0]; strings.HasPrefix(pkg, "collector/cmd/") {
+				pkg = "" // the binaries import what they wire
+				continue
+			}
+			if _, room := rankOf(pkg); !room {
+				t.Errorf("ARCHITECTURE.md lists %s, which is no room of the data path", pkg)
+			}
+			stated[pkg] = []string{}
+		}
+		if _, deps, ok := strings.Cut(line, "→"); ok && pkg != "" {
+			for _, d := range strings.Split(deps, ",") {
+				stated[pkg] = append(stated[pkg], strings.TrimSpace(d))
+			}
+		}
+	}
+	for pkg, deps := range stated {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		var imports []string
+		for _, imp := range strings.Fields(string(out)) {
+			if dep, ok := strings.CutPrefix(imp, module); ok && !strings.HasPrefix(dep, pkg+"/internal/") {
+				imports = append(imports, dep)
+			}
+		}
+		slices.Sort(deps)
+		if !slices.Equal(deps, imports) {
+			t.Errorf("ARCHITECTURE.md: %s → %s; it imports %s", pkg, strings.Join(deps, ", "), strings.Join(imports, ", "))
+		}
+	}
+	for pkg := range rank {
+		if _, ok := stated[pkg]; !ok && pkg != "collector/cmd" {
+			t.Errorf("ARCHITECTURE.md's package list has no line for %s", pkg)
+		}
+	}
+}
+
+// TestArchitectureNamesFiles fails when ARCHITECTURE.md names a file (in
+// backquotes, with its extension) that the tree no longer has: as a path
+// from the root or the end of one (`sql/runs.sql`), a pattern matching at
+// least one (`designs*.sql`).
+func TestArchitectureNamesFiles(t *testing.T) {
+	const root = "../../.."
+	doc, err := os.ReadFile(filepath.Join(root, "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "var") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile("`([A-Za-z0-9_./*-]+\\.(?:go|sql|js|mjs|md|json))`").FindAllStringSubmatch(string(doc), -1)
+	if len(names) < 50 {
+		t.Fatalf("ARCHITECTURE.md names %d files; the pattern no longer matches the text", len(names))
+	}
+	for _, m := range names {
+		name := m[1]
+		if !slices.ContainsFunc(files, func(f string) bool {
+			for tail := f; ; {
+				if ok, _ := path.Match(name, tail); ok {
+					return true
+				}
+				_, rest, more := strings.Cut(tail, "/")
+				if !more {
+					return false
+				}
+				tail = rest
+			}
+		}) {
+			t.Errorf("ARCHITECTURE.md names %s, which no file of the tree is", name)
+		}
+	}
 }
