@@ -166,7 +166,7 @@ func (s *Sender) Send(ctx context.Context, res *Result) error {
 			log.Warn("collector refused a run", "run", id, "reason", ack.Reason, "err", ack.Error)
 			return &RefusedError{ID: id, Reason: ack.Reason, Msg: ack.Error}
 		}
-		if !sleep(ctx, backoff/2+mrand.N(backoff/2+1)) {
+		if !sleepCtx(ctx, backoff/2+mrand.N(backoff/2+1)) {
 			return fmt.Errorf("agent: sending run %s: %w", id, ctx.Err())
 		}
 		backoff = min(2*backoff, orDefault(s.MaxBackoff, DefaultMaxBackoff))
@@ -359,18 +359,6 @@ func (c *wsConn) close() {
 		c.ws.Close()
 	})
 	<-c.dead
-}
-
-// sleep waits d or until ctx ends, and reports whether it waited d.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // orDefault is d, or def when d is not positive.

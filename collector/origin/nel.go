@@ -122,8 +122,8 @@ func (s *Server) setNEL() {
 	if s.NEL.MaxAge == 0 {
 		return
 	}
-	h3URL := originURL(s.H3Host, s.h3Socks.addrPort().Port())
-	h2URL := originURL(s.H2Host, s.h2Socks.addrPort().Port())
+	h3URL := URL(s.H3Host, s.h3Socks.addrPort().Port())
+	h2URL := URL(s.H2Host, s.h2Socks.addrPort().Port())
 	to3, to2 := h2URL+"/reports", h3URL+"/reports"
 	if s.NEL.Endpoint != "" {
 		to3, to2 = s.NEL.Endpoint, s.NEL.Endpoint
@@ -132,9 +132,9 @@ func (s *Server) setNEL() {
 	s.h2Origin.nel = s.NEL.headers(to2)
 }
 
-// originURL is the https origin a browser reaches host:port at ("localhost"
-// when no host name is configured).
-func originURL(host string, port uint16) string {
+// URL is the https origin a browser reaches host:port at ("localhost"
+// when no host name is configured), without the port when it is 443.
+func URL(host string, port uint16) string {
 	if host == "" {
 		host = "localhost"
 	}

@@ -273,11 +273,11 @@ func Run(ctx context.Context, c *Config) error {
 		c.Ready(started)
 	}
 	h3, h2 := srv.Addrs()
-	log.Info("serving", "role", c.Role, "h3_origin", h3.String(), "h2_origin", h2.String(), "demo", originURL(c.Origin.H3Host, h3.Port())+"/demo")
+	log.Info("serving", "role", c.Role, "h3_origin", h3.String(), "h2_origin", h2.String(), "demo", origin.URL(c.Origin.H3Host, h3.Port())+"/demo")
 	if d, ok := srv.DevCert(); ok && c.Role != RoleIngest && c.Stdout != nil {
 		fmt.Fprintf(c.Stdout, "development certificate SPKI (sha256, base64): %s\n", d.SPKI)
 		fmt.Fprintf(c.Stdout, "make a local Chromium trust it for HTTP/2 and HTTP/3:\n  chromium %s --user-data-dir=$(mktemp -d) %s/demo\n",
-			d.ChromiumFlags(), originURL("", h3.Port()))
+			d.ChromiumFlags(), origin.URL("", h3.Port()))
 		fmt.Fprintf(c.Stdout, "or trust its local CA %s in any browser or system store (Firefox: import it under Settings → Certificates,\n"+
 			"and set network.http.http3.disable_when_third_party_roots_found to false in about:config to keep HTTP/3)\n", d.CAFile)
 	}
@@ -421,17 +421,6 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// originURL is the https origin a browser reaches an origin at.
-func originURL(host string, port uint16) string {
-	if host == "" {
-		host = "localhost"
-	}
-	if port == 443 {
-		return "https://" + host
-	}
-	return "https://" + net.JoinHostPort(host, strconv.Itoa(int(port)))
-}
-
 // demoOrigin is the origin the demo page measures for a configured address;
 // empty (demo not configured) when the port is chosen at start-up.
 func demoOrigin(host, addr string) string {
@@ -440,7 +429,7 @@ func demoOrigin(host, addr string) string {
 	if err != nil || port == 0 {
 		return ""
 	}
-	return originURL(host, uint16(port))
+	return origin.URL(host, uint16(port))
 }
 
 // registerIngest adds the report endpoints (/beacon, /ingest/ws, /reports) and the
