@@ -91,7 +91,7 @@ type wsSessions struct {
 	mu     sync.Mutex
 	open   map[*wsSession]struct{}
 	closed bool
-	wg     sync.WaitGroup
+	idle   chan struct{} // made by Close, closed once open is empty
 }
 
 func (ss *wsSessions) add(s *wsSession) bool {
@@ -104,22 +104,28 @@ func (ss *wsSessions) add(s *wsSession) bool {
 		ss.open = map[*wsSession]struct{}{}
 	}
 	ss.open[s] = struct{}{}
-	ss.wg.Add(1)
 	return true
 }
 
 func (ss *wsSessions) remove(s *wsSession) {
 	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	delete(ss.open, s)
-	ss.mu.Unlock()
-	ss.wg.Done()
+	if len(ss.open) == 0 && ss.idle != nil {
+		select {
+		case <-ss.idle:
+		default:
+			close(ss.idle)
+		}
+	}
 }
 
 // Close ends the /ingest/ws sessions and refuses new ones (503
 // shutting_down): each session stops reading, answers every report it has
 // read (acknowledged once durable, or refused), sends a going-away close
-// frame and ends. Close waits for that until ctx ends. Call it before the
-// sink stops accepting, so that what the sessions read is still stored.
+// frame and ends. Close waits for that until ctx ends, and leaves nothing
+// running behind it. Call it before the sink stops accepting, so that what
+// the sessions read is still stored.
 func (h *Handler) Close(ctx context.Context) error {
 	ss := &h.sessions
 	ss.mu.Lock()
@@ -127,14 +133,16 @@ func (h *Handler) Close(ctx context.Context) error {
 	for s := range ss.open {
 		s.stop()
 	}
+	if ss.idle == nil {
+		ss.idle = make(chan struct{})
+		if len(ss.open) == 0 {
+			close(ss.idle)
+		}
+	}
+	idle := ss.idle
 	ss.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		ss.wg.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-idle:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("closing agent sessions: %w", context.Cause(ctx))

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -87,4 +88,49 @@ func TestHandlerCloseDrainsSessions(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("Close did not return after the sessions ended")
 	}
+}
+
+// TestHandlerCloseLeavesNothingRunning: a session that never ends holds
+// Close until its context ends, and Close then leaves no goroutine behind
+// (synctest fails the test on one still blocked when it ends); once the
+// sessions end, Close returns, and new sessions are refused.
+func TestHandlerCloseLeavesNothingRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stuck := &Handler{}
+		s := &wsSession{h: stuck}
+		if !stuck.sessions.add(s) {
+			t.Fatal("a session refused before Close")
+		}
+		short, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if err := stuck.Close(short); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Close with a session open: %v, want the deadline", err)
+		}
+		if !s.stopping.Load() {
+			t.Error("Close did not stop the open session")
+		}
+
+		h := &Handler{}
+		open := []*wsSession{{h: h}, {h: h}}
+		for _, s := range open {
+			h.sessions.add(s)
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- h.Close(t.Context()) }()
+		for _, s := range open {
+			synctest.Wait()
+			select {
+			case err := <-closed:
+				t.Fatalf("Close returned %v with sessions open", err)
+			default:
+			}
+			h.sessions.remove(s)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("Close once the sessions ended: %v", err)
+		}
+		if h.sessions.add(&wsSession{h: h}) {
+			t.Error("a session added after Close")
+		}
+	})
 }

@@ -100,7 +100,8 @@ type Hub struct {
 	mu        sync.Mutex
 	clients   map[*Subscription]struct{}
 	closed    bool
-	active    sync.WaitGroup // subscriptions not yet unsubscribed
+	active    int           // subscriptions not yet unsubscribed
+	idle      chan struct{} // made by Close, closed once active is 0
 	published atomic.Uint64
 	dropped   atomic.Uint64
 }
@@ -172,7 +173,7 @@ func (h *Hub) Subscribe() (*Subscription, error) {
 		h.clients = map[*Subscription]struct{}{}
 	}
 	h.clients[s] = struct{}{}
-	h.active.Add(1)
+	h.active++
 	return s, nil
 }
 
@@ -180,16 +181,20 @@ func (h *Hub) Subscribe() (*Subscription, error) {
 // successful Subscribe must be followed by one: Close waits for them.
 func (h *Hub) Unsubscribe(s *Subscription) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	delete(h.clients, s)
-	h.mu.Unlock()
 	s.close(nil)
-	s.unsub.Do(h.active.Done)
+	s.unsub.Do(func() {
+		if h.active--; h.active == 0 && h.idle != nil {
+			close(h.idle)
+		}
+	})
 }
 
 // Close ends every subscription with ErrHubClosed (the live handler then
 // sends its client a going-away close frame), refuses new ones, and waits
-// until every subscriber has unsubscribed or ctx ends. It is safe to call
-// more than once.
+// until every subscriber has unsubscribed or ctx ends; it leaves nothing
+// running behind it. It is safe to call more than once.
 func (h *Hub) Close(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
@@ -197,14 +202,16 @@ func (h *Hub) Close(ctx context.Context) error {
 		delete(h.clients, s)
 		s.close(ErrHubClosed)
 	}
+	if h.idle == nil {
+		h.idle = make(chan struct{})
+		if h.active == 0 {
+			close(h.idle)
+		}
+	}
+	idle := h.idle
 	h.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		h.active.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-idle:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("closing the live feed: %w", context.Cause(ctx))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -57,14 +58,48 @@ func TestHubClose(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 
-	// A subscriber that never unsubscribes holds Close until its context ends.
-	stuck := &Hub{}
-	if _, err := stuck.Subscribe(); err != nil {
-		t.Fatal(err)
-	}
-	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancelShort()
-	if err := stuck.Close(short); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Close with a subscriber left: %v, want the deadline", err)
-	}
+}
+
+// TestHubCloseLeavesNothingRunning: a subscriber that never unsubscribes
+// holds Close until its context ends, and Close then leaves no goroutine
+// behind (synctest fails the test on one still blocked when it ends); once
+// the last subscriber leaves, Close returns at once.
+func TestHubCloseLeavesNothingRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stuck := &Hub{}
+		if _, err := stuck.Subscribe(); err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if err := stuck.Close(short); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Close with a subscriber left: %v, want the deadline", err)
+		}
+
+		left := &Hub{}
+		subs := make([]*Subscription, 3)
+		for i := range subs {
+			var err error
+			if subs[i], err = left.Subscribe(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		closed := make(chan error, 1)
+		go func() { closed <- left.Close(t.Context()) }()
+		for _, s := range subs {
+			synctest.Wait()
+			select {
+			case err := <-closed:
+				t.Fatalf("Close returned %v with subscribers left", err)
+			default:
+			}
+			if !errors.Is(s.Err(), ErrHubClosed) {
+				t.Errorf("a subscription ended with %v, want ErrHubClosed", s.Err())
+			}
+			left.Unsubscribe(s)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("Close once every subscriber left: %v", err)
+		}
+	})
 }
