@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -223,15 +222,8 @@ func (g *GroupChange) text(p float64) string {
 // window of the same length that ends where the report's begins).
 func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 	h.init()
-	if !h.authorize(w, r) {
-		return
-	}
-	req, err := RequestFromValues(r.URL.Query(), time.Now())
-	if err != nil {
-		fail(w, http.StatusBadRequest, "bad request: "+strings.TrimPrefix(err.Error(), ErrInvalidOptions.Error()+": "))
-		return
-	}
-	if !h.acquire(w, r) {
+	req, ok := admit(h, w, r, RequestFromValues)
+	if !ok {
 		return
 	}
 	defer h.release()

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -196,13 +197,20 @@ func (h *Handler) acquire(w http.ResponseWriter, r *http.Request) bool {
 
 func (h *Handler) release() { <-h.slots }
 
-func (h *Handler) options(w http.ResponseWriter, r *http.Request) (Options, bool) {
-	o, err := OptionsFromValues(r.URL.Query(), time.Now())
+// admit is the way in of every request that computes a report: the
+// token, then its parameters read by parse (400 with the reason), then a
+// report slot (acquire). Without ok it has answered; with ok the caller
+// releases the slot when done.
+func admit[T any](h *Handler, w http.ResponseWriter, r *http.Request, parse func(url.Values, time.Time) (T, error)) (v T, ok bool) {
+	if !h.authorize(w, r) {
+		return v, false
+	}
+	v, err := parse(r.URL.Query(), time.Now())
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad request: "+strings.TrimPrefix(err.Error(), ErrInvalidOptions.Error()+": "))
-		return o, false
+		return v, false
 	}
-	return o, true
+	return v, h.acquire(w, r)
 }
 
 func (h *Handler) run(w http.ResponseWriter, r *http.Request, o Options) (*Report, bool) {
@@ -218,11 +226,8 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, o Options) (*Repor
 
 func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 	h.init()
-	if !h.authorize(w, r) {
-		return
-	}
-	o, ok := h.options(w, r)
-	if !ok || !h.acquire(w, r) {
+	o, ok := admit(h, w, r, OptionsFromValues)
+	if !ok {
 		return
 	}
 	defer h.release()
@@ -261,11 +266,8 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return
 	}
-	if !h.authorize(w, r) {
-		return
-	}
-	o, ok := h.options(w, r)
-	if !ok || !h.acquire(w, r) {
+	o, ok := admit(h, w, r, OptionsFromValues)
+	if !ok {
 		return
 	}
 	defer h.release()
