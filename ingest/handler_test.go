@@ -32,20 +32,31 @@ type sinkFunc func(ctx context.Context, run store.Run) error
 
 func (f sinkFunc) Accept(ctx context.Context, run store.Run) error { return f(ctx, run) }
 
-// recordingSink keeps what it accepts.
+// recordingSink keeps what it accepts: runs (a Sink) and NEL uploads (a
+// NELSink).
 type recordingSink struct {
-	mu   sync.Mutex
-	runs []store.Run
-	err  error
+	mu      sync.Mutex
+	runs    []store.Run
+	batches []store.NELBatch
+	err     error
 }
 
 func (s *recordingSink) Accept(_ context.Context, run store.Run) error {
+	return record(s, &s.runs, run)
+}
+
+func (s *recordingSink) AcceptNEL(_ context.Context, b store.NELBatch) error {
+	return record(s, &s.batches, b)
+}
+
+// record appends v to s's list to, unless s is set to fail.
+func record[T any](s *recordingSink, to *[]T, v T) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return s.err
 	}
-	s.runs = append(s.runs, run)
+	*to = append(*to, v)
 	return nil
 }
 
@@ -500,7 +511,7 @@ func TestRefusalBeforeBodyHTTP1(t *testing.T) {
 		{name: "reports content type", path: "/reports", contentType: "application/json", length: 100_000, status: 415},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &Handler{Sink: &recordingSink{}, NELSink: &recordingNELSink{}, Registerer: prometheus.NewRegistry()}
+			h := &Handler{Sink: &recordingSink{}, NELSink: &recordingSink{}, Registerer: prometheus.NewRegistry()}
 			if tc.setup != nil {
 				tc.setup(h)
 			}

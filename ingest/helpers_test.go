@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -95,6 +96,30 @@ func counterValue(t testing.TB, c prometheus.Metric) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+}
+
+// replayCopy starts a pipeline on a copy of the spool in dir as it is now,
+// as a process started after a crash finds it, and waits until it has
+// replayed every record.
+func replayCopy(t testing.TB, conn driver.Conn, dir string) *Pipeline {
+	t.Helper()
+	replay := t.TempDir()
+	segs, err := listSegments(dir)
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("spool segments %v, %v: want the inserted records still on disk", segs, err)
+	}
+	for _, id := range segs {
+		b, err := os.ReadFile(filepath.Join(dir, segmentName(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(replay, segmentName(id)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startPipeline(t, &Pipeline{Conn: conn, Dir: replay, FlushInterval: 20 * time.Millisecond})
+	waitFor(t, "the replay", func() bool { return p.Stats().SpoolBytes == 0 })
+	return p
 }
 
 // listSegments returns the ids of the spool segments in dir, oldest first.

@@ -364,22 +364,7 @@ func TestReplayStoresOnce(t *testing.T) {
 	})
 	// The "crash": a copy of the spool as it is now, with every record in it
 	// already inserted, handed to a new process.
-	replay := t.TempDir()
-	segs, err := listSegments(dir)
-	if err != nil || len(segs) == 0 {
-		t.Fatalf("spool segments %v, %v: want the inserted records still on disk", segs, err)
-	}
-	for _, id := range segs {
-		b, err := os.ReadFile(filepath.Join(dir, segmentName(id)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(replay, segmentName(id)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	second := startPipeline(t, &Pipeline{Conn: conn, Dir: replay, FlushInterval: 20 * time.Millisecond})
-	waitFor(t, "the replay", func() bool { return second.Stats().SpoolBytes == 0 })
+	second := replayCopy(t, conn, dir)
 	if n := countRows(t, conn, "SELECT count() FROM samples"); n != runs*12 {
 		t.Errorf("%d raw rows after the replay, want %d: replayed runs stored twice", n, runs*12)
 	}

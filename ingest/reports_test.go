@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,23 +33,6 @@ func nelUpload(origin string, n int) []byte {
 	}
 	b.WriteString(`{"age":0,"body":{"id":"x"},"type":"deprecation","url":"https://shop.example/","user_agent":"UA"}]`)
 	return []byte(b.String())
-}
-
-// recordingNELSink keeps what it accepts.
-type recordingNELSink struct {
-	mu      sync.Mutex
-	batches []store.NELBatch
-	err     error
-}
-
-func (s *recordingNELSink) AcceptNEL(_ context.Context, b store.NELBatch) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	s.batches = append(s.batches, b)
-	return nil
 }
 
 func TestNELRecordRoundTrip(t *testing.T) {
@@ -135,7 +115,7 @@ func TestHandlerReports(t *testing.T) {
 		{name: "spool error", body: valid, sinkErr: errors.New("disk full"), status: 503, reason: beacon.ReasonSpoolError, retryAfter: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sink := &recordingNELSink{err: tc.sinkErr}
+			sink := &recordingSink{err: tc.sinkErr}
 			reg := prometheus.NewRegistry()
 			h := &Handler{Sink: &recordingSink{}, NELSink: sink, Registerer: reg}
 			var rec *httptest.ResponseRecorder
@@ -216,7 +196,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, reason string) fl
 }
 
 func TestHandlerReportsPreflight(t *testing.T) {
-	h := &Handler{Sink: &recordingSink{}, NELSink: &recordingNELSink{}, NELHosts: []string{"h3.rum.example"}}
+	h := &Handler{Sink: &recordingSink{}, NELSink: &recordingSink{}, NELHosts: []string{"h3.rum.example"}}
 	for _, tc := range []struct {
 		origin string
 		status int
@@ -293,22 +273,7 @@ func TestNELThroughPipeline(t *testing.T) {
 		t.Errorf("stored origin %q protocol %q type %q", origin, proto, typ)
 	}
 
-	replay := t.TempDir()
-	segs, err := listSegments(dir)
-	if err != nil || len(segs) == 0 {
-		t.Fatalf("spool segments %v, %v: want the inserted records still on disk", segs, err)
-	}
-	for _, id := range segs {
-		b, err := os.ReadFile(filepath.Join(dir, segmentName(id)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(replay, segmentName(id)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	second := startPipeline(t, &Pipeline{Conn: conn, Dir: replay, FlushInterval: 20 * time.Millisecond})
-	waitFor(t, "the replay", func() bool { return second.Stats().SpoolBytes == 0 })
+	second := replayCopy(t, conn, dir)
 	if n := countRows(t, conn, "SELECT count() FROM nel_reports"); n != uploads*3 {
 		t.Errorf("%d NEL rows after the replay, want %d: replayed uploads stored twice", n, uploads*3)
 	}

@@ -23,11 +23,7 @@ import (
 // from them keyed by design, and new rows reach it through the new view.
 func TestMigrateInPlace(t *testing.T) {
 	ctx := context.Background()
-	conn, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := emptyDB(t)
 	ms, err := store.Migrations()
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +109,7 @@ func TestMigrateInPlace(t *testing.T) {
 // stored after through the rebuilt view get theirs.
 func TestMigrateRunsFailures(t *testing.T) {
 	ctx := context.Background()
-	conn, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := emptyDB(t)
 	// The run is stored by today's Batch, which writes every column of
 	// today's samples table: the later migrations that only add samples
 	// columns come first (Migrate then skips them).
@@ -186,11 +178,7 @@ func TestMigrateRunsFailures(t *testing.T) {
 
 func TestMigrateAppliesOnceThenNoop(t *testing.T) {
 	ctx := context.Background()
-	conn, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := emptyDB(t)
 
 	all, err := store.Migrations()
 	if err != nil {
@@ -244,11 +232,7 @@ func TestMigrateAppliesOnceThenNoop(t *testing.T) {
 // missing the step adds it: TestUpgradeFromEveryRelease runs 0049 so.)
 func TestMigrateResumesAfterAddColumn(t *testing.T) {
 	ctx := context.Background()
-	conn, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := emptyDB(t)
 	ms, err := store.Migrations()
 	if err != nil {
 		t.Fatal(err)

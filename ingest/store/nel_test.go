@@ -13,29 +13,6 @@ import (
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
-// TestNELColumnsMatchTable checks the one definition of a nel_reports row
-// against the table the migrations build.
-func TestNELColumnsMatchTable(t *testing.T) {
-	conn := storetest.DB(t)
-	rows, err := conn.Query(context.Background(),
-		"SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'nel_reports'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := map[string]string{}
-	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
-			t.Fatal(err)
-		}
-		table[name] = typ
-	}
-	rows.Close()
-	if defined := store.NELColumnTypes(); !reflect.DeepEqual(defined, table) {
-		t.Errorf("nel_reports columns:\n table   %v\n defined %v", table, defined)
-	}
-}
-
 func nelBatch(received time.Time, reports ...nel.Report) *store.NELBatch {
 	b := &store.NELBatch{ID: uuid.New(), Received: received, Reports: reports}
 	b.Geo = store.Geo{Continent: "EU", Country: "DE"}

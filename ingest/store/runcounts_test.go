@@ -302,11 +302,7 @@ func insertRuns(t *testing.T, conn driver.Conn, runs []*store.Run) {
 // released steps selected.
 func releasedDB(t *testing.T, selected func(int) bool) driver.Conn {
 	t.Helper()
-	conn, err := store.Open(context.Background(), storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := emptyDB(t)
 	applyReleased(t, conn, "migrations", selected, nil)
 	return conn
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store"
-	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
 // schemaOf returns what defines every table and view of conn's database
@@ -86,11 +85,7 @@ func sameSchema(t testing.TB, what string, got, want map[string]string) {
 // TABLE and system.columns show them; a new database records every step.
 func TestNewSchemaIsReleasedSchema(t *testing.T) {
 	ctx := context.Background()
-	fresh, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fresh.Close()
+	fresh := emptyDB(t)
 	ms, err := store.Migrations()
 	if err != nil {
 		t.Fatal(err)
@@ -105,11 +100,7 @@ func TestNewSchemaIsReleasedSchema(t *testing.T) {
 	if n := countRows(t, fresh, "SELECT count() FROM schema_migrations"); int(n) != len(ms) {
 		t.Errorf("schema_migrations holds %d rows, want %d", n, len(ms))
 	}
-	released, err := store.Open(ctx, storetest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer released.Close()
+	released := emptyDB(t)
 	applyReleased(t, released, "migrations", upTo(ms[len(ms)-1].Version), nil)
 	if again, err := store.Migrate(ctx, released); err != nil || len(again) != 0 {
 		t.Errorf("migrating a database of this release applied %v, %v", again, err)

@@ -13,6 +13,18 @@ import (
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
+// emptyDB is a connection to a new database without any table, closed
+// when the test ends: where a test makes the schema itself.
+func emptyDB(t testing.TB) driver.Conn {
+	t.Helper()
+	conn, err := store.Open(context.Background(), storetest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 func countRows(t testing.TB, conn driver.Conn, query string) uint64 {
 	t.Helper()
 	var n uint64

@@ -145,11 +145,7 @@ func TestUpgradeFromEveryRelease(t *testing.T) {
 			t.Parallel() // each release on databases of its own
 			var dbs [2]driver.Conn
 			for i := range dbs {
-				conn, err := store.Open(ctx, storetest.DSN(t))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { conn.Close() })
+				conn := emptyDB(t)
 				applyReleased(t, conn, "migrations", upTo(v), nil)
 				insertOldSamples(t, conn, at)
 				dbs[i] = conn
