@@ -645,6 +645,34 @@ func (c *cdpSession) call(method string, params any) (json.RawMessage, error) {
 	}
 }
 
+// blankSession starts Chromium on about:blank and opens a DevTools session
+// to its page; closeAll closes the session, then the browser, so that a
+// benchmark's loads never overlap.
+func blankSession(b *testing.B, f *fixture) (br *chromium.Browser, s *cdpSession, closeAll func()) {
+	br = startBrowserAt(b, f, "about:blank", true)
+	closeBrowser := func() {
+		if err := br.Close(); err != nil {
+			b.Error(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pages, err := br.Pages(ctx)
+	if err != nil || len(pages) == 0 {
+		closeBrowser()
+		b.Fatalf("pages: %v %v", pages, err)
+	}
+	conn, _, err := websocket.DefaultDialer.DialContext(ctx, pages[0].WSURL, nil)
+	if err != nil {
+		closeBrowser()
+		b.Fatal(err)
+	}
+	return br, &cdpSession{conn: conn}, func() {
+		conn.Close()
+		closeBrowser()
+	}
+}
+
 // mainThreadCPU loads url in a fresh Chromium with the DevTools
 // Performance domain measuring thread CPU time (threadTicks, so time the
 // thread spends preempted on a busy machine is not counted), waits for
@@ -656,24 +684,8 @@ func (c *cdpSession) call(method string, params any) (json.RawMessage, error) {
 // unmeasured, so the script comes from the HTTP cache and, from the third
 // load, with V8's compiled code.
 func mainThreadCPU(b *testing.B, f *fixture, url string, earlier int, done func(*chromium.Browser)) (script, task float64) {
-	br := startBrowserAt(b, f, "about:blank", true)
-	defer func() {
-		if err := br.Close(); err != nil {
-			b.Error(err)
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pages, err := br.Pages(ctx)
-	if err != nil || len(pages) == 0 {
-		b.Fatalf("pages: %v %v", pages, err)
-	}
-	conn, _, err := websocket.DefaultDialer.DialContext(ctx, pages[0].WSURL, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	s := &cdpSession{conn: conn}
+	br, s, closeAll := blankSession(b, f)
+	defer closeAll()
 	for range earlier {
 		if _, err := s.call("Page.navigate", map[string]string{"url": url}); err != nil {
 			b.Fatal(err)

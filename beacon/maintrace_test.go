@@ -2,7 +2,6 @@ package beacon_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gorilla/websocket"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
 )
@@ -102,24 +99,8 @@ type traceEvent struct {
 // traceLoad loads url in a fresh Chromium with DevTools tracing on, from
 // navigation until done returns, and returns the trace's events.
 func traceLoad(b *testing.B, f *fixture, url string, done func(*chromium.Browser)) []traceEvent {
-	br := startBrowserAt(b, f, "about:blank", true)
-	defer func() {
-		if err := br.Close(); err != nil {
-			b.Error(err)
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pages, err := br.Pages(ctx)
-	if err != nil || len(pages) == 0 {
-		b.Fatalf("pages: %v %v", pages, err)
-	}
-	conn, _, err := websocket.DefaultDialer.DialContext(ctx, pages[0].WSURL, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	s := &cdpSession{conn: conn}
+	br, s, closeAll := blankSession(b, f)
+	defer closeAll()
 	if _, err := s.call("Tracing.start", map[string]any{
 		"categories":   "devtools.timeline,v8.execute,disabled-by-default-devtools.timeline",
 		"transferMode": "ReturnAsStream",
