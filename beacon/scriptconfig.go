@@ -81,6 +81,21 @@ var scriptParamList = []ScriptParam{
 	{Name: "consent", Meaning: "`wait`: nothing happens until the page calls `h3rum.consent()` (PROTOCOL.md, \"Consent\")", Default: "none", check: checkEnum("wait")},
 }
 
+// The integer parameters a report's "par" carries back, whose ranges the
+// decoder checks "n", "w" and "b" against: the embedding declares a range
+// once, for the URL check, the script and the wire alike.
+var (
+	parallelParam = scriptParam("parallel")
+	warmupParam   = scriptParam("warmup")
+	bytesParam    = scriptParam("bytes")
+)
+
+// scriptParam is the parameter called name; a name the list lacks stops
+// the package from loading, so every test fails on it.
+func scriptParam(name string) ScriptParam {
+	return scriptParamList[slices.IndexFunc(scriptParamList, func(p ScriptParam) bool { return p.Name == name })]
+}
+
 // ScriptParams returns the parameters a script URL may carry, in order.
 func ScriptParams() []ScriptParam { return slices.Clone(scriptParamList) }
 

@@ -101,25 +101,24 @@ func (w *wireErrors) scriptErrors(e *ScriptErrors) error {
 
 func (w *wireParams) params(p *Params) error {
 	for _, f := range []struct {
-		name   string
-		v      *int
-		lo, hi int
-		reason string
-		to     *int
+		name  string
+		v     *int
+		param ScriptParam // the embedding's parameter, with its range
+		to    *int
 	}{
-		{"par.n", w.N, 1, MaxParallel, ReasonLimit, &p.Parallel},
-		{"par.w", w.W, 0, MaxWarmup, ReasonLimit, &p.Warmup},
-		{"par.b", w.B, 0, MaxBytes, ReasonLimit, &p.Bytes},
+		{"par.n", w.N, parallelParam, &p.Parallel},
+		{"par.w", w.W, warmupParam, &p.Warmup},
+		{"par.b", w.B, bytesParam, &p.Bytes},
 	} {
 		if f.v == nil {
 			return missing(f.name)
 		}
-		if *f.v < f.lo || *f.v > f.hi {
+		if lo, hi := f.param.lo, f.param.hi; *f.v < lo || *f.v > hi {
 			reason := ReasonLimit
-			if *f.v < f.lo {
+			if *f.v < lo {
 				reason = ReasonValue
 			}
-			return errorf(reason, "%s is %d, want %d to %d", f.name, *f.v, f.lo, f.hi)
+			return errorf(reason, "%s is %d, want %d to %d", f.name, *f.v, lo, hi)
 		}
 		*f.to = *f.v
 	}
