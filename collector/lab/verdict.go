@@ -464,7 +464,7 @@ func (s SelfCheck) agent(g *queries.Group, r Observed, cal agentCalibration, cal
 			continue
 		}
 		if lossy {
-			c.note("agent %s %.2fR (loss: not checked)", label, got.Percentiles[0].MS/path)
+			c.note("agent %s p50 %.2fR (loss: not checked)", label, msAt(got.Percentiles, 50)/path)
 			continue
 		}
 		if calibrates {
@@ -493,8 +493,12 @@ func GroupsOf(rep *queries.Report) map[string]*queries.Group {
 }
 
 // at is s's percentile p in ms, NaN where the report has none.
-func at(s *queries.Stats, p float64) float64 {
-	for _, q := range s.Percentiles {
+func at(s *queries.Stats, p float64) float64 { return msAt(s.Percentiles, p) }
+
+// msAt is the percentile p of ps in ms, NaN where ps has none: looked up
+// by level, never by its place in the list.
+func msAt(ps []queries.Percentile, p float64) float64 {
+	for _, q := range ps {
 		if q.P == p {
 			return q.MS
 		}
