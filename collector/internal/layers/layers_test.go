@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -67,11 +68,7 @@ func rankOf(pkg string) (int, bool) {
 // browsers); a
 // package the table does not know fails, so that a new one is placed.
 func TestLayers(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc := bufio.NewScanner(bytes.NewReader(goList(t)))
 	seen := 0
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -105,6 +102,26 @@ func TestLayers(t *testing.T) {
 		t.Errorf("go list showed %d rooms, want at least %d", seen, len(rank))
 	}
 }
+
+// goList is every package of the module, a line each: its import path,
+// then its imports. The module is listed once for the tests that read it.
+var goList = func() func(t *testing.T) []byte {
+	var (
+		once sync.Once
+		out  []byte
+		err  error
+	)
+	return func(t *testing.T) []byte {
+		t.Helper()
+		once.Do(func() {
+			out, err = exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"...").Output()
+		})
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		return out
+	}
+}()
 
 func isSupport(pkg string) bool {
 	_, room := rankOf(pkg)
@@ -144,13 +161,14 @@ func TestArchitectureNamesImports(t *testing.T) {
 			}
 		}
 	}
+	listed := map[string][]string{}
+	for line := range strings.Lines(string(goList(t))) {
+		f := strings.Fields(line)
+		listed[strings.TrimPrefix(f[0], module)] = f[1:]
+	}
 	for pkg, deps := range stated {
-		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+pkg).Output()
-		if err != nil {
-			t.Fatalf("go list %s: %v", pkg, err)
-		}
 		var imports []string
-		for _, imp := range strings.Fields(string(out)) {
+		for _, imp := range listed[pkg] {
 			if dep, ok := strings.CutPrefix(imp, module); ok && !strings.HasPrefix(dep, pkg+"/internal/") {
 				imports = append(imports, dep)
 			}
