@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -268,6 +269,137 @@ func TestDecodeInvalid(t *testing.T) {
 			checkReason(t, marshal(t, v), tt.reason)
 		})
 	}
+}
+
+// withDesignParams adds two design parameters the embedding does not have
+// to scriptParamList for the test: gap, 0 to 1000 with default 0, and
+// pause, 0 to 500 with default 50.
+func withDesignParams(t testing.TB) {
+	t.Helper()
+	saved := scriptParamList
+	scriptParamList = append(slices.Clip(saved),
+		designParam("gap", "ms between the batches", 0, 1000, 0, ""),
+		designParam("pause", "ms before the first request", 0, 500, 50, ""))
+	t.Cleanup(func() { scriptParamList = saved })
+}
+
+// A design parameter comes back in par under its name, is checked against
+// its range as n is, and is stored in Params.Extra in canonical form; both
+// decoding paths read it alike (the escaped copy takes the general one).
+// Without the parameter in the embedding's table, its key is refused as
+// any unknown one.
+func TestDecodeDesignParams(t *testing.T) {
+	valid := string(marshal(t, validReport()))
+	const own = `"b":0,"n":3,"ord":"h2first","trg":"load","w":2`
+	if !strings.Contains(valid, `"par":{`+own+`}`) {
+		t.Fatalf("validReport's par is not {%s}: %s", own, valid)
+	}
+	withPar := func(par string) (canonical, escaped []byte) {
+		s := strings.Replace(valid, `"par":{`+own+`}`, `"par":`+par, 1)
+		return []byte(s), []byte(strings.Replace(s, `"site":"shop"`, `"site":"\u0073hop"`, 1))
+	}
+
+	unknown, _ := withPar(`{` + own + `,"gap":100}`)
+	if _, err := Decode(unknown); err == nil || err.Error() != `field: unknown field "gap"` {
+		t.Fatalf("gap before it is a design parameter: %v", err)
+	}
+
+	withDesignParams(t)
+	for _, tc := range []struct {
+		name  string
+		par   string
+		extra string // Params.Extra when accepted
+		err   string // the error, "" when accepted
+		fast  bool   // the canonical body takes the fast path
+	}{
+		{"absent", `{` + own + `}`, "", "", true},
+		{"null", `{` + own + `,"gap":null}`, "", "", false},
+		{"set", `{` + own + `,"gap":100}`, "gap=100", "", true},
+		{"first key", `{"gap":100,` + own + `}`, "gap=100", "", true},
+		{"at its default", `{` + own + `,"gap":0}`, "", "", true},
+		{"at a non-zero default", `{` + own + `,"pause":50}`, "", "", true},
+		{"zero off a non-zero default", `{` + own + `,"pause":0}`, "pause=0", "", true},
+		{"in the table's order", `{` + own + `,"pause":60,"gap":1000}`, "gap=1000,pause=60", "", true},
+		{"one at its default", `{"pause":500,` + own + `,"gap":0}`, "pause=500", "", true},
+		{"above its range", `{` + own + `,"gap":1001}`, "", "limit: par.gap is 1001, want 0 to 1000", true},
+		{"below its range", `{` + own + `,"pause":-1}`, "", "value: par.pause is -1, want 0 to 500", true},
+		{"n above its range, alike", `{"b":0,"n":21,"ord":"h2first","trg":"load","w":2}`, "", "limit: par.n is 21, want 1 to 20", true},
+		{"fraction", `{` + own + `,"gap":1.5}`, "", "field: par.gap: JSON number 1.5 where int belongs", false},
+		{"n a fraction, alike", `{"b":0,"n":2.5,"ord":"h2first","trg":"load","w":2}`, "", "field: par.n: JSON number 2.5 where int belongs", false},
+		{"exponent", `{` + own + `,"gap":1e2}`, "", "field: par.gap: JSON number 1e2 where int belongs", false},
+		{"string", `{` + own + `,"gap":"100"}`, "", "field: par.gap: JSON string where int belongs", false},
+		{"object", `{` + own + `,"gap":{}}`, "", "field: par.gap: JSON object where int belongs", false},
+		{"duplicate", `{` + own + `,"gap":1,"gap":1}`, "", `field: duplicate field "gap"`, false},
+		{"unknown key", `{` + own + `,"zzz":1}`, "", `field: unknown field "zzz"`, false},
+		{"a parameter not of the design", `{` + own + `,"parallel":3}`, "", `field: unknown field "parallel"`, false},
+		{"par not an object", `[]`, "", "field: par: JSON array where beacon.wireParams belongs", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			canonical, escaped := withPar(tc.par)
+			fw, fast := fastDecode(canonical, arenas.Get().(*arena))
+			if fast != tc.fast {
+				t.Errorf("fast path took it: %v, want %v", fast, tc.fast)
+			}
+			if gw, err := decodeWire(canonical); fast && (err != nil || !reflect.DeepEqual(fw, gw)) {
+				t.Errorf("the general path reads %+v (%v), the fast path %+v", gw.Par, err, fw.Par)
+			}
+			var reports []*Report
+			for _, b := range [][]byte{canonical, escaped} {
+				r, err := Decode(b)
+				if err != nil {
+					if err.Error() != tc.err {
+						t.Fatalf("error %q, want %q", err, tc.err)
+					}
+					var de *DecodeError
+					if !errors.As(err, &de) {
+						t.Fatalf("error %v (%T) is not a *DecodeError", err, err)
+					}
+					continue
+				}
+				if tc.err != "" {
+					t.Fatalf("accepted with Extra %q, want error %q", r.Params.Extra, tc.err)
+				}
+				if r.Params.Extra != tc.extra {
+					t.Errorf("Extra %q, want %q", r.Params.Extra, tc.extra)
+				}
+				reports = append(reports, r)
+			}
+			if len(reports) == 2 && !reflect.DeepEqual(reports[0], reports[1]) {
+				t.Errorf("the two paths read\n%+v\n%+v", reports[0].Params, reports[1].Params)
+			}
+		})
+	}
+}
+
+// Each design parameter can come back in par: its name is a key the
+// decoder reads, none of par's own, and the fast path has a bit for it.
+func TestDesignParamsAreParKeys(t *testing.T) {
+	if want := []string{"n", "w", "b", "ord", "trg"}; !slices.Equal(wireParamsKeys, want) {
+		t.Fatalf("par's own keys are %q, want %q: the fast path numbers them so", wireParamsKeys, want)
+	}
+	check := func(t *testing.T) {
+		n := 0
+		for _, p := range scriptParamList {
+			if !p.design {
+				continue
+			}
+			n++
+			if !isKey([]byte(p.Name)) || slices.Contains(wireParamsKeys, p.Name) || p.hi == 0 {
+				t.Errorf("design parameter %q is not an integer parameter under a key of its own", p.Name)
+			}
+		}
+		if len(wireParamsKeys)+n > 16 {
+			t.Errorf("par may carry %d keys, more than an object may have", len(wireParamsKeys)+n)
+		}
+	}
+	t.Run("the embedding's", check)
+	t.Run("with two more", func(t *testing.T) {
+		withDesignParams(t)
+		check(t)
+		if _, i := designIndex("pause"); i != 1 {
+			t.Errorf("pause is design parameter %d, want 1", i)
+		}
+	})
 }
 
 func TestDecodeInvalidJSON(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Encoding: a Report back to wire format v1, for clients other than the
@@ -32,14 +33,19 @@ func wirePhase(p Phase) (string, bool) {
 // Encode renders r in wire format v1. It returns an error when r is not a
 // report Decode accepts — that error is Decode's own *DecodeError, since
 // Encode checks its output by decoding it, which keeps the format's rules
-// in one place (validate.go) — or when a number is NaN or infinite.
+// in one place (validate.go) — or when a number is NaN or infinite, or
+// Params.Extra is not the canonical form Decode gives.
 func Encode(r *Report) ([]byte, error) {
 	b, err := appendReport(make([]byte, 0, 256+200*len(r.Samples)), r)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Decode(b); err != nil {
+	back, err := Decode(b)
+	if err != nil {
 		return nil, err
+	}
+	if back.Params.Extra != r.Params.Extra {
+		return nil, fmt.Errorf("encoding report: par extra %.80q is not in canonical form (it reads back as %q)", r.Params.Extra, back.Params.Extra)
 	}
 	return b, nil
 }
@@ -100,6 +106,9 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	b = appendString(b, p.Order)
 	b = append(b, `,"trg":`...)
 	b = appendString(b, p.Trigger)
+	if b, err = appendExtra(b, p.Extra); err != nil {
+		return nil, err
+	}
 	b = append(b, '}')
 	if b, err = appendClient(b, &r.Client); err != nil {
 		return nil, err
@@ -115,6 +124,28 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 		}
 	}
 	return append(b, "]}"...), nil
+}
+
+// appendExtra appends Params.Extra as par's keys: "gap=100" as
+// ,"gap":100. A pair that is not a design parameter's name and an integer
+// is an error; Decode judges the values, and Encode that the text was the
+// canonical form it reads back.
+func appendExtra(b []byte, extra string) ([]byte, error) {
+	if extra == "" {
+		return b, nil
+	}
+	for kv := range strings.SplitSeq(extra, ",") {
+		name, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if _, i := designIndex(name); !ok || err != nil || i < 0 {
+			return nil, fmt.Errorf("encoding report: par extra %.80q: %.40q is not a design parameter's name=value", extra, kv)
+		}
+		b = append(b, `,"`...)
+		b = append(b, name...)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return b, nil
 }
 
 // appendScriptErrors appends ,"x":{…} with the kinds that have errors, or

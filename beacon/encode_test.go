@@ -238,6 +238,46 @@ func TestEncodeInvalid(t *testing.T) {
 	}
 }
 
+// Params.Extra goes out as par's keys and reads back the same, on the fast
+// path, so that a stored report replays as it came; text that is not the
+// canonical form of the design parameters is an error, never a panic.
+func TestEncodeDesignParams(t *testing.T) {
+	withDesignParams(t)
+	r, err := Decode(marshal(t, validReport()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, extra := range []string{"", "gap=100", "pause=0", "gap=1,pause=49", "gap=1000,pause=500"} {
+		r.Params.Extra = extra
+		b := roundTrip(t, r)
+		if _, ok := fastDecode(b, arenas.Get().(*arena)); !ok {
+			t.Errorf("Extra %q fell back to the general path:\n%s", extra, b)
+		}
+	}
+	for _, tc := range []struct {
+		extra  string
+		reason string // "" when the error is not a *DecodeError
+	}{
+		{"gap", ""}, {"gap=", ""}, {"=1", ""}, {"=", ""}, {",", ""}, {"gap=x", ""}, {"gap=1.5", ""}, {"gap=1=2", ""},
+		{"gap= 1", ""}, {"gap=100,", ""}, {",gap=100", ""}, {"gap=100;pause=1", ""}, {"gap=99999999999999999999", ""},
+		{"zzz=1", ""}, {"parallel=5", ""}, {"n=5", ""}, {"GAP=1", ""}, {`gap":1,"zzz=1`, ""},
+		{"pause=60,gap=100", ""}, {"gap=0", ""}, {"pause=50", ""}, {"gap=0100", ""}, {"gap=+5", ""}, {"gap=-0", ""},
+		{"gap=1001", ReasonLimit}, {"pause=-1", ReasonValue}, {"gap=1,gap=1", ReasonField},
+	} {
+		t.Run(tc.extra, func(t *testing.T) {
+			r.Params.Extra = tc.extra
+			b, err := Encode(r)
+			if err == nil {
+				t.Fatalf("Encode accepted it:\n%s", b)
+			}
+			var de *DecodeError
+			if errors.As(err, &de) != (tc.reason != "") || de != nil && de.Reason != tc.reason {
+				t.Errorf("error %v (%T), want reason %q", err, err, tc.reason)
+			}
+		})
+	}
+}
+
 func TestEncodeHandshakes(t *testing.T) {
 	r, err := Decode(marshal(t, validReport()))
 	if err != nil {

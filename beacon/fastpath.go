@@ -440,7 +440,19 @@ func (p *fastParser) params(w *wireParams) {
 			w.Trg = p.str()
 			return 4
 		}
-		return -1
+		// A design parameter of the embedding: its bit follows the five
+		// (seen has 32).
+		d, i := designIndex(k)
+		if i < 0 || 5+i >= 32 {
+			return -1
+		}
+		if v := p.integer(); v != nil {
+			if w.extra == nil {
+				w.extra = make(map[string]int)
+			}
+			w.extra[d.Name] = *v
+		}
+		return 5 + i
 	})
 }
 

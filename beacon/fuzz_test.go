@@ -96,9 +96,16 @@ func FuzzDecode(f *testing.F) {
 // FuzzFastPath is differential: whatever the fast path accepts, the
 // general path (encoding/json and the key checks) must accept too, with
 // the very same wire values, so that Decode's verdicts do not depend on
-// which path ran. Run: go test ./beacon -fuzz FuzzFastPath -fuzztime 30s
+// which path ran. Two design parameters are added to the embedding's, so
+// that par's keys beyond its own are read too.
+// Run: go test ./beacon -fuzz FuzzFastPath -fuzztime 30s
 func FuzzFastPath(f *testing.F) {
+	withDesignParams(f)
 	f.Add(marshal(f, validReport()))
+	design := validReport()
+	design["par"].(map[string]any)["gap"] = 100
+	design["par"].(map[string]any)["pause"] = 50
+	f.Add(marshal(f, design))
 	minimal := validReport()
 	delete(minimal, "c")
 	f.Add(marshal(f, minimal))
@@ -113,6 +120,8 @@ func FuzzFastPath(f *testing.F) {
 		`{"v":1,"x":{"idle":1,"warmup":2,"batch":3,"timing":4,"send":5}}`, `{"v":1,"x":{}}`, `{"v":1,"x":{"batch":1,"batch":1}}`,
 		`{"v":1,"x":{"boot":1}}`, `{"v":1,"x":{"send":1.0}}`, `{"v":1,"x":{"send":"1"}}`, `{"v":1,"x":[]}`, `{"v":1,"x":null}`,
 		`{"v":1,"c":{"et":"slow-2g"}}`, `{"v":1,"c":{"et":"=HYPERLINK(1)"}}`, `{"v":1,"c":{"et":""}}`, `{"v":1,"c":{"et":4}}`,
+		`{"v":1,"par":{"gap":1}}`, `{"v":1,"par":{"pause":-1,"gap":1001}}`, `{"v":1,"par":{"gap":1,"gap":2}}`, `{"v":1,"par":{"gap":null}}`,
+		`{"v":1,"par":{"gap":1.5}}`, `{"v":1,"par":{"gap":"1"}}`, `{"v":1,"par":{"zzz":1}}`, `{"v":1,"par":{"parallel":1}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -242,6 +242,22 @@ func TestProtocolStatesConstants(t *testing.T) {
 	})
 }
 
+// The embedding's table says which parameters come back in par.
+func TestEmbeddingTableMarksDesignParams(t *testing.T) {
+	withDesignParams(t)
+	rows := map[string]string{}
+	for line := range strings.Lines(embeddingTable()) {
+		if cells := strings.Split(line, "|"); len(cells) > 3 {
+			rows[strings.Trim(strings.TrimSpace(cells[1]), "`")] = cells[3]
+		}
+	}
+	for name, want := range map[string]bool{"gap": true, "pause": true, "parallel": false, "bytes": false} {
+		if got := strings.Contains(rows[name], "reported in `par` as `"+name+"`"); got != want {
+			t.Errorf("the row of %s: %q; marked as reported in par: %v, want %v", name, rows[name], got, want)
+		}
+	}
+}
+
 // TestServerTimingMetricsAreWireKeys ties the metric names to the sample's
 // "sv" object: each metric alone in an sv is read by both decoding paths
 // into a field of ServerTiming that differs from NoServerTiming's, Encode

@@ -34,7 +34,11 @@ func WriteProtocolTables(doc string) (string, error) {
 func embeddingTable() string {
 	rows := [][]string{{"parameter", "default", "meaning"}}
 	for _, p := range scriptParamList {
-		rows = append(rows, []string{"`" + p.Name + "`", p.Default, p.Meaning})
+		meaning := p.Meaning
+		if p.design {
+			meaning += "; reported in `par` as `" + p.Name + "`"
+		}
+		rows = append(rows, []string{"`" + p.Name + "`", p.Default, meaning})
 	}
 	width := make([]int, len(rows[0]))
 	for _, r := range rows {

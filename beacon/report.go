@@ -82,6 +82,13 @@ type Params struct {
 	Bytes    int    // probe response body size
 	Order    string // "h2first" or "h3first": which parallel batch started first
 	Trigger  string // "load" or "manual"
+	// Extra are the run's other design parameters (ScriptParam.design),
+	// in canonical form: name=value pairs, joined by "," in the order of
+	// the embedding's table, each left out at its default, as an absent
+	// key in par means: "" is a run at every default, as is every run of
+	// a script that reports none. Runs with other Extra measured something
+	// else.
+	Extra string
 }
 
 // Client is what the browser says about itself, where it says it.

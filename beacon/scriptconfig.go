@@ -41,6 +41,12 @@ type ScriptParam struct {
 	// An integer parameter's range and default, which the script's build
 	// receives (ScriptDefine); hi is 0 for the others.
 	lo, hi, def int
+	// design marks an integer parameter that changes what a run measures:
+	// the script reports its value back in par under the parameter's own
+	// name, and runs that differ in it are kept apart (Params.Extra).
+	// parallel, warmup and bytes are reported too, as n, w and b, each in
+	// a field of its own.
+	design bool
 }
 
 // Usage is the parameter's help line: its meaning and default as plain
@@ -134,6 +140,34 @@ func intParam(name, what string, lo, hi, def int, note string) ScriptParam {
 		check:   checkInt(lo, hi),
 		lo:      lo, hi: hi, def: def,
 	}
+}
+
+// designParam is an integer parameter of the design (ScriptParam.design):
+// a new one needs its line in scriptParamList and its reading in the
+// script (src/core.js, src/h3rum.js), and the collector checks, stores and
+// re-encodes it by its name.
+func designParam(name, what string, lo, hi, def int, note string) ScriptParam {
+	p := intParam(name, what, lo, hi, def, note)
+	p.design = true
+	return p
+}
+
+// designIndex returns the design parameter called name and its place among
+// the design parameters, or -1. It scans scriptParamList, a dozen entries,
+// on each call, so that a parameter added to the list (as tests do) is
+// known at once.
+func designIndex(name string) (ScriptParam, int) {
+	k := 0
+	for _, p := range scriptParamList {
+		if !p.design {
+			continue
+		}
+		if p.Name == name {
+			return p, k
+		}
+		k++
+	}
+	return ScriptParam{}, -1
 }
 
 // sizeText writes n as PROTOCOL.md does: a whole number of MiB as such

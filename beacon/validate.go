@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -113,12 +114,8 @@ func (w *wireParams) params(p *Params) error {
 		if f.v == nil {
 			return missing(f.name)
 		}
-		if lo, hi := f.param.lo, f.param.hi; *f.v < lo || *f.v > hi {
-			reason := ReasonLimit
-			if *f.v < lo {
-				reason = ReasonValue
-			}
-			return errorf(reason, "%s is %d, want %d to %d", f.name, *f.v, lo, hi)
+		if err := checkParam(f.name, *f.v, f.param); err != nil {
+			return err
 		}
 		*f.to = *f.v
 	}
@@ -136,6 +133,42 @@ func (w *wireParams) params(p *Params) error {
 		return errorf(ReasonValue, `par.trg %.20q, want "load" or "manual"`, *w.Trg)
 	}
 	p.Trigger = *w.Trg
+	if w.extra == nil {
+		return nil
+	}
+	var extra []byte
+	for _, d := range scriptParamList {
+		v, ok := w.extra[d.Name]
+		if !d.design || !ok {
+			continue
+		}
+		if err := checkParam("par."+d.Name, v, d); err != nil {
+			return err
+		}
+		if v == d.def {
+			continue
+		}
+		if len(extra) > 0 {
+			extra = append(extra, ',')
+		}
+		extra = append(extra, d.Name...)
+		extra = append(extra, '=')
+		extra = strconv.AppendInt(extra, int64(v), 10)
+	}
+	p.Extra = string(extra)
+	return nil
+}
+
+// checkParam checks a value par reports against the range of the
+// embedding's parameter p; name is its path in the report.
+func checkParam(name string, v int, p ScriptParam) error {
+	if v < p.lo || v > p.hi {
+		reason := ReasonLimit
+		if v < p.lo {
+			reason = ReasonValue
+		}
+		return errorf(reason, "%s is %d, want %d to %d", name, v, p.lo, p.hi)
+	}
 	return nil
 }
 

@@ -44,6 +44,9 @@ type (
 		B   *int    `json:"b"`
 		Ord *string `json:"ord"`
 		Trg *string `json:"trg"`
+		// extra holds the design parameters sent, by name; nil when
+		// there are none.
+		extra map[string]int
 	}
 	wireClient struct {
 		BR  [][]string `json:"br"`
@@ -126,6 +129,65 @@ func (w *wireServer) UnmarshalJSON(b []byte) error {
 			return err
 		}
 		w.sent |= 1 << i
+	}
+	return nil
+}
+
+// wireParamsKeys are par's own keys, as wireParams' tags name them.
+var wireParamsKeys = func() (keys []string) {
+	t := reflect.TypeFor[wireParams]()
+	for i := range t.NumField() {
+		if k := t.Field(i).Tag.Get("json"); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}()
+
+// UnmarshalJSON is the general path's reading of par: its own keys as
+// encoding/json reads a struct, and each design parameter of the embedding
+// (ScriptParam.design) under its name as an integer (null as if absent).
+// Any other key fails as encoding/json's DisallowUnknownFields would, a
+// wrong type with the key's path, as wireServer's does.
+func (w *wireParams) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &json.UnmarshalTypeError{Value: te.Value, Type: reflect.TypeFor[wireParams](), Offset: te.Offset}
+		}
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if slices.Contains(wireParamsKeys, k) {
+			continue
+		}
+		if _, i := designIndex(k); i < 0 {
+			return fmt.Errorf("json: unknown field %q", k)
+		}
+	}
+	type fields wireParams // without this method: encoding/json's reading
+	if err := json.Unmarshal(b, (*fields)(w)); err != nil {
+		return err
+	}
+	for _, p := range scriptParamList {
+		v, ok := raw[p.Name]
+		if !p.design || !ok || string(v) == "null" {
+			continue
+		}
+		var n int
+		if err := json.Unmarshal(v, &n); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				te.Field = p.Name
+				return te
+			}
+			return err
+		}
+		if w.extra == nil {
+			w.extra = make(map[string]int)
+		}
+		w.extra[p.Name] = n
 	}
 	return nil
 }
