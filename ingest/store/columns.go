@@ -68,6 +68,7 @@ func sampleColumns() []column {
 		runCol("param_parallel", "UInt8", func(r r) uint8 { return clampU8(r.Report.Params.Parallel) }),
 		runCol("param_warmup", "UInt8", func(r r) uint8 { return clampU8(r.Report.Params.Warmup) }),
 		runCol("param_bytes", "UInt32", func(r r) uint32 { return clampU32(r.Report.Params.Bytes) }),
+		runCol("param_extra", "String", func(r r) string { return r.Report.Params.Extra }),
 		runCol("param_order", "Enum8('h2first' = 1, 'h3first' = 2)", func(r r) int8 { return orderValue(r.Report.Params.Order) }),
 		runCol("param_trigger", "Enum8('load' = 1, 'manual' = 2)", func(r r) int8 { return triggerValue(r.Report.Params.Trigger) }),
 		runCol("continent", "String", func(r r) string { return r.Geo.Continent }),

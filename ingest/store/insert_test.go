@@ -36,7 +36,7 @@ func goldenRuns(t testing.TB) []*Run {
 	odd := &Run{Report: decode(beacontest.Run{ID: strings.Repeat("2", 32), Site: "b.example", Parallel: 3}),
 		Received: at.Add(time.Hour), Enrichment: Enrichment{Browser: "Firefox", BrowserMajor: 140, Bot: true}}
 	odd.Report.BeaconVersion = "12.3.4"
-	odd.Report.Params.Order, odd.Report.Params.Trigger = "h2first", "manual"
+	odd.Report.Params.Order, odd.Report.Params.Trigger, odd.Report.Params.Extra = "h2first", "manual", "gap=100"
 	odd.Report.Client.Mobile = true
 	for i := range odd.Report.Samples {
 		s := &odd.Report.Samples[i]

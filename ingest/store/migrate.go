@@ -64,7 +64,9 @@ func steps(t *template.Template, dir string, d dialect) ([]Migration, error) {
 			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, base, v)
 		}
 		seen[v] = base
-		sql, err := render(t, n, d)
+		at := d
+		at.Step = v
+		sql, err := render(t, n, at)
 		if err != nil {
 			return nil, err
 		}

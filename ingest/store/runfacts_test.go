@@ -24,10 +24,14 @@ func TestRunFactsCopyMatchesView(t *testing.T) {
 	runs := firstContactRuns(t, at)
 	// The rows as today's Batch writes them hold the columns of later
 	// steps (samples.run_flags, 0049), which the release before run_facts
-	// lacked; step 0048 then applied as released.
+	// lacked; step 0048 then applied as released, and the steps after it.
 	released := releasedDB(t, withTodaysColumns(t, upTo(47)))
 	insertRuns(t, released, runs)
 	applyReleased(t, released, "migrations", func(v int) bool { return v == 48 }, nil)
+	// The steps after it add what run_facts holds since (param_extra, 0056).
+	if _, err := store.Migrate(context.Background(), released); err != nil {
+		t.Fatal(err)
+	}
 	fresh := storetest.DB(t)
 	insertRuns(t, fresh, runs)
 	copied, viewed := runFacts(t, released), runFacts(t, fresh)

@@ -37,7 +37,17 @@ var schemaOrder = []string{"samples", "samples_rollup", "samples_rollup_mv", "ne
 type dialect struct {
 	Cluster  string
 	Database string
+	// Step is the version of the migration step being rendered, 0 for the
+	// current schema: a schema/ file that a released step renders keeps
+	// the text it had then (Since).
+	Step int
 }
+
+// Since reports whether what the step of version v added to the schema
+// belongs in what is rendered: always in the current schema, and in the
+// steps from v on. (cluster/'s steps, numbered apart, all come before
+// firstSharedStep and so before any v that uses this.)
+func (d dialect) Since(v int) bool { return d.Step == 0 || d.Step >= v }
 
 // OnCluster is the ON CLUSTER clause of DDL, "" on one server.
 func (d dialect) OnCluster() string {
@@ -95,6 +105,18 @@ type sharded struct {
 // Over returns d for the Distributed table over table's local ones,
 // sharded by key (none: "").
 func (d dialect) Over(table, key string) sharded { return sharded{d, table, key} }
+
+// reading is a dialect with the table a SELECT reads From, for a
+// definition shared by a view and a migration's copy (schema/
+// run_facts_mv.sql's "run facts from").
+type reading struct {
+	dialect
+	From string
+}
+
+// Reading returns d for a SELECT from table (a name as Name or Local
+// gives it).
+func (d dialect) Reading(table string) reading { return reading{d, table} }
 
 // hourly is a dialect with one hourly table's engine Kind, Table and
 // sorting key Order, for schema/hourly.sql's "hourly table".

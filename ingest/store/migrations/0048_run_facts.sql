@@ -13,5 +13,5 @@ INSERT INTO {{.Name "run_facts"}} (time, site, run_id, continent, country, subdi
                   param_parallel, param_bytes, param_warmup, beacon_major, beacon_version, bot,
                   h3_wanted, first_known, first_h3, later_h3,
                   script_errors_idle, script_errors_warmup, script_errors_batch, script_errors_timing, script_errors_send)
-{{- template "run facts from" (.Name "samples")}};
+{{- template "run facts from" (.Reading (.Name "samples"))}};
 {{template "schema/run_facts_mv.sql" .}}

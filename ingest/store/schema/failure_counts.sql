@@ -12,7 +12,7 @@
 -- of earlier failures (migration 0053) by site and hour.
 CREATE TABLE IF NOT EXISTS {{.Local "failure_counts"}}{{.OnCluster}}
 (
-{{template "hourly key"}}
+{{template "hourly key" .}}
     bot             UInt8,
     want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
     error           String,

@@ -4,8 +4,8 @@
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "failure_counts_mv"}}{{.OnCluster}} TO {{.Local "failure_counts"}} AS
 SELECT
     toStartOfHour(time) AS hour,
-    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error,
+    site, continent, country, {{template "design" .}}, bot, want, error,
     count() AS failures
 FROM {{.Local "samples"}}
 WHERE error != '' AND phase = 'parallel' AND source = 'browser'
-GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error
+GROUP BY hour, site, continent, country, {{template "design" .}}, bot, want, error

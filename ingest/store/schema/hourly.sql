@@ -17,12 +17,20 @@
     param_parallel  UInt8,
     param_bytes     UInt32,
     param_warmup    UInt8,
-    beacon_major    UInt16,{{end}}
+    beacon_major    UInt16,
+{{- if .Since 56}}
+    param_extra     String,
+{{- end}}{{end}}
 {{define "hourly table"}}    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
 )
 ENGINE = {{.Engine .Kind .Table}}
 PARTITION BY toYYYYMM(hour)
+{{- if .Since 56}}
+PRIMARY KEY ({{.Order}})
+ORDER BY ({{.Order}}, param_extra)
+{{- else}}
 ORDER BY ({{.Order}})
+{{- end}}
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 {{- if .Cluster}};
 {{template "schema/distributed.sql" (.Over .Table "cityHash64(site, hour)")}}{{end}}
@@ -32,3 +40,6 @@ SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 DROP TABLE IF EXISTS {{.Name .Table}}{{.OnCluster}};
 {{- end}}
 DROP TABLE IF EXISTS {{.Local .Table}}{{.OnCluster}}{{end}}
+{{- /* The design columns, in the order every hourly key and per-run row
+holds them: what a report never pools across (queries.Design). */ -}}
+{{define "design"}}param_parallel, param_bytes, param_warmup, beacon_major{{if .Since 56}}, param_extra{{end}}{{end}}

@@ -12,7 +12,7 @@
 -- of earlier hours (migration 0054) by site and hour.
 CREATE TABLE IF NOT EXISTS {{.Local "itt_rollup"}}{{.OnCluster}}
 (
-{{template "hourly key"}}
+{{template "hourly key" .}}
     want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
     failed          UInt8,
     bot             UInt8,

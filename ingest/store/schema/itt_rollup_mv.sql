@@ -7,9 +7,9 @@
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "itt_rollup_mv"}}{{.OnCluster}} TO {{.Local "itt_rollup"}} AS
 SELECT
     toStartOfHour(time) AS hour,
-    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, toUInt8(error != '') AS failed, bot,
+    site, continent, country, {{template "design" .}}, want, toUInt8(error != '') AS failed, bot,
     countState() AS samples,
     quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(if(error = '', duration_ms, toFloat32({{.RequestTimeoutMS}}))) AS duration
 FROM {{.Local "samples"}}
 WHERE phase = 'parallel' AND source = 'browser'
-GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, failed, bot
+GROUP BY hour, site, continent, country, {{template "design" .}}, want, failed, bot

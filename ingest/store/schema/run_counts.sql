@@ -17,7 +17,7 @@
 -- runs (migration 0051) by site and hour; reads sum every shard's rows.
 CREATE TABLE IF NOT EXISTS {{.Local "run_counts"}}{{.OnCluster}}
 (
-{{template "hourly key"}}
+{{template "hourly key" .}}
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
     bot             UInt8,
     exclusions      UInt8,

@@ -7,7 +7,7 @@
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "run_counts_mv"}}{{.OnCluster}} TO {{.Local "run_counts"}} AS
 SELECT
     toStartOfHour(time) AS hour,
-    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions,
+    site, continent, country, {{template "design" .}}, param_order, bot, exclusions,
     count() AS runs,
     countIf(bitAnd(run_flags, {{.RunFlag "h2"}}) != 0) AS runs_h2,
     countIf(bitAnd(run_flags, {{.RunFlag "h3"}}) != 0) AS runs_h3,
@@ -22,4 +22,4 @@ SELECT
     countIf(bitAnd(run_flags, {{.RunFlag "h3_short"}}) != 0) AS runs_h3_short
 FROM {{.Local "samples"}}
 WHERE bitAnd(run_flags, {{.RunFlag "counted"}}) != 0 AND phase = 'parallel' AND source = 'browser'
-GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions
+GROUP BY hour, site, continent, country, {{template "design" .}}, param_order, bot, exclusions

@@ -23,6 +23,9 @@ CREATE TABLE IF NOT EXISTS {{.Local "run_fact_counts"}}{{.OnCluster}}
     param_bytes     UInt32,
     param_warmup    UInt8,
     beacon_major    UInt16,
+{{- if .Since 56}}
+    param_extra     String,
+{{- end}}
     beacon_version  String,
     runs            UInt64,
     runs_h3_wanted  UInt64,

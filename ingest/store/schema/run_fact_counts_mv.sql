@@ -4,7 +4,7 @@
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "run_fact_counts_mv"}}{{.OnCluster}} TO {{.Local "run_fact_counts"}} AS
 SELECT
     toStartOfHour(time) AS hour,
-    site, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version,
+    site, continent, country, browser, bot, {{template "design" .}}, beacon_version,
     count() AS runs,
     countIf(bitAnd(run_flags, {{.RunFlag "h3_wanted"}}) != 0) AS runs_h3_wanted,
     countIf(bitAnd(run_flags, {{.RunFlag "first_h3"}}) != 0) AS runs_first_h3,
@@ -18,4 +18,4 @@ SELECT
     sum(toUInt64(script_errors_send)) AS errors_send
 FROM {{.Local "samples"}}
 WHERE bitAnd(run_flags, {{.RunFlag "facts"}}) != 0 AND source = 'browser'
-GROUP BY hour, site, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version
+GROUP BY hour, site, continent, country, browser, bot, {{template "design" .}}, beacon_version

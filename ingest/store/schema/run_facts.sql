@@ -18,7 +18,7 @@
 -- a constant, as in the runs table.
 CREATE TABLE IF NOT EXISTS {{.Local "run_facts"}}{{.OnCluster}}
 (
-{{template "run columns"}}
+{{template "run columns" .}}
     collector       String,
     beacon_version  String,
     bot             UInt8,

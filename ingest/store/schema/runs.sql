@@ -13,7 +13,7 @@
 -- source is a constant, like the rollup's.
 CREATE TABLE IF NOT EXISTS {{.Local "runs"}}{{.OnCluster}}
 (
-{{template "run columns"}}
+{{template "run columns" .}}
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
     bot             UInt8,
     exclusions      UInt8,
@@ -46,7 +46,10 @@ are (the table's view writes each run's row to the shard of its samples). */ -}}
     param_parallel  UInt8,
     param_bytes     UInt32,
     param_warmup    UInt8,
-    beacon_major    UInt16,{{end}}
+    beacon_major    UInt16,
+{{- if .Since 56}}
+    param_extra     String,
+{{- end}}{{end}}
 {{define "per-run table"}}    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
 )
 ENGINE = {{.Engine "ReplacingMergeTree" .Table}}

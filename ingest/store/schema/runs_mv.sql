@@ -3,7 +3,7 @@
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "runs_mv"}}{{.OnCluster}} TO {{.Local "runs"}} AS
 SELECT
     time, site, run_id, continent, country, subdivision, asn, browser, ect,
-    param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions,
+    {{template "design" .}}, param_order, bot, exclusions,
     toUInt16(countIf(want = 'h3')) AS h3n,
     toUInt16(countIf(want = 'h3' AND outcome = 'h3' AND error = '')) AS h3ok,
     toUInt16(countIf(cold = 1 AND want = 'h2')) AS cold_h2,
@@ -21,4 +21,4 @@ WHERE phase = 'parallel' AND source = 'browser'
 -- exclusions): grouped by, not aggregated, so that no alias repeats a
 -- column name.
 GROUP BY time, site, run_id, continent, country, subdivision, asn, browser, ect,
-         param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions
+         {{template "design" .}}, param_order, bot, exclusions

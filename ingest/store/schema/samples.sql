@@ -67,6 +67,9 @@ CREATE TABLE IF NOT EXISTS {{.Local "samples"}}{{.OnCluster}}
     param_parallel       UInt8,
     param_warmup         UInt8,
     param_bytes          UInt32,
+{{- if .Since 55}}
+    param_extra          String,
+{{- end}}
     param_order          Enum8('h2first' = 1, 'h3first' = 2),
     param_trigger        Enum8('load' = 1, 'manual' = 2),
 {{template "enrichment columns"}}

@@ -16,7 +16,7 @@
 -- and the rollup alike.
 CREATE TABLE IF NOT EXISTS {{.Local "samples_rollup"}}{{.OnCluster}}
 (
-{{template "hourly key"}}
+{{template "hourly key" .}}
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
     outcome         Enum8('other' = 0, 'h2' = 1, 'h3' = 2, 'wanted_h3_got_h2' = 3),
     want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
@@ -29,11 +29,17 @@ CREATE TABLE IF NOT EXISTS {{.Local "samples_rollup"}}{{.OnCluster}}
 )
 ENGINE = {{.Engine "AggregatingMergeTree" "samples_rollup"}}
 PARTITION BY toYYYYMM(hour)
+{{- if .Since 56}}
+PRIMARY KEY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions)
+ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions, param_extra)
+{{- else}}
 ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions)
+{{- end}}
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 {{- if .Cluster}};
 -- Cluster mode: the rollup as reports read it, every shard's part of every
--- hour. Nothing inserts into it (the view writes to the local tables, on
--- the replica that receives an insert; replication copies the result), so
--- it needs no sharding key.
-{{template "schema/distributed.sql" (.Over "samples_rollup" "")}}{{end}}
+-- hour. The view writes to the local tables, on the replica that receives
+-- an insert (replication copies the result); only a migration's rebuild
+-- inserts into it (0055), spread by site and hour as the hourly tables'.
+{{if .Since 56}}{{template "schema/distributed.sql" (.Over "samples_rollup" "cityHash64(site, hour)")}}
+{{- else}}{{template "schema/distributed.sql" (.Over "samples_rollup" "")}}{{end}}{{end}}

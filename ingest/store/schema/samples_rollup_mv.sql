@@ -3,12 +3,16 @@
 -- visitors'). A failed request is counted at the script's timeout
 -- (beacon.RequestTimeoutMS).
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "samples_rollup_mv"}}{{.OnCluster}} TO {{.Local "samples_rollup"}} AS
+{{template "samples rollup from" (.Reading (.Local "samples"))}}
+
+{{- define "samples rollup from"}}
 SELECT
     toStartOfHour(time) AS hour,
-    site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, toUInt8(error != '') AS failed, exclusions,
+    site, continent, country, {{template "design" .}}, param_order, outcome, want, toUInt8(error != '') AS failed, exclusions,
     countState() AS samples,
     uniqHLL12State(run_id) AS runs,
     quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(if(error = '', duration_ms, toFloat32({{.RequestTimeoutMS}}))) AS duration
-FROM {{.Local "samples"}}
+FROM {{.From}}
 WHERE phase = 'parallel' AND source = 'browser'
-GROUP BY hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions
+GROUP BY hour, site, continent, country, {{template "design" .}}, param_order, outcome, want, failed, exclusions
+{{- end}}
