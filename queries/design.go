@@ -3,6 +3,7 @@ package queries
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -14,16 +15,21 @@ import (
 // body takes longer, more warm-ups warm more, a new script measures
 // differently).
 type Design struct {
-	Parallel    int  `json:"parallel"`      // requests per batch (data-parallel)
-	Bytes       int  `json:"bytes"`         // probe body size (data-bytes)
-	Warmup      int  `json:"warmup"`        // warm-ups to the H3 origin (data-warmup)
-	BeaconMajor int  `json:"beacon_major"`  // the script's major version
-	Set         bool `json:"-"`             // chosen by the caller rather than the most common
-	All         bool `json:"all,omitempty"` // every design pooled, on request
+	Parallel    int `json:"parallel"`     // requests per batch (data-parallel)
+	Bytes       int `json:"bytes"`        // probe body size (data-bytes)
+	Warmup      int `json:"warmup"`       // warm-ups to the H3 origin (data-warmup)
+	BeaconMajor int `json:"beacon_major"` // the script's major version
+	// Extra is the design parameters the script reported beyond the first
+	// three, as stored (beacon.Params.Extra: "name=value,…", defaults left
+	// out), "" for none.
+	Extra string `json:"extra,omitempty"`
+	Set   bool   `json:"-"`             // chosen by the caller rather than the most common
+	All   bool   `json:"all,omitempty"` // every design pooled, on request
 }
 
-// ParseDesign reads "parallel,bytes,warmup,major" (e.g. "5,0,2,1"), "all",
-// or "" (the most common design).
+// ParseDesign reads "parallel,bytes,warmup,major[,name=value…]" (e.g.
+// "5,0,2,1", or "5,0,2,1,gap=100" with an Extra), "all", or "" (the most
+// common design).
 func ParseDesign(s string) (Design, error) {
 	switch s = strings.TrimSpace(s); s {
 	case "":
@@ -32,36 +38,61 @@ func ParseDesign(s string) (Design, error) {
 		return Design{All: true}, nil
 	}
 	parts := strings.Split(s, ",")
-	if len(parts) != 4 {
-		return Design{}, invalid("design %.40q: want parallel,bytes,warmup,major (e.g. 5,0,2,1) or all", s)
+	if len(parts) < 4 {
+		return Design{}, invalid("design %.40q: want parallel,bytes,warmup,major[,name=value…] (e.g. 5,0,2,1) or all", s)
 	}
 	var v [4]int
-	for i, p := range parts {
+	for i, p := range parts[:4] {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || n < 0 || n > 1<<30 {
 			return Design{}, invalid("design %.40q: %q is not a count", s, p)
 		}
 		v[i] = n
 	}
-	return Design{Parallel: v[0], Bytes: v[1], Warmup: v[2], BeaconMajor: v[3], Set: true}, nil
+	extra := strings.Join(parts[4:], ",")
+	if !validExtra(extra) || (extra == "" && len(parts) > 4) {
+		return Design{}, invalid("design %.40q: want name=integer after the major version", s)
+	}
+	return Design{Parallel: v[0], Bytes: v[1], Warmup: v[2], BeaconMajor: v[3], Extra: extra, Set: true}, nil
 }
+
+// extraParam is the form of a design's Extra as the collector stores it:
+// parameters' names and integers, name=value joined by ",", or "".
+// Nothing else reaches the query text.
+var extraParam = regexp.MustCompile(`^([a-z][a-z0-9_]{0,31}=-?[0-9]{1,10}(,[a-z][a-z0-9_]{0,31}=-?[0-9]{1,10}){0,15})?$`)
+
+// validExtra reports whether extra has the form of a stored Extra.
+func validExtra(extra string) bool { return len(extra) <= 1024 && extraParam.MatchString(extra) }
 
 // String is the design in ParseDesign's form.
 func (d Design) String() string {
 	if d.All {
 		return "all"
 	}
-	return fmt.Sprintf("%d,%d,%d,%d", d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor)
+	s := fmt.Sprintf("%d,%d,%d,%d", d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor)
+	if d.Extra != "" {
+		s += "," + d.Extra
+	}
+	return s
 }
 
-// sql is the design as a condition on samples or samples_rollup columns.
-// Only integers reach the query text.
+// designKeySQL is the design of a row of any table keyed by it, in
+// ParseDesign's form.
+const designKeySQL = "concat(toString(param_parallel), ',', toString(param_bytes), ',', toString(param_warmup), ',', toString(beacon_major), " +
+	"if(param_extra = '', '', concat(',', param_extra)))"
+
+// sql is the design as a condition on the columns every table keyed by it
+// has. Only integers and an Extra of checked parts (ParseDesign, or read
+// from the tables) reach the query text.
 func (d Design) sql() string {
 	if d.All {
 		return "1"
 	}
-	return fmt.Sprintf("(param_parallel = %d AND param_bytes = %d AND param_warmup = %d AND beacon_major = %d)",
-		d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor)
+	if !validExtra(d.Extra) {
+		return "0" // no run stores such an Extra
+	}
+	return fmt.Sprintf("(param_parallel = %d AND param_bytes = %d AND param_warmup = %d AND beacon_major = %d AND param_extra = '%s')",
+		d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor, d.Extra)
 }
 
 // DesignCount is one design seen in the window and its runs.
@@ -91,12 +122,13 @@ func designs(ctx context.Context, conn driver.Conn, o *Options, w window) ([]Des
 			par, warm uint8
 			bytes     uint32
 			major     uint16
+			extra     string
 			runs      uint64
 		)
-		if err := rows.Scan(&par, &bytes, &warm, &major, &runs); err != nil {
+		if err := rows.Scan(&par, &bytes, &warm, &major, &extra, &runs); err != nil {
 			return nil, fmt.Errorf("listing designs: %w", err)
 		}
-		out = append(out, DesignCount{Design: Design{Parallel: int(par), Bytes: int(bytes), Warmup: int(warm), BeaconMajor: int(major)}, Runs: int(runs)})
+		out = append(out, DesignCount{Design: Design{Parallel: int(par), Bytes: int(bytes), Warmup: int(warm), BeaconMajor: int(major), Extra: extra}, Runs: int(runs)})
 	}
 	return out, rows.Err()
 }

@@ -46,6 +46,9 @@ func (r *Report) DesignText() string {
 		return "all designs pooled"
 	}
 	s := fmt.Sprintf("design: %d parallel, %d bytes, %d warm-ups, script v%d", d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor)
+	if d.Extra != "" {
+		s += ", " + strings.ReplaceAll(d.Extra, ",", ", ")
+	}
 	if n := len(r.Designs) - 1; n > 0 {
 		s += fmt.Sprintf(" (%d other design(s) in the window: --design)", n)
 	}

@@ -34,8 +34,8 @@ const (
 )
 
 // grafanaDesignSQL is /*DESIGN*/ for the design variable, in ParseDesign's
-// form ("5,0,2,1").
-const grafanaDesignSQL = "(concat(toString(param_parallel), ',', toString(param_bytes), ',', toString(param_warmup), ',', toString(beacon_major)) = " + grafanaDesign + " AND source = 'browser')"
+// form ("5,0,2,1", or "5,0,2,1,gap=100").
+const grafanaDesignSQL = "(" + designKeySQL + " = " + grafanaDesign + " AND source = 'browser')"
 
 var sqlLineComment = regexp.MustCompile(`(?m)^\s*--.*\n`)
 
@@ -185,8 +185,8 @@ func GrafanaDashboard() ([]byte, error) {
 			map[string]any{"name": "datasource", "label": "ClickHouse", "type": "datasource", "query": GrafanaDatasource,
 				"current": map[string]any{}, "hide": 0, "refresh": 1, "regex": "", "options": []any{}},
 			variable("site", "site", "SELECT DISTINCT site FROM samples_rollup ORDER BY site", true),
-			variable("design", "design (parallel,bytes,warmup,major)",
-				"SELECT concat(toString(param_parallel), ',', toString(param_bytes), ',', toString(param_warmup), ',', toString(beacon_major))\nFROM\n(\n"+
+			variable("design", "design (parallel,bytes,warmup,major[,name=value…])",
+				"SELECT "+designKeySQL+"\nFROM\n(\n"+
 					designs+"\n)", false),
 		}},
 		"panels": list,

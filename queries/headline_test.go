@@ -53,7 +53,7 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		if plant != nil {
 			plant(&run)
 		}
-		if run.Report.Params.Bytes == 0 {
+		if run.Report.Params.Bytes == 0 && run.Report.Params.Extra == "" {
 			fresh++
 			if i%2 == 0 {
 				resumed++
@@ -90,6 +90,9 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		mk(300+i, 5, 5, func(r *store.Run) { r.Report.Partial = true })
 		// A second design: a bigger body, much slower.
 		mk(400+i, 2000, 2000, func(r *store.Run) { r.Report.Params.Bytes = 100000 })
+		// A third: the same batch, body and warm-ups, but a design
+		// parameter beyond them (beacon.Params.Extra), slower still.
+		mk(450+i, 2500, 2500, func(r *store.Run) { r.Report.Params.Extra = "gap=100" })
 		// A failed request: left out of the headline, counted at the
 		// timeout in the intention-to-treat view.
 		mk(500+i, 100, 80, func(r *store.Run) {
@@ -108,12 +111,21 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		if rep.Design.Bytes != 0 || len(rep.Designs) != 2 {
-			t.Errorf("%s: design %+v of %+v, want the clean one (bytes 0) of two", src, rep.Design, rep.Designs)
-		} else if rep.Designs[0].Runs != clean+4*traps || rep.Designs[1].Runs != traps {
+		if rep.Design.Bytes != 0 || rep.Design.Extra != "" || len(rep.Designs) != 3 {
+			t.Errorf("%s: design %+v of %+v, want the clean one (bytes 0, no extra) of three", src, rep.Design, rep.Designs)
+		} else if rep.Designs[0].Runs != clean+4*traps || rep.Designs[1].Runs != traps || rep.Designs[1].Extra != "gap=100" ||
+			rep.Designs[2].Runs != traps || rep.Designs[2].Bytes != 100000 {
 			// Exact counts of every run with parallel requests: the clean
 			// ones and the fallback, cold, partial and failed traps.
-			t.Errorf("%s: designs %+v, want %d and %d runs", src, rep.Designs, clean+4*traps, traps)
+			t.Errorf("%s: designs %+v, want %d runs, then %d with gap=100, then %d with 100000 bytes", src, rep.Designs, clean+4*traps, traps, traps)
+		}
+		// The design with an extra parameter, asked for: its runs alone.
+		other := rep.Design
+		other.Extra, other.Set = "gap=100", true
+		if x, err := Run(context.Background(), conn, Options{Since: at.Add(-time.Hour), Until: at.Add(2 * time.Hour), By: "none", Source: src, MinRuns: 1, Design: other}); err != nil {
+			t.Errorf("%s: design %s: %v", src, other, err)
+		} else if len(x.Groups) != 1 || x.Groups[0].H2 == nil || x.Groups[0].H2.Runs != traps || x.Groups[0].H2.Percentiles[0].MS < 2500 {
+			t.Errorf("%s: design %s: groups %+v, want its %d runs at 2500 ms and more", src, other, x.Groups, traps)
 		}
 		if len(rep.Groups) != 1 {
 			t.Fatalf("%s: %d groups", src, len(rep.Groups))

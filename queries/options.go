@@ -82,7 +82,7 @@ type Options struct {
 	IncludeExcluded bool
 	// Design is the test design the report covers: runs of different
 	// designs are never pooled. The zero Design means the most common one
-	// in the window; ParseDesign reads "parallel,bytes,warmup,major" or
+	// in the window; ParseDesign reads "parallel,bytes,warmup,major[,name=value…]" or
 	// "all" (pool every design, on request only).
 	Design Design
 	// Source chooses rollup or raw rows for point estimates. Default auto.

@@ -129,7 +129,8 @@ func TestOptionsFromValues(t *testing.T) {
 		{"by": {"x"}}, {"since": {"soon"}}, {"until": {"2020-01-01"}, "since": {"2021-01-01"}},
 		{"min_runs": {"many"}}, {"bots": {"maybe"}}, {"colour": {"red"}}, {"by": {"country", "asn"}},
 		{"design": {"5,0,2"}}, {"design": {"5,0,2,x"}}, {"design": {"5,0,-2,1"}}, {"design": {"1,2,3,4,5"}},
-		{"design": {"5,0,2,1) OR (1=1"}}, {"excluded": {"perhaps"}},
+		{"design": {"5,0,2,1) OR (1=1"}}, {"design": {"5,0,2,1,gap=1' OR '1"}}, {"design": {"5,0,2,1,gap"}},
+		{"design": {"5,0,2,1,Gap=1"}}, {"design": {"5,0,2,1,gap=1.5"}}, {"design": {"5,0,2,1,"}}, {"excluded": {"perhaps"}},
 		{"verdict_p": {"p95"}}, {"verdict_p": {"96"}}, {"effect_ms": {"ten"}}, {"effect_ms": {"0x"}}, {"effect_ms": {"-Inf"}},
 	} {
 		if _, err := OptionsFromValues(v, now); !errors.Is(err, ErrInvalidOptions) {
@@ -163,6 +164,9 @@ func TestOptionSpellings(t *testing.T) {
 		{[]string{"country"}, "jp", func(o Options) bool { return o.Country == "JP" }},
 		{[]string{"by"}, "asn", func(o Options) bool { return o.By == "asn" }},
 		{[]string{"design"}, "5,0,2,1", func(o Options) bool { return o.Design == Design{Parallel: 5, Warmup: 2, BeaconMajor: 1, Set: true} }},
+		{[]string{"design"}, "5,0,2,1,gap=100,x_2=-3", func(o Options) bool {
+			return o.Design == Design{Parallel: 5, Warmup: 2, BeaconMajor: 1, Extra: "gap=100,x_2=-3", Set: true} && o.Design.String() == "5,0,2,1,gap=100,x_2=-3"
+		}},
 		{[]string{"agent"}, "1", func(o Options) bool { return o.Agent && o.Source == SourceRaw }},
 		{[]string{"replicates"}, "200", func(o Options) bool { return o.Replicates == 200 }},
 		{[]string{"headline"}, "1", func(o Options) bool { return o.Headline }},

@@ -72,7 +72,7 @@ var optionTable = []option{
 	{name: "include-excluded", aliases: []string{"excluded"}, boolean: true, usage: "widen past the like-for-like headline: include runs with exclusions (fallback, cold, failed warm-up, …)",
 		set: func(r *Request, s string) (err error) { r.Options.IncludeExcluded, err = parseBool(s); return },
 		get: func(o *Options) string { return unless(!o.IncludeExcluded, "1") }},
-	{name: "design", usage: "test `design` \"parallel,bytes,warmup,major\" (e.g. 5,0,2,1), or \"all\" to pool designs (default: the most common)",
+	{name: "design", usage: "test `design` \"parallel,bytes,warmup,major[,name=value…]\" (e.g. 5,0,2,1), or \"all\" to pool designs (default: the most common)",
 		set: func(r *Request, s string) (err error) { r.Options.Design, err = ParseDesign(s); return },
 		get: func(o *Options) string { return unless(!o.Design.Set && !o.Design.All, o.Design.String()) }},
 	{name: "source", usage: "`source` of the point estimates: raw (raw rows) or rollup (the hourly rollup; refused where it cannot answer) (default: the rollup where it can answer, raw rows otherwise)",

@@ -5,10 +5,10 @@
 -- uniqHLL12Merge over the rollup's hours took (20 against 45 ms at 10 M
 -- samples). /*PLACE*/ is the report's place (continent, country), if any.
 -- Parameters: since, until (unix seconds), site twice.
-SELECT param_parallel, param_bytes, param_warmup, beacon_major, count() AS n_runs
+SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, count() AS n_runs
 FROM runs
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = '' OR site = ?)
   AND /*PLACE*/
-GROUP BY param_parallel, param_bytes, param_warmup, beacon_major
-ORDER BY n_runs DESC, param_parallel, param_bytes, param_warmup, beacon_major
+GROUP BY param_parallel, param_bytes, param_warmup, beacon_major, param_extra
+ORDER BY n_runs DESC, param_parallel, param_bytes, param_warmup, beacon_major, param_extra

@@ -1,11 +1,11 @@
 -- The test designs of the window's agent runs, most runs first, from raw
 -- rows (the rollup holds browser runs only). Parameters: since, until
 -- (unix seconds), site twice.
-SELECT param_parallel, param_bytes, param_warmup, beacon_major, toUInt64(uniq(run_id)) AS n_runs
+SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, toUInt64(uniq(run_id)) AS n_runs
 FROM samples
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = '' OR site = ?)
   AND /*PLACE*/
   AND source = 'agent' AND phase = 'parallel'
-GROUP BY param_parallel, param_bytes, param_warmup, beacon_major
-ORDER BY n_runs DESC, param_parallel, param_bytes, param_warmup, beacon_major
+GROUP BY param_parallel, param_bytes, param_warmup, beacon_major, param_extra
+ORDER BY n_runs DESC, param_parallel, param_bytes, param_warmup, beacon_major, param_extra

@@ -8,20 +8,20 @@
 -- Parameters: the first whole hour, the end of whole hours, site twice;
 -- then, unless Go cuts the raw-edge block for a window of whole hours, the
 -- two raw edges as four unix seconds and site twice.
-SELECT param_parallel, param_bytes, param_warmup, beacon_major, sum(n) AS n_runs
+SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, sum(n) AS n_runs
 FROM
 (
-    SELECT param_parallel, param_bytes, param_warmup, beacon_major, runs AS n
+    SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, runs AS n
     FROM run_counts
     WHERE /*WHOLE HOURS*/
       AND /*PLACE*/
     /*RAW EDGES*/
     UNION ALL
-    SELECT param_parallel, param_bytes, param_warmup, beacon_major, toUInt64(1) AS n
+    SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, toUInt64(1) AS n
     FROM runs
     WHERE /*EDGE HOURS*/
       AND /*PLACE*/
     /*END RAW EDGES*/
 )
-GROUP BY param_parallel, param_bytes, param_warmup, beacon_major
-ORDER BY n_runs DESC, param_parallel, param_bytes, param_warmup, beacon_major
+GROUP BY param_parallel, param_bytes, param_warmup, beacon_major, param_extra
+ORDER BY n_runs DESC, param_parallel, param_bytes, param_warmup, beacon_major, param_extra

@@ -28,7 +28,7 @@ SELECT
 FROM
 (
     SELECT /*GROUP*/ AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
-           beacon_major, beacon_version, source, continent, country,
+           beacon_major, param_extra, beacon_version, source, continent, country,
            runs AS n, runs_h3_wanted AS h3_wanted, runs_first_h3 AS first_h3, runs_upgraded AS upgraded, runs_never_h3 AS never_h3,
            runs_with_errors AS with_errors, errors_idle AS e_idle, errors_warmup AS e_warmup, errors_batch AS e_batch,
            errors_timing AS e_timing, errors_send AS e_send
@@ -39,7 +39,7 @@ FROM
     /*RAW EDGES*/
     UNION ALL
     SELECT /*GROUP*/ AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
-           beacon_major, beacon_version, source, continent, country,
+           beacon_major, param_extra, beacon_version, source, continent, country,
            toUInt64(1) AS n, toUInt64(h3_wanted) AS h3_wanted,
            toUInt64(h3_wanted AND first_known AND first_h3) AS first_h3,
            toUInt64(h3_wanted AND first_known AND NOT first_h3 AND later_h3) AS upgraded,
