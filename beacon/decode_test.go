@@ -272,14 +272,14 @@ func TestDecodeInvalid(t *testing.T) {
 }
 
 // withDesignParams adds two design parameters the embedding does not have
-// to scriptParamList for the test: gap, 0 to 1000 with default 0, and
-// pause, 0 to 500 with default 50.
+// (their names are the test's own) to scriptParamList for the test: zgap, 0 to 1000 with default 0, and
+// zpause, 0 to 500 with default 50.
 func withDesignParams(t testing.TB) {
 	t.Helper()
 	saved := scriptParamList
 	scriptParamList = append(slices.Clip(saved),
-		designParam("gap", "ms between the batches", 0, 1000, 0, ""),
-		designParam("pause", "ms before the first request", 0, 500, 50, ""))
+		designParam("zgap", "ms between the batches", 0, 1000, 0, ""),
+		designParam("zpause", "ms before the first request", 0, 500, 50, ""))
 	t.Cleanup(func() { scriptParamList = saved })
 }
 
@@ -299,9 +299,9 @@ func TestDecodeDesignParams(t *testing.T) {
 		return []byte(s), []byte(strings.Replace(s, `"site":"shop"`, `"site":"\u0073hop"`, 1))
 	}
 
-	unknown, _ := withPar(`{` + own + `,"gap":100}`)
-	if _, err := Decode(unknown); err == nil || err.Error() != `field: unknown field "gap"` {
-		t.Fatalf("gap before it is a design parameter: %v", err)
+	unknown, _ := withPar(`{` + own + `,"zgap":100}`)
+	if _, err := Decode(unknown); err == nil || err.Error() != `field: unknown field "zgap"` {
+		t.Fatalf("zgap before it is a design parameter: %v", err)
 	}
 
 	withDesignParams(t)
@@ -313,23 +313,23 @@ func TestDecodeDesignParams(t *testing.T) {
 		fast  bool   // the canonical body takes the fast path
 	}{
 		{"absent", `{` + own + `}`, "", "", true},
-		{"null", `{` + own + `,"gap":null}`, "", "", false},
-		{"set", `{` + own + `,"gap":100}`, "gap=100", "", true},
-		{"first key", `{"gap":100,` + own + `}`, "gap=100", "", true},
-		{"at its default", `{` + own + `,"gap":0}`, "", "", true},
-		{"at a non-zero default", `{` + own + `,"pause":50}`, "", "", true},
-		{"zero off a non-zero default", `{` + own + `,"pause":0}`, "pause=0", "", true},
-		{"in the table's order", `{` + own + `,"pause":60,"gap":1000}`, "gap=1000,pause=60", "", true},
-		{"one at its default", `{"pause":500,` + own + `,"gap":0}`, "pause=500", "", true},
-		{"above its range", `{` + own + `,"gap":1001}`, "", "limit: par.gap is 1001, want 0 to 1000", true},
-		{"below its range", `{` + own + `,"pause":-1}`, "", "value: par.pause is -1, want 0 to 500", true},
+		{"null", `{` + own + `,"zgap":null}`, "", "", false},
+		{"set", `{` + own + `,"zgap":100}`, "zgap=100", "", true},
+		{"first key", `{"zgap":100,` + own + `}`, "zgap=100", "", true},
+		{"at its default", `{` + own + `,"zgap":0}`, "", "", true},
+		{"at a non-zero default", `{` + own + `,"zpause":50}`, "", "", true},
+		{"zero off a non-zero default", `{` + own + `,"zpause":0}`, "zpause=0", "", true},
+		{"in the table's order", `{` + own + `,"zpause":60,"zgap":1000}`, "zgap=1000,zpause=60", "", true},
+		{"one at its default", `{"zpause":500,` + own + `,"zgap":0}`, "zpause=500", "", true},
+		{"above its range", `{` + own + `,"zgap":1001}`, "", "limit: par.zgap is 1001, want 0 to 1000", true},
+		{"below its range", `{` + own + `,"zpause":-1}`, "", "value: par.zpause is -1, want 0 to 500", true},
 		{"n above its range, alike", `{"b":0,"n":21,"ord":"h2first","trg":"load","w":2}`, "", "limit: par.n is 21, want 1 to 20", true},
-		{"fraction", `{` + own + `,"gap":1.5}`, "", "field: par.gap: JSON number 1.5 where int belongs", false},
+		{"fraction", `{` + own + `,"zgap":1.5}`, "", "field: par.zgap: JSON number 1.5 where int belongs", false},
 		{"n a fraction, alike", `{"b":0,"n":2.5,"ord":"h2first","trg":"load","w":2}`, "", "field: par.n: JSON number 2.5 where int belongs", false},
-		{"exponent", `{` + own + `,"gap":1e2}`, "", "field: par.gap: JSON number 1e2 where int belongs", false},
-		{"string", `{` + own + `,"gap":"100"}`, "", "field: par.gap: JSON string where int belongs", false},
-		{"object", `{` + own + `,"gap":{}}`, "", "field: par.gap: JSON object where int belongs", false},
-		{"duplicate", `{` + own + `,"gap":1,"gap":1}`, "", `field: duplicate field "gap"`, false},
+		{"exponent", `{` + own + `,"zgap":1e2}`, "", "field: par.zgap: JSON number 1e2 where int belongs", false},
+		{"string", `{` + own + `,"zgap":"100"}`, "", "field: par.zgap: JSON string where int belongs", false},
+		{"object", `{` + own + `,"zgap":{}}`, "", "field: par.zgap: JSON object where int belongs", false},
+		{"duplicate", `{` + own + `,"zgap":1,"zgap":1}`, "", `field: duplicate field "zgap"`, false},
 		{"unknown key", `{` + own + `,"zzz":1}`, "", `field: unknown field "zzz"`, false},
 		{"a parameter not of the design", `{` + own + `,"parallel":3}`, "", `field: unknown field "parallel"`, false},
 		{"par not an object", `[]`, "", "field: par: JSON array where beacon.wireParams belongs", false},
@@ -396,8 +396,10 @@ func TestDesignParamsAreParKeys(t *testing.T) {
 	t.Run("with two more", func(t *testing.T) {
 		withDesignParams(t)
 		check(t)
-		if _, i := designIndex("pause"); i != 1 {
-			t.Errorf("pause is design parameter %d, want 1", i)
+		if _, g := designIndex("zgap"); g < 0 {
+			t.Error("zgap is not a design parameter")
+		} else if _, i := designIndex("zpause"); i != g+1 {
+			t.Errorf("zpause is design parameter %d, want %d, the one after zgap", i, g+1)
 		}
 	})
 }

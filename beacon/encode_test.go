@@ -247,7 +247,7 @@ func TestEncodeDesignParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, extra := range []string{"", "gap=100", "pause=0", "gap=1,pause=49", "gap=1000,pause=500"} {
+	for _, extra := range []string{"", "zgap=100", "zpause=0", "zgap=1,zpause=49", "zgap=1000,zpause=500"} {
 		r.Params.Extra = extra
 		b := roundTrip(t, r)
 		if _, ok := fastDecode(b, arenas.Get().(*arena)); !ok {
@@ -258,11 +258,11 @@ func TestEncodeDesignParams(t *testing.T) {
 		extra  string
 		reason string // "" when the error is not a *DecodeError
 	}{
-		{"gap", ""}, {"gap=", ""}, {"=1", ""}, {"=", ""}, {",", ""}, {"gap=x", ""}, {"gap=1.5", ""}, {"gap=1=2", ""},
-		{"gap= 1", ""}, {"gap=100,", ""}, {",gap=100", ""}, {"gap=100;pause=1", ""}, {"gap=99999999999999999999", ""},
-		{"zzz=1", ""}, {"parallel=5", ""}, {"n=5", ""}, {"GAP=1", ""}, {`gap":1,"zzz=1`, ""},
-		{"pause=60,gap=100", ""}, {"gap=0", ""}, {"pause=50", ""}, {"gap=0100", ""}, {"gap=+5", ""}, {"gap=-0", ""},
-		{"gap=1001", ReasonLimit}, {"pause=-1", ReasonValue}, {"gap=1,gap=1", ReasonField},
+		{"zgap", ""}, {"zgap=", ""}, {"=1", ""}, {"=", ""}, {",", ""}, {"zgap=x", ""}, {"zgap=1.5", ""}, {"zgap=1=2", ""},
+		{"zgap= 1", ""}, {"zgap=100,", ""}, {",zgap=100", ""}, {"zgap=100;zpause=1", ""}, {"zgap=99999999999999999999", ""},
+		{"zzz=1", ""}, {"parallel=5", ""}, {"n=5", ""}, {"ZGAP=1", ""}, {`zgap":1,"zzz=1`, ""},
+		{"zpause=60,zgap=100", ""}, {"zgap=0", ""}, {"zpause=50", ""}, {"zgap=0100", ""}, {"zgap=+5", ""}, {"zgap=-0", ""},
+		{"zgap=1001", ReasonLimit}, {"zpause=-1", ReasonValue}, {"zgap=1,zgap=1", ReasonField},
 	} {
 		t.Run(tc.extra, func(t *testing.T) {
 			r.Params.Extra = tc.extra

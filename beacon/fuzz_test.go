@@ -103,8 +103,8 @@ func FuzzFastPath(f *testing.F) {
 	withDesignParams(f)
 	f.Add(marshal(f, validReport()))
 	design := validReport()
-	design["par"].(map[string]any)["gap"] = 100
-	design["par"].(map[string]any)["pause"] = 50
+	design["par"].(map[string]any)["zgap"] = 100
+	design["par"].(map[string]any)["zpause"] = 50
 	f.Add(marshal(f, design))
 	minimal := validReport()
 	delete(minimal, "c")
@@ -120,8 +120,8 @@ func FuzzFastPath(f *testing.F) {
 		`{"v":1,"x":{"idle":1,"warmup":2,"batch":3,"timing":4,"send":5}}`, `{"v":1,"x":{}}`, `{"v":1,"x":{"batch":1,"batch":1}}`,
 		`{"v":1,"x":{"boot":1}}`, `{"v":1,"x":{"send":1.0}}`, `{"v":1,"x":{"send":"1"}}`, `{"v":1,"x":[]}`, `{"v":1,"x":null}`,
 		`{"v":1,"c":{"et":"slow-2g"}}`, `{"v":1,"c":{"et":"=HYPERLINK(1)"}}`, `{"v":1,"c":{"et":""}}`, `{"v":1,"c":{"et":4}}`,
-		`{"v":1,"par":{"gap":1}}`, `{"v":1,"par":{"pause":-1,"gap":1001}}`, `{"v":1,"par":{"gap":1,"gap":2}}`, `{"v":1,"par":{"gap":null}}`,
-		`{"v":1,"par":{"gap":1.5}}`, `{"v":1,"par":{"gap":"1"}}`, `{"v":1,"par":{"zzz":1}}`, `{"v":1,"par":{"parallel":1}}`,
+		`{"v":1,"par":{"zgap":1}}`, `{"v":1,"par":{"zpause":-1,"zgap":1001}}`, `{"v":1,"par":{"zgap":1,"zgap":2}}`, `{"v":1,"par":{"zgap":null}}`,
+		`{"v":1,"par":{"zgap":1.5}}`, `{"v":1,"par":{"zgap":"1"}}`, `{"v":1,"par":{"zzz":1}}`, `{"v":1,"par":{"parallel":1}}`,
 	} {
 		f.Add([]byte(s))
 	}

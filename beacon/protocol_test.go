@@ -251,7 +251,7 @@ func TestEmbeddingTableMarksDesignParams(t *testing.T) {
 			rows[strings.Trim(strings.TrimSpace(cells[1]), "`")] = cells[3]
 		}
 	}
-	for name, want := range map[string]bool{"gap": true, "pause": true, "parallel": false, "bytes": false} {
+	for name, want := range map[string]bool{"zgap": true, "zpause": true, "parallel": false, "bytes": false} {
 		if got := strings.Contains(rows[name], "reported in `par` as `"+name+"`"); got != want {
 			t.Errorf("the row of %s: %q; marked as reported in par: %v, want %v", name, rows[name], got, want)
 		}
