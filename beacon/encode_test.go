@@ -226,14 +226,7 @@ func TestEncodeInvalid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := valid()
 			tc.mutate(r)
-			b, err := Encode(r)
-			if err == nil {
-				t.Fatalf("Encode accepted it:\n%s", b)
-			}
-			var de *DecodeError
-			if errors.As(err, &de) != (tc.reason != "") || de != nil && de.Reason != tc.reason {
-				t.Errorf("error %v (%T), want reason %q", err, err, tc.reason)
-			}
+			encodeRefused(t, r, tc.reason)
 		})
 	}
 }
@@ -266,14 +259,7 @@ func TestEncodeDesignParams(t *testing.T) {
 	} {
 		t.Run(tc.extra, func(t *testing.T) {
 			r.Params.Extra = tc.extra
-			b, err := Encode(r)
-			if err == nil {
-				t.Fatalf("Encode accepted it:\n%s", b)
-			}
-			var de *DecodeError
-			if errors.As(err, &de) != (tc.reason != "") || de != nil && de.Reason != tc.reason {
-				t.Errorf("error %v (%T), want reason %q", err, err, tc.reason)
-			}
+			encodeRefused(t, r, tc.reason)
 		})
 	}
 }
@@ -355,5 +341,19 @@ func TestEncodeHandshakes(t *testing.T) {
 	dup := []Sample{hs[0], hs[0]}
 	if b, err := EncodeHandshakes(dup); err == nil {
 		t.Errorf("duplicate seq accepted: %s", b)
+	}
+}
+
+// encodeRefused checks that Encode refuses r: with Decode's error of
+// reason, or with an error of its own when reason is "".
+func encodeRefused(t *testing.T, r *Report, reason string) {
+	t.Helper()
+	b, err := Encode(r)
+	if err == nil {
+		t.Fatalf("Encode accepted it:\n%s", b)
+	}
+	var de *DecodeError
+	if errors.As(err, &de) != (reason != "") || de != nil && de.Reason != reason {
+		t.Errorf("error %v (%T), want reason %q", err, err, reason)
 	}
 }
