@@ -14,13 +14,7 @@
     site            String,
     continent       String,
     country         String,
-    param_parallel  UInt8,
-    param_bytes     UInt32,
-    param_warmup    UInt8,
-    beacon_major    UInt16,
-{{- if .Since 56}}
-    param_extra     String,
-{{- end}}{{end}}
+{{template "design columns" .}}{{end}}
 {{define "hourly table"}}    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
 )
 ENGINE = {{.Engine .Kind .Table}}
@@ -41,5 +35,13 @@ DROP TABLE IF EXISTS {{.Name .Table}}{{.OnCluster}};
 {{- end}}
 DROP TABLE IF EXISTS {{.Local .Table}}{{.OnCluster}}{{end}}
 {{- /* The design columns, in the order every hourly key and per-run row
-holds them: what a report never pools across (queries.Design). */ -}}
+holds them: what a report never pools across (queries.Design); "design"
+names them in a SELECT. */ -}}
+{{define "design columns"}}    param_parallel  UInt8,
+    param_bytes     UInt32,
+    param_warmup    UInt8,
+    beacon_major    UInt16,
+{{- if .Since 56}}
+    param_extra     String,
+{{- end}}{{end}}
 {{define "design"}}param_parallel, param_bytes, param_warmup, beacon_major{{if .Since 56}}, param_extra{{end}}{{end}}

@@ -19,13 +19,7 @@ CREATE TABLE IF NOT EXISTS {{.Local "run_fact_counts"}}{{.OnCluster}}
     country         String,
     browser         String,
     bot             UInt8,
-    param_parallel  UInt8,
-    param_bytes     UInt32,
-    param_warmup    UInt8,
-    beacon_major    UInt16,
-{{- if .Since 56}}
-    param_extra     String,
-{{- end}}
+{{template "design columns" .}}
     beacon_version  String,
     runs            UInt64,
     runs_h3_wanted  UInt64,

@@ -43,13 +43,7 @@ are (the table's view writes each run's row to the shard of its samples). */ -}}
     asn             UInt32,
     browser         String,
     ect             String,
-    param_parallel  UInt8,
-    param_bytes     UInt32,
-    param_warmup    UInt8,
-    beacon_major    UInt16,
-{{- if .Since 56}}
-    param_extra     String,
-{{- end}}{{end}}
+{{template "design columns" .}}{{end}}
 {{define "per-run table"}}    source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
 )
 ENGINE = {{.Engine "ReplacingMergeTree" .Table}}
