@@ -119,6 +119,9 @@ func TestPacketLine(t *testing.T) {
 			"  lossy        up   udp lost 18/600 (3.00 %), tcp lost 12/400 (3.00 %); 10 runs of losses, mean 3.00 (configured 3 % in runs of 3.0), longest 4; queue full 2, blocked 1"},
 		{lab.Path{LossPct: 3},
 			"  lossy        up   udp lost 18/600 (3.00 %), tcp lost 12/400 (3.00 %); 10 runs of losses, mean 3.00 (configured 3 % in runs of 1.0), longest 4; queue full 2, blocked 1"},
+		// A share under 1 % is printed as configured, not rounded to 0.
+		{lab.Path{LossPct: 0.1},
+			"  lossy        up   udp lost 18/600 (3.00 %), tcp lost 12/400 (3.00 %); 10 runs of losses, mean 3.00 (configured 0.1 % in runs of 1.0), longest 4; queue full 2, blocked 1"},
 	} {
 		if got := packetLine("lossy", "up", tc.p, st); got != tc.want {
 			t.Errorf("packetLine:\n got %q\nwant %q", got, tc.want)

@@ -56,7 +56,7 @@ func (r *run) verdicts(passes []*pass, agentRep *queries.Report, agentLate [][2]
 // drops and the blocked packets.
 func packetLine(region, dir string, p lab.Path, st lab.Stats) string {
 	tcpIn, tcpLost := st.In-st.UDPIn, st.Lost-st.UDPLost
-	return fmt.Sprintf("  %-12s %-4s udp lost %d/%d (%.2f %%), tcp lost %d/%d (%.2f %%); %d runs of losses, mean %.2f (configured %.0f %% in runs of %.1f), longest %d; queue full %d, blocked %d",
+	return fmt.Sprintf("  %-12s %-4s udp lost %d/%d (%.2f %%), tcp lost %d/%d (%.2f %%); %d runs of losses, mean %.2f (configured %g %% in runs of %.1f), longest %d; queue full %d, blocked %d",
 		region, dir, st.UDPLost, st.UDPIn, pct(st.UDPLost, st.UDPIn), tcpLost, tcpIn, pct(tcpLost, tcpIn),
 		st.Bursts, st.MeanBurst(), p.LossPct, max(1, p.LossBurst), st.LongestBurst, st.QueueFull, st.Blocked)
 }
