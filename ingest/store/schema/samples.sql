@@ -15,7 +15,8 @@
 -- server connection it arrived on, -1 where none was reported.
 -- script_errors_*: the script's own errors in the run by stage, the same in
 -- every sample of a run. beacon_major: one of the design fields reports
--- never pool across (with param_parallel, param_bytes and param_warmup).
+-- never pool across (with param_parallel, param_bytes, param_warmup and
+-- param_extra, the further design parameters: beacon.Params.Extra).
 -- run_flags: what run_counts and run_fact_counts count of the run
 -- (store.RunFlags), on its first parallel sample and its first sample
 -- only, 0 on the others.

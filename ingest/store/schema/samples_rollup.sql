@@ -5,8 +5,9 @@
 -- intention-to-treat view; the headline (exclusions = 0) never holds a
 -- failed request, whose run has the failed bit. (Merged t-digests stay
 -- within ~0.1 ms of exact; merged sampling states read p95 low.) The design
--- (parallel, bytes, warm-up count, script major version) is in the key so
--- that reports never pool runs of different designs; the batch order
+-- (parallel, bytes, warm-up count, script major version, and last the
+-- further design parameters, param_extra, 0056) is in the key so that
+-- reports never pool runs of different designs; the batch order
 -- (which batch the script started first) so that the headline weighs both
 -- orders equally; the exclusions so that the headline and the excluded
 -- runs by reason come from the same rows. Runs are counted with
@@ -40,6 +41,6 @@ SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 -- Cluster mode: the rollup as reports read it, every shard's part of every
 -- hour. The view writes to the local tables, on the replica that receives
 -- an insert (replication copies the result); only a migration's rebuild
--- inserts into it (0055), spread by site and hour as the hourly tables'.
+-- inserts into it (0056), spread by site and hour as the hourly tables'.
 {{if .Since 56}}{{template "schema/distributed.sql" (.Over "samples_rollup" "cityHash64(site, hour)")}}
 {{- else}}{{template "schema/distributed.sql" (.Over "samples_rollup" "")}}{{end}}{{end}}
