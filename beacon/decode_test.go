@@ -551,3 +551,29 @@ func TestDecodeConcurrentReuse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// ValidExtra accepts what the decoder stores as Params.Extra and nothing
+// that could leave a report's SQL string.
+func TestValidExtra(t *testing.T) {
+	withDesignParams(t)
+	const own = `"b":0,"n":3,"ord":"h2first","trg":"load","w":2`
+	body := strings.Replace(string(marshal(t, validReport())), `"par":{`+own+`}`, `"par":{`+own+`,"zpause":60,"zgap":1000}`, 1)
+	r, err := Decode([]byte(body))
+	if err != nil || r.Params.Extra == "" || !ValidExtra(r.Params.Extra) {
+		t.Fatalf("decoded Extra %q (%v) is not ValidExtra", r.Params.Extra, err)
+	}
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"", true}, {"zgap=100", true}, {"a=1,b2=-30", true}, {"x=1234567890", true},
+		{strings.Repeat("a=1,", 15) + "a=1", true}, {strings.Repeat("a=1,", 16) + "a=1", false},
+		{"Gap=1", false}, {"gap", false}, {"gap=", false}, {"gap=-", false}, {"gap=1.5", false}, {"gap=+1", false},
+		{"gap=12345678901", false}, {"gap=1' OR '1", false}, {",", false}, {"gap=1,", false}, {"x_2=1", false},
+		{"=1", false}, {"gap=1=2", false}, {"abcdefghijklmnopq=1", false},
+	} {
+		if got := ValidExtra(tc.s); got != tc.want {
+			t.Errorf("ValidExtra(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}

@@ -516,3 +516,22 @@ func checkOrigin(o string) error {
 	}
 	return nil
 }
+
+// ValidExtra reports whether s has the form of a Params.Extra: "" or
+// name=value pairs joined by ",", each name a key of par (isKey) and each
+// value a decimal integer, at most 16 pairs. Reports read designs with it,
+// so that nothing else reaches their SQL.
+func ValidExtra(s string) bool {
+	if s == "" {
+		return true
+	}
+	n := 0
+	for kv := range strings.SplitSeq(s, ",") {
+		name, v, ok := strings.Cut(kv, "=")
+		v = strings.TrimPrefix(v, "-")
+		if n++; !ok || n > 16 || !isKey([]byte(name)) || v == "" || len(v) > 10 || strings.Trim(v, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
+}

@@ -3,11 +3,12 @@ package queries
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/beacon"
 )
 
 // Design is a run's test design: what a report never pools across, since
@@ -56,13 +57,10 @@ func ParseDesign(s string) (Design, error) {
 	return Design{Parallel: v[0], Bytes: v[1], Warmup: v[2], BeaconMajor: v[3], Extra: extra, Set: true}, nil
 }
 
-// extraParam is the form of a design's Extra as the collector stores it:
-// parameters' names and integers, name=value joined by ",", or "".
-// Nothing else reaches the query text.
-var extraParam = regexp.MustCompile(`^([a-z][a-z0-9_]{0,31}=-?[0-9]{1,10}(,[a-z][a-z0-9_]{0,31}=-?[0-9]{1,10}){0,15})?$`)
-
-// validExtra reports whether extra has the form of a stored Extra.
-func validExtra(extra string) bool { return len(extra) <= 1024 && extraParam.MatchString(extra) }
+// validExtra reports whether extra has the form of a stored Extra
+// (beacon.ValidExtra: par keys and integers). Nothing else reaches the
+// query text.
+func validExtra(extra string) bool { return beacon.ValidExtra(extra) }
 
 // String is the design in ParseDesign's form.
 func (d Design) String() string {

@@ -164,8 +164,8 @@ func TestOptionSpellings(t *testing.T) {
 		{[]string{"country"}, "jp", func(o Options) bool { return o.Country == "JP" }},
 		{[]string{"by"}, "asn", func(o Options) bool { return o.By == "asn" }},
 		{[]string{"design"}, "5,0,2,1", func(o Options) bool { return o.Design == Design{Parallel: 5, Warmup: 2, BeaconMajor: 1, Set: true} }},
-		{[]string{"design"}, "5,0,2,1,gap=100,x_2=-3", func(o Options) bool {
-			return o.Design == Design{Parallel: 5, Warmup: 2, BeaconMajor: 1, Extra: "gap=100,x_2=-3", Set: true} && o.Design.String() == "5,0,2,1,gap=100,x_2=-3"
+		{[]string{"design"}, "5,0,2,1,gap=100,x2=-3", func(o Options) bool {
+			return o.Design == Design{Parallel: 5, Warmup: 2, BeaconMajor: 1, Extra: "gap=100,x2=-3", Set: true} && o.Design.String() == "5,0,2,1,gap=100,x2=-3"
 		}},
 		{[]string{"agent"}, "1", func(o Options) bool { return o.Agent && o.Source == SourceRaw }},
 		{[]string{"replicates"}, "200", func(o Options) bool { return o.Replicates == 200 }},
