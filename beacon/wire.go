@@ -93,18 +93,9 @@ type wireServer struct {
 // would, a wrong type with the key's path, so that decodeWire classifies
 // them as it does every other field.
 func (w *wireServer) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return &json.UnmarshalTypeError{Value: te.Value, Type: reflect.TypeFor[wireServer](), Offset: te.Offset}
-		}
+	raw, err := rawObject[wireServer](b, func(k string) bool { return metricIndex(k) >= 0 })
+	if err != nil {
 		return err
-	}
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if metricIndex(k) < 0 {
-			return fmt.Errorf("json: unknown field %q", k)
-		}
 	}
 	for i, m := range serverTimingMetrics {
 		v, ok := raw[m.name]
@@ -150,21 +141,15 @@ var wireParamsKeys = func() (keys []string) {
 // Any other key fails as encoding/json's DisallowUnknownFields would, a
 // wrong type with the key's path, as wireServer's does.
 func (w *wireParams) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return &json.UnmarshalTypeError{Value: te.Value, Type: reflect.TypeFor[wireParams](), Offset: te.Offset}
-		}
-		return err
-	}
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
+	raw, err := rawObject[wireParams](b, func(k string) bool {
 		if slices.Contains(wireParamsKeys, k) {
-			continue
+			return true
 		}
-		if _, i := designIndex(k); i < 0 {
-			return fmt.Errorf("json: unknown field %q", k)
-		}
+		_, i := designIndex(k)
+		return i >= 0
+	})
+	if err != nil {
+		return err
 	}
 	type fields wireParams // without this method: encoding/json's reading
 	if err := json.Unmarshal(b, (*fields)(w)); err != nil {
@@ -190,6 +175,27 @@ func (w *wireParams) UnmarshalJSON(b []byte) error {
 		w.extra[p.Name] = n
 	}
 	return nil
+}
+
+// rawObject reads b, a JSON object of a value of type T, by key: a value
+// of another JSON type fails as T's would, and a key that known refuses
+// as encoding/json's DisallowUnknownFields would (keys checked in order,
+// so that the error does not depend on the map's).
+func rawObject[T any](b []byte, known func(string) bool) (map[string]json.RawMessage, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, &json.UnmarshalTypeError{Value: te.Value, Type: reflect.TypeFor[T](), Offset: te.Offset}
+		}
+		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if !known(k) {
+			return nil, fmt.Errorf("json: unknown field %q", k)
+		}
+	}
+	return raw, nil
 }
 
 // decodeWire is the general path: encoding/json plus the checks it does
