@@ -30,6 +30,11 @@ const (
 	MaxAgeMS = 7 * 24 * 3600 * 1000
 	// MaxElapsedMS bounds elapsed_time (an hour).
 	MaxElapsedMS = 3600 * 1000
+	// MinSamplingFraction is the smallest sampling_fraction a report may
+	// carry, and so the most requests (a million) one report stands for:
+	// the origins' policy publishes its fractions with six decimals, so a
+	// browser that follows it never reports under a smaller one.
+	MinSamplingFraction = 1e-6
 	// maxDepth bounds JSON nesting; a report nests three levels (the
 	// request_headers a policy may ask for, four).
 	maxDepth = 8
@@ -267,8 +272,9 @@ func decodeReport(m json.RawMessage, i int) (r Report, keep bool, err error) {
 		return r, false, errorf(ReasonValue, "report %d: body.elapsed_time %g, want a whole number of ms from 0 to %d", i, e, MaxElapsedMS)
 	}
 	r.ElapsedMS = int64(*b.ElapsedTime)
-	if f := *b.SamplingFraction; !(f > 0 && f <= 1) {
-		return r, false, errorf(ReasonValue, "report %d: body.sampling_fraction %g, want more than 0 and at most 1", i, f)
+	if f := *b.SamplingFraction; !(f >= MinSamplingFraction && f <= 1) {
+		return r, false, errorf(ReasonValue, "report %d: body.sampling_fraction %g, want %g to 1 (a policy's fraction has six decimals)",
+			i, f, MinSamplingFraction)
 	}
 	r.SamplingFraction = *b.SamplingFraction
 	if b.StatusCode != nil {

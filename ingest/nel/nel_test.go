@@ -120,6 +120,7 @@ func TestDecode(t *testing.T) {
 					t.Errorf("%+v", r[0])
 				}
 			}},
+		{name: "smallest fraction", in: upload(t, report(nil, map[string]any{"sampling_fraction": MinSamplingFraction})), kept: 1},
 
 		{name: "empty body", in: ``, reason: ReasonJSON},
 		{name: "object not array", in: `{"type":"network-error"}`, reason: ReasonShape},
@@ -156,6 +157,12 @@ func TestDecode(t *testing.T) {
 		{name: "no fraction", in: upload(t, report(nil, map[string]any{"sampling_fraction": nil})), reason: ReasonField},
 		{name: "zero fraction", in: upload(t, report(nil, map[string]any{"sampling_fraction": 0})), reason: ReasonValue},
 		{name: "fraction over 1", in: upload(t, report(nil, map[string]any{"sampling_fraction": 1.5})), reason: ReasonValue},
+		// A report under a fraction no policy publishes would weigh as many
+		// requests as its sender likes, up to +Inf for a denormal.
+		{name: "denormal fraction", in: upload(t, report(nil, map[string]any{"sampling_fraction": 5e-324})), reason: ReasonValue},
+		{name: "tiny fraction", in: upload(t, report(nil, map[string]any{"sampling_fraction": 1e-300})), reason: ReasonValue},
+		{name: "fraction below a policy's step", in: upload(t, report(nil, map[string]any{"sampling_fraction": 9e-7})), reason: ReasonValue},
+		{name: "negative fraction", in: upload(t, report(nil, map[string]any{"sampling_fraction": -0.5})), reason: ReasonValue},
 		{name: "status out of range", in: upload(t, report(nil, map[string]any{"status_code": 1000})), reason: ReasonValue},
 		{name: "status string", in: upload(t, report(nil, map[string]any{"status_code": "404"})), reason: ReasonField},
 		{name: "bad protocol", in: upload(t, report(nil, map[string]any{"protocol": "h2 <script>"})), reason: ReasonValue},
@@ -237,7 +244,7 @@ func FuzzDecode(f *testing.F) {
 			if r.PageOrigin != "" && strings.ContainsAny(r.PageOrigin[strings.Index(r.PageOrigin, "//")+2:], "/?#@") {
 				t.Fatalf("page origin %q", r.PageOrigin)
 			}
-			if r.SamplingFraction <= 0 || r.SamplingFraction > 1 || r.ElapsedMS < 0 || r.ElapsedMS > MaxElapsedMS ||
+			if !(r.SamplingFraction >= MinSamplingFraction && r.SamplingFraction <= 1) || r.ElapsedMS < 0 || r.ElapsedMS > MaxElapsedMS ||
 				r.AgeMS < 0 || r.AgeMS > MaxAgeMS || r.StatusCode < 0 || r.StatusCode > 999 {
 				t.Fatalf("value out of range: %+v", r)
 			}
