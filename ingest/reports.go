@@ -40,8 +40,9 @@ const nelMediaType = "application/reports+json"
 
 // Reasons a report in an accepted upload is not stored.
 const (
-	ignoredUnknownType = "unknown_type"
-	ignoredOtherOrigin = "other_origin"
+	ignoredUnknownType    = "unknown_type"
+	ignoredOtherOrigin    = "other_origin"
+	ignoredPageNotAllowed = "page_not_allowed"
 )
 
 func (h *Handler) initNEL() {
@@ -63,6 +64,7 @@ func (h *Handler) initNEL() {
 		}}
 	h.m.nelIgnored.WithLabelValues(ignoredUnknownType)
 	h.m.nelIgnored.WithLabelValues(ignoredOtherOrigin)
+	h.m.nelIgnored.WithLabelValues(ignoredPageNotAllowed)
 }
 
 func (h *Handler) maxNELBody() int64 {
@@ -147,14 +149,26 @@ func (h *Handler) admitNEL(ctx context.Context, sub submission) (*store.NELBatch
 	if batch.Ignored > 0 {
 		h.m.nelIgnored.WithLabelValues(ignoredUnknownType).Add(float64(batch.Ignored))
 	}
-	kept := batch.Reports[:0]
+	// A report's page is held to the rule a beacon's Origin is
+	// (originAllowed): a page that may not post its runs does not get its
+	// origin stored through a report either, and a report without a
+	// referrer passes, as a beacon without Origin does.
+	kept, otherOrigin, otherPage := batch.Reports[:0], 0, 0
 	for _, rep := range batch.Reports {
-		if h.nelHostAllowed(nel.Host(rep.Origin)) {
+		switch {
+		case !h.nelHostAllowed(nel.Host(rep.Origin)):
+			otherOrigin++
+		case !h.originAllowed(rep.PageOrigin):
+			otherPage++
+		default:
 			kept = append(kept, rep)
 		}
 	}
-	if n := len(batch.Reports) - len(kept); n > 0 {
-		h.m.nelIgnored.WithLabelValues(ignoredOtherOrigin).Add(float64(n))
+	if otherOrigin > 0 {
+		h.m.nelIgnored.WithLabelValues(ignoredOtherOrigin).Add(float64(otherOrigin))
+	}
+	if otherPage > 0 {
+		h.m.nelIgnored.WithLabelValues(ignoredPageNotAllowed).Add(float64(otherPage))
 	}
 	if len(kept) == 0 {
 		return nil, nil

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/ingest/store"
 )
@@ -282,5 +284,48 @@ func TestNELThroughPipeline(t *testing.T) {
 	}
 	if got := counterValue(t, second.m.replaySkippedNEL); got != uploads {
 		t.Errorf("replay skipped %v NEL uploads, want %d", got, uploads)
+	}
+}
+
+// TestNELPageOrigin posts, over a real listener, reports whose referrers
+// are an allowed page, a page the collector's allowlist does not name and
+// none: the report of the page that may not post beacons is not stored
+// (its origin never reaches the table) and is counted, the others are.
+func TestNELPageOrigin(t *testing.T) {
+	const h3 = "https://h3.rum.example"
+	origins, err := access.ParseOrigins([]string{"https://shop.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &recordingSink{}
+	reg := prometheus.NewRegistry()
+	h := &Handler{Sink: &recordingSink{}, NELSink: sink, Origins: origins, Registerer: reg}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	report := func(referrer string) string {
+		return `{"age":10,"body":{"elapsed_time":5,"phase":"application","protocol":"h3","referrer":` + strconv.Quote(referrer) +
+			`,"sampling_fraction":1,"status_code":404,"type":"http.error"},"type":"network-error","url":"` + h3 + `/missing"}`
+	}
+	body := "[" + strings.Join([]string{report("https://shop.example/cart?id=7"), report("https://evil.example/x"),
+		report("https://SHOP.example:443/"), report("")}, ",") + "]"
+	resp, err := http.Post(srv.URL+"/reports", "application/reports+json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("upload: %d, want 204", resp.StatusCode)
+	}
+	var pages []string
+	for _, b := range sink.batches {
+		for _, r := range b.Reports {
+			pages = append(pages, r.PageOrigin)
+		}
+	}
+	if want := []string{"https://shop.example", "https://shop.example", ""}; !reflect.DeepEqual(pages, want) {
+		t.Errorf("stored page origins %q, want %q", pages, want)
+	}
+	if n := metricValue(t, reg, "h3rum_ingest_nel_ignored_reports_total", ignoredPageNotAllowed); n != 1 {
+		t.Errorf("ignored{%s} = %v, want 1", ignoredPageNotAllowed, n)
 	}
 }
