@@ -248,6 +248,32 @@ func TestHandlerTrustedProxyAndGeoHeader(t *testing.T) {
 
 // The rate limit is applied before the body is read or decoded: a flood of
 // malformed reports from one address costs one decode, not fifty.
+// A proxy trusted as an IPv4-mapped prefix, as the origin's connection caps
+// already read it, is trusted by ingest too: the clients behind it are
+// limited one by one, not as one address sharing one limit.
+func TestHandlerMappedTrustedProxy(t *testing.T) {
+	h := &Handler{Sink: &recordingSink{}, RateLimit: 1, RateBurst: 1,
+		Clients: access.Clients{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("::ffff:127.0.0.0/104")}}}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	post := func(xff string) int {
+		req, err := http.NewRequest("POST", srv.URL+"/beacon", bytes.NewReader(wireReport("s")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", xff)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if a, b, c := post("198.51.100.1"), post("198.51.100.2"), post("198.51.100.1"); a != 204 || b != 204 || c != 429 {
+		t.Errorf("two clients, then the first again, via a proxy trusted as ::ffff:127.0.0.0/104: %d %d %d, want 204 204 429", a, b, c)
+	}
+}
+
 func TestHandlerRateLimitBeforeDecode(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := &Handler{Sink: &recordingSink{}, RateLimit: 1, RateBurst: 1, MaxConcurrency: 1, Registerer: reg}

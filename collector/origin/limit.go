@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/quic-go/quic-go"
+
+	"github.com/h3rum/h3rum/ingest/access"
 )
 
 // connLimiter caps the connections open at once from one client address,
@@ -18,7 +20,7 @@ import (
 // keeps the count of its requests in flight over them.
 type connLimiter struct {
 	max     int // < 0: no cap
-	trusted []netip.Prefix
+	trusted access.Prefixes
 
 	mu   sync.Mutex
 	open map[netip.Addr]*addrState // by key; deleted with their last connection
@@ -51,15 +53,7 @@ func addrStateFrom(ctx context.Context) *addrState {
 }
 
 func newConnLimiter(max int, trusted []netip.Prefix) *connLimiter {
-	l := &connLimiter{max: max, open: make(map[netip.Addr]*addrState)}
-	for _, p := range trusted {
-		// Peers are matched unmapped, so ::ffff:10.0.0.0/104 means 10.0.0.0/8.
-		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-		}
-		l.trusted = append(l.trusted, p.Masked())
-	}
-	return l
+	return &connLimiter{max: max, trusted: trusted, open: make(map[netip.Addr]*addrState)}
 }
 
 // key returns what a peer's connections are counted under: its IPv4
@@ -71,10 +65,8 @@ func (l *connLimiter) key(a netip.Addr) (k netip.Addr, counted bool) {
 		return netip.Addr{}, false
 	}
 	a = a.Unmap().WithZone("")
-	for _, p := range l.trusted {
-		if p.Contains(a) {
-			return netip.Addr{}, false
-		}
+	if l.trusted.Contains(a) {
+		return netip.Addr{}, false
 	}
 	if a.Is6() {
 		p, _ := a.Prefix(64)

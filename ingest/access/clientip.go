@@ -100,12 +100,7 @@ func (c *Clients) IP(r *http.Request) netip.Addr {
 }
 
 func (c *Clients) trusted(a netip.Addr) bool {
-	for _, p := range c.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return Prefixes(c.TrustedProxies).Contains(a)
 }
 
 // forwardedFor returns the for= values of Forwarded header lines, in order;

@@ -10,6 +10,7 @@ import (
 
 func TestClientIP(t *testing.T) {
 	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	mapped := []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")} // as the origin reads it: 10.0.0.0/8
 	for _, tc := range []struct {
 		name    string
 		remote  string
@@ -45,6 +46,7 @@ func TestClientIP(t *testing.T) {
 		{"ipv6 peer", "[2001:db8::1]:443", nil, nil, trusted, "2001:db8::1", ""},
 		{"ipv6 trusted peer", "[fd00::1]:443", []string{"2001:db8::7"}, nil, trusted, "2001:db8::7", ""},
 		{"mapped peer", "[::ffff:10.1.1.1]:443", []string{"198.51.100.1"}, nil, trusted, "198.51.100.1", ""},
+		{"mapped trusted prefix", "10.1.1.1:443", []string{"198.51.100.1, 10.2.2.2"}, nil, mapped, "198.51.100.1", ""},
 		{"zone dropped", "[fe80::1%eth0]:443", nil, nil, trusted, "fe80::1", ""},
 		{"bad remote", "not an address", []string{"198.51.100.1"}, nil, trusted, "invalid IP", ""},
 		{"remote without port", "203.0.113.5", nil, nil, trusted, "203.0.113.5", ""},
