@@ -38,12 +38,13 @@ func TestDistFresh(t *testing.T) {
 	}
 }
 
-// TestScriptSize holds the budget: minified and gzipped h3rum.js ≤ 2,304
+// TestScriptSize holds the budget: minified and gzipped h3rum.js ≤ 2,432
 // bytes. It was 2,048 until 1.3.0, whose run ids from the CSPRNG, consent
 // and counts of the script's own errors took the script from 2,041 to
-// 2,245 bytes.
+// 2,245 bytes, and 2,304 until 1.3.1, whose checks that no time it sends is
+// one the collector refuses took it from 2,299 to 2,415.
 func TestScriptSize(t *testing.T) {
-	const budget = 2304
+	const budget = 2432
 	t.Logf("h3rum.js: %d bytes minified, %d gzip, %d brotli", len(scriptJS), len(scriptGzip), len(scriptBrotli))
 	if len(scriptGzip) > budget {
 		t.Errorf("gzipped script is %d bytes, budget %d", len(scriptGzip), budget)

@@ -13,6 +13,8 @@ import (
 //
 //	__H3RUM_WIRE_VERSION__         Version, the report's "v"
 //	__H3RUM_REQUEST_TIMEOUT_MS__   RequestTimeoutMS, when a probe request is aborted
+//	__H3RUM_MAX_DURATION_MS__      MaxDurationMS, the most any time on the wire may be
+//	__H3RUM_MAX_MAIN_THREAD_MS__   MaxMainThread, the most a report's mt may be
 //	__H3RUM_<PARAM>_DEFAULT__      an integer parameter's default and range
 //	__H3RUM_<PARAM>_MIN__          (ScriptParams: PARALLEL, WARMUP, BYTES)
 //	__H3RUM_<PARAM>_MAX__
@@ -32,6 +34,8 @@ func ScriptDefine() map[string]string {
 		"__H3RUM_WIRE_VERSION__":       strconv.Itoa(Version),
 		"__H3RUM_REQUEST_TIMEOUT_MS__": strconv.Itoa(RequestTimeoutMS),
 		"__H3RUM_SV_COUNT_DIGITS__":    strconv.Itoa(MaxCountDigits),
+		"__H3RUM_MAX_DURATION_MS__":    strconv.Itoa(MaxDurationMS),
+		"__H3RUM_MAX_MAIN_THREAD_MS__": strconv.Itoa(MaxMainThread),
 	}
 	for _, p := range scriptParamList {
 		if p.hi == 0 {

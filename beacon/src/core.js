@@ -4,10 +4,14 @@
 // names are package beacon's constants, written in by the build as the
 // __H3RUM_*__ identifiers (beacon.ScriptDefine).
 
-export const VERSION = '1.3.0';
+export const VERSION = '1.3.1';
 
 // r rounds to 1 µs: it removes float noise, keeps Server-Timing's 3 decimals.
 const r = (x) => +x.toFixed(3);
+
+// within puts x in [0, hi] (a NaN at 0): what the wire accepts of a time
+// that has no unknown value.
+const within = (x, hi) => (x > hi ? hi : x > 0 ? x : 0);
 
 // num reads an attribute as an integer in [0, hi], else the default.
 const num = (v, d, hi) => ((v = v ? Math.floor(v) : d) >= 0 && v <= hi ? v : d);
@@ -92,7 +96,7 @@ export function serverTiming(list) {
     const v =
       n == __H3RUM_SV_PROTO__ ? proto(s)
       : n == __H3RUM_SV_CID__ ? s
-      : __H3RUM_SV__[n] == 1 ? r(d)
+      : __H3RUM_SV__[n] == 1 && d >= 0 && d <= __H3RUM_MAX_DURATION_MS__ ? r(d) // else unknown: the collector refuses it
       : __H3RUM_SV__[n] == 2 && s.length < __H3RUM_SV_COUNT_DIGITS__ + 1 && s == '' + (s >>> 0) ? +s // up to MaxCountDigits digits
       : '';
     if (v !== '') (sv = sv || {})[n] = v;
@@ -101,33 +105,47 @@ export function serverTiming(list) {
 }
 
 // sample builds one "s" element from a PerformanceResourceTiming entry e
-// (null when none arrived in time). t0 is the run's start and at the time
-// the request was made, both performance.now() values.
-export function sample(q, ph, w, e, t0, at, err) {
-  const has = e && e.requestStart > 0; // false without Timing-Allow-Origin
+// (null when none arrived in time). t0 is the run's start, at the time the
+// request was made and now the time its entry is read, all performance.now()
+// values.
+export function sample(q, ph, w, e, t0, at, err, now) {
+  // An entry whose times cannot be true measures nothing: a duration below
+  // zero (headless Chromium with a virtual time budget gave -2981.9 ms),
+  // one beyond the request's timeout, or one that starts before the fetch
+  // or ends after it is read by the script's own clock (a clock that
+  // jumped; 1 ms spare for coarsened clocks). Its timings go as unknown and
+  // its error says why, so the run is kept and the cause counted.
+  const bad =
+    e &&
+    (!(e.duration >= 0) ? 'timing_negative'
+    : e.duration > __H3RUM_REQUEST_TIMEOUT_MS__ ? 'timing_overlong'
+    : e.startTime < at - 1 || e.startTime + e.duration > now + 1 ? 'timing_jump'
+    : '');
+  const t = !bad && e, has = t && t.requestStart > 0; // false without Timing-Allow-Origin
   // A phase that starts at 0 was skipped (a reused connection's DNS and
-  // connect): 0. One that ends before it starts is unknown, -1: Safari has
-  // reported responseStart 0 beside a requestStart, which is no response.
-  const d = (a, b) => (!has ? -1 : e[a] > 0 ? (e[b] >= e[a] ? r(e[b] - e[a]) : -1) : 0);
+  // connect): 0. One that ends before it starts, or lasts longer than the
+  // whole request, is unknown, -1: Safari has reported responseStart 0
+  // beside a requestStart, which is no response.
+  const d = (a, b, v) => (!has ? -1 : t[a] > 0 ? ((v = t[b] - t[a]) >= 0 && v <= t.duration ? r(v) : -1) : 0);
   const s = {
     q,
     ph,
     w,
     g: proto(e?.nextHopProtocol),
-    st: r((e ? e.startTime : at) - t0),
-    d: e ? r(e.duration) : -1,
+    st: r(within((t ? t.startTime : at) - t0, __H3RUM_MAX_DURATION_MS__)),
+    d: t ? r(t.duration) : -1,
     dns: d('domainLookupStart', 'domainLookupEnd'),
     con: d('connectStart', 'connectEnd'),
     tls: d('secureConnectionStart', 'connectEnd'),
     tf: d('requestStart', 'responseStart'),
-    dl: e?.responseStart > 0 ? d('responseStart', 'responseEnd') : -1,
-    r: !!has && e.connectStart == e.connectEnd,
+    dl: t?.responseStart > 0 ? d('responseStart', 'responseEnd') : -1,
+    r: !!has && t.connectStart == t.connectEnd,
     ts: e?.transferSize | 0,
     sv: serverTiming(e?.serverTiming),
   };
-  // A request that succeeded but left no entry within the wait is a
-  // measurement failure too: "noentry".
-  if (err || !e) s.e = err || 'noentry';
+  // A request that succeeded but left no entry within the wait, or one
+  // that cannot be true, is a measurement failure too.
+  if (err || !t) s.e = err || bad || 'noentry';
   return s;
 }
 
@@ -155,7 +173,7 @@ export const report = (cfg, o, partial, mt, c, samples, x = {}) => ({
   o,
   bv: VERSION,
   p: partial,
-  mt: r(mt),
+  mt: r(within(mt, __H3RUM_MAX_MAIN_THREAD_MS__)), // a clock that jumped, not the script's work
   par: { n: cfg.n, w: cfg.w, b: cfg.b, ord: cfg.first + 'first', trg: cfg.trg },
   c,
   x: Object.keys(x).length ? x : undefined,

@@ -114,7 +114,7 @@ const start = m(() => {
         .catch(m((e) => ((url = 0), (err = e.name == 'TimeoutError' ? 'timeout' : 'network')), k))
         // Failed fetches leave no entry: wait for one only after a response.
         .then(m(() => url && entry(url), 'timing'))
-        .then(m((e) => sent || samples.push(sample(s, ph, w, e, t0, at, err)), 'timing'));
+        .then(m((e) => sent || samples.push(sample(s, ph, w, e, t0, at, err, P.now())), 'timing'));
     }, k)();
 
   const batch = (w) => Promise.all(Array.from({ length: cfg.n }, () => probe('p', w)));

@@ -1,7 +1,7 @@
 // Unit tests of the beacon's pure parts, run by go test ./beacon -run TestNodeUnit (it gives Node the build's constants, beacon.ScriptDefine)
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { config, rate, proto, serverTiming, sample, client, runID, report, VERSION } from '../src/core.js';
 
 test('proto normalises nextHopProtocol', () => {
@@ -118,6 +118,56 @@ test('sample handles the Safari quirks', () => {
     for (const [k, want] of Object.entries(c.want))
       assert.deepEqual(s[k] ?? null, want, `${c.name}: ${k}`);
   }
+});
+
+// Reports built from hostile entries: TestNodeUnit decodes each with
+// beacon.Decode, which must accept them all (H3RUM_REPORTS names the file).
+const built = [];
+after(() => process.env.H3RUM_REPORTS && writeFileSync(process.env.H3RUM_REPORTS, built.map((r) => JSON.stringify(r)).join('\n')));
+const partialRun = (s, mt = 1) => {
+  const cfg = { ...config({ h3: 'https://a', h2: 'https://b', warmup: '0', parallel: '1' }, 'https://c/h3rum.js', 'h'), id: 'f'.repeat(32) };
+  built.push(report(cfg, 'https://p', true, mt, {}, [s]));
+};
+
+test('sample sends timings it cannot trust as unknown, with the reason', () => {
+  const { cases } = JSON.parse(readFileSync(new URL('./untrusted-entries.json', import.meta.url)));
+  assert.ok(cases.length >= 8);
+  for (const c of cases) {
+    const s = sample(0, 'w', 'h2', c.entry, c.t0, c.at, c.err || '', c.now);
+    for (const [k, want] of Object.entries(c.want)) assert.deepEqual(s[k] ?? null, want, `${c.name}: ${k}`);
+    partialRun(s);
+  }
+});
+
+test('no entry, however broken, gives a sample or report the collector refuses', () => {
+  // Deterministic, so that a failure can be replayed.
+  let seed = 1;
+  const rnd = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+  const pick = (...v) => v[Math.floor(rnd() * v.length)];
+  const time = () => pick(NaN, Infinity, -Infinity, -2981.9, -0.0004, -0.0006, 0, 0.0004, rnd() * 50, rnd() * 1e4, 9999.9995,
+    1e4 + 1e-3, 36e5, 36e5 + 1, 1e12);
+  const fields = ['domainLookupStart', 'domainLookupEnd', 'connectStart', 'connectEnd', 'secureConnectionStart',
+    'requestStart', 'responseStart', 'responseEnd'];
+  for (let i = 0; i < 2000; i++) {
+    const t0 = pick(0, rnd() * 1e7), at = t0 + pick(0, rnd() * 100, 36e5 + 1, 1e9), e = {
+      startTime: at + pick(0, 0.5, -0.5, -2, rnd() * 10, time()), duration: time(), nextHopProtocol: 'h3', transferSize: 300,
+      serverTiming: [{ name: __H3RUM_SV_APP__, duration: time(), description: '' }, { name: __H3RUM_SV_AGE__, duration: time(), description: '' }],
+    };
+    for (const f of fields) e[f] = pick(e.startTime + rnd() * 40, time(), 0);
+    const s = sample(0, 'w', 'h2', pick(e, e, null), t0, at, pick('', '', 'timeout'), at + pick(rnd() * 1e4, time()));
+    for (const k of ['d', 'dns', 'con', 'tls', 'tf', 'dl'])
+      assert.ok(s[k] == -1 || (s[k] >= 0 && s[k] <= __H3RUM_MAX_DURATION_MS__), `case ${i}: ${k} ${s[k]}`);
+    assert.ok(s.st >= 0 && s.st <= __H3RUM_MAX_DURATION_MS__, `case ${i}: st ${s.st}`);
+    for (const [k, v] of Object.entries(s.sv || {})) assert.ok(v >= 0 && v <= __H3RUM_MAX_DURATION_MS__, `case ${i}: sv.${k} ${v}`);
+    assert.ok(s.d == -1 || s.d <= __H3RUM_REQUEST_TIMEOUT_MS__, `case ${i}: d ${s.d} beyond the timeout`);
+    partialRun(s, pick(0, 1, -1, NaN, 6e4, 6e4 + 1, 1e9));
+  }
+});
+
+test('report keeps mt within what the collector takes', () => {
+  const cfg = { ...config({ h3: 'https://a', h2: 'https://b' }, 'https://c/h3rum.js', 'h'), id: 'i' };
+  for (const [mt, want] of [[0.4567, 0.457], [-1, 0], [NaN, 0], [6e4, 6e4], [1e9, __H3RUM_MAX_MAIN_THREAD_MS__]])
+    assert.equal(report(cfg, 'https://p', false, mt, {}, []).mt, want, `mt ${mt}`);
 });
 
 test('client reads UA-CH and network information where present', () => {
