@@ -84,14 +84,19 @@ const (
 //     handshake. Before validation the server sends at most three times
 //     what an address sent, plus less than one datagram (quic-go checks
 //     its limit before each packet).
-//   - Streams: 100 requests at once per connection (maxConcurrentStreams),
+//   - Streams: 32 requests at once per connection (maxConcurrentStreams),
 //     on HTTP/2 and HTTP/3 alike so that neither protocol gets more
 //     parallelism than the other; the beacon sends at most 20 at once.
+//     HTTP/3 connections may also open 6 unidirectional streams
+//     (maxUniStreams): the control stream, the two QPACK streams and three
+//     spare.
 //   - Time: 10 s for the TLS handshake and, over HTTP/1.1, the request
-//     header section; 5 s for the QUIC handshake; BodyTimeout for a
-//     request body; WriteTimeout for a response, and for data a TCP client
-//     leaves unacknowledged (TCP_USER_TIMEOUT on Linux); IdleTimeout
-//     between requests.
+//     header section; as much for an HTTP/3 request's header section, an
+//     HTTP/3 unidirectional stream's type and the SETTINGS frame that
+//     opens the control stream; 5 s for the QUIC handshake; BodyTimeout
+//     for a request body; WriteTimeout for a response, and for data a TCP
+//     client leaves unacknowledged (TCP_USER_TIMEOUT on Linux);
+//     IdleTimeout between requests.
 //   - Header size: MaxHeaderBytes. Body size: MaxProbeBytes for /probe;
 //     Handler caps its own.
 //

@@ -3,22 +3,27 @@ package origin
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/quic-go/quicvarint"
 )
 
 // h3Conns serves HTTP/3 on the H3 origin's QUIC connections, one loop per
 // connection over http3.RawServerConn, in place of http3.Server's own
-// loop. That loop hands every request stream to HTTP/3 with no deadline on
-// its HEADERS frame, so a client could keep maxConcurrentStreams streams
-// per connection open for as long as it liked by never finishing their
-// header sections (its keep-alive PINGs keep the connection itself open,
-// and an open stream stops HTTP/3's idle timer). Here each request stream
-// must deliver its header section within headerTimeout; the handler then
-// sets the deadlines of the request's body and response (see Server).
+// loop. That loop hands every stream to HTTP/3 with no deadline, so a
+// client could keep maxConcurrentStreams request streams per connection
+// open for as long as it liked by never finishing their header sections
+// (its keep-alive PINGs keep the connection itself open, and an open
+// stream stops HTTP/3's idle timer), and hold a goroutine with each
+// unidirectional stream whose type it never finished. Here each request
+// stream must deliver its header section within headerTimeout, and each
+// unidirectional stream its type and, on the control stream, its SETTINGS
+// frame (see serveUniStream); the handler then sets the deadlines of the
+// request's body and response (see Server).
 //
 // Graceful shutdown: http3 keeps a connection's control stream to itself,
 // so no GOAWAY can be sent. Once shutdown begins, each connection stops
@@ -107,7 +112,8 @@ func (h *h3Conns) serveConn(conn *quic.Conn) {
 			if err != nil {
 				return // the connection closed
 			}
-			go hconn.HandleUnidirectionalStream(str)
+			str.SetReadDeadline(time.Now().Add(h.headerTimeout))
+			go serveUniStream(hconn, str)
 		}
 	}()
 	var requests sync.WaitGroup
@@ -156,6 +162,98 @@ func (h *h3Conns) serveConn(conn *quic.Conn) {
 	}
 	hconn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 }
+
+// maxUniStreams is how many unidirectional streams a client may have open
+// on one connection: the control stream and the two QPACK streams HTTP/3
+// defines, and three spare for the GREASE and extension streams a client
+// may open, which are refused at once and so give their place back. (quic-go
+// would allow 100.)
+const maxUniStreams = 6
+
+// maxSettingsFrame is the largest SETTINGS frame awaited before the control
+// stream is handed over; quic-go refuses larger ones itself.
+const maxSettingsFrame = 8 << 10
+
+// Why a control stream is not handed to HTTP/3.
+var (
+	errNoSettings   = errors.New("control stream does not begin with SETTINGS")
+	errSettingsLate = errors.New("control stream's SETTINGS frame is late")
+)
+
+// serveUniStream hands str to HTTP/3 once what HTTP/3 reads of it before
+// it settles has arrived: its type and, on the control stream, the SETTINGS
+// frame that must come first. The wait is bounded by str's read deadline,
+// set when it was accepted and cleared here; after that, the control stream
+// stays open for the connection's life, and every other type is done with
+// at once. A stream whose type is late is refused with
+// H3_STREAM_CREATION_ERROR (RFC 9114 section 6.2 tolerates a stream reset
+// before its type); a control stream whose SETTINGS frame is late or missing
+// closes the connection with H3_MISSING_SETTINGS.
+func serveUniStream(hconn *http3.RawServerConn, str *quic.ReceiveStream) {
+	switch err := peekUniHeader(str); {
+	case err == errSettingsLate || err == errNoSettings:
+		hconn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeMissingSettings), "")
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		str.CancelRead(quic.StreamErrorCode(http3.ErrCodeStreamCreationError))
+		return
+	}
+	// Other errors (the stream ended or was reset, the connection closed)
+	// are HTTP/3's to handle, as they were before the peek.
+	str.SetReadDeadline(time.Time{})
+	hconn.HandleUnidirectionalStream(str)
+}
+
+// peekUniHeader waits until str has delivered its stream type and, on a
+// control stream, the whole of its first frame, which must be SETTINGS,
+// without consuming any of it.
+func peekUniHeader(str *quic.ReceiveStream) error {
+	buf := make([]byte, 0, 24) // three varints: stream type, frame type, length
+	// varint peeks the varint that follows buf and appends it to buf.
+	varint := func() (uint64, error) {
+		at := len(buf)
+		buf = buf[:at+1]
+		if _, err := str.Peek(buf); err != nil {
+			return 0, err
+		}
+		buf = buf[:at+1<<(buf[at]>>6)]
+		if _, err := str.Peek(buf); err != nil {
+			return 0, err
+		}
+		v, _, err := quicvarint.Parse(buf[at:])
+		return v, err
+	}
+	typ, err := varint()
+	if err != nil || typ != streamTypeControl {
+		return err
+	}
+	late := func(err error) error {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errSettingsLate
+		}
+		return err
+	}
+	frame, err := varint()
+	if err != nil {
+		return late(err)
+	}
+	if frame != frameTypeSettings {
+		return errNoSettings
+	}
+	n, err := varint()
+	if err != nil || n > maxSettingsFrame {
+		return late(err)
+	}
+	whole := make([]byte, len(buf)+int(n))
+	_, err = str.Peek(whole)
+	return late(err)
+}
+
+// HTTP/3 stream and frame types (RFC 9114 sections 6.2 and 7.2).
+const (
+	streamTypeControl = 0x00
+	frameTypeSettings = 0x04
+)
 
 // quicDrainLinger is the least time a connection stays open at shutdown
 // once its requests are done; three smoothed round trips when longer.

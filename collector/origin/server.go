@@ -282,10 +282,11 @@ func (s *Server) listenQUIC(getCert func(*tls.ClientHelloInfo) (*tls.Certificate
 		VerifyConnection: s.h3Origin.verifyConnection,
 	})
 	quicConf := &quic.Config{
-		Allow0RTT:            true, // /probe is idempotent; EarlyData tells handlers that care
-		HandshakeIdleTimeout: quicHandshakeTimeout,
-		MaxIdleTimeout:       s.idleTimeout(),
-		MaxIncomingStreams:   maxConcurrentStreams,
+		Allow0RTT:             true, // /probe is idempotent; EarlyData tells handlers that care
+		HandshakeIdleTimeout:  quicHandshakeTimeout,
+		MaxIdleTimeout:        s.idleTimeout(),
+		MaxIncomingStreams:    maxConcurrentStreams,
+		MaxIncomingUniStreams: maxUniStreams,
 	}
 	gate := s.gate
 	for _, pc := range s.h3Socks.udp {
