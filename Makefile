@@ -8,7 +8,7 @@ DATA_DIR  ?= ./var
 # Debian's nodejs comes without npm; NodeSource's (and others') brings its own, which Debian's npm
 # package would conflict with: npm is installed only when the command is missing.
 NPM_PKG   := $(if $(shell command -v npm),,npm)
-APT_PKGS  := chromium firefox-esr libnss3-tools webkit2gtk-driver xvfb clickhouse-server clickhouse-client libzookeeper-java libslf4j-java default-jre-headless nodejs $(NPM_PKG) ca-certificates systemd
+APT_PKGS  := chromium firefox-esr libnss3-tools webkit2gtk-driver xvfb clickhouse-server clickhouse-client libzookeeper-java libslf4j-java default-jre-headless nodejs $(NPM_PKG) ca-certificates systemd podman runc podman-compose mmdebstrap prometheus
 # ClickHouse 26.x as a library, the tests' second engine (make chdb), cached outside the repository
 CHDB_VERSION := 26.7.3-stable.1
 CHDB_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/h3rum/chdb/$(CHDB_VERSION)
@@ -181,3 +181,22 @@ geoip: go-check
 
 clean:
 	rm -rf bin
+
+## build-committed: make build with the committed beacon and dashboard scripts (no go generate, no npm), as the image builds it
+build-committed:
+	@$(MAKE) --no-print-directory -o generate build
+
+# The image targets run podman as deploy/image/containers.conf says it runs on these machines (runc, cgroupfs,
+# no default ulimits); no registry is needed: the bases are made from Debian packages when missing.
+PODMAN := CONTAINERS_CONF=$(CURDIR)/deploy/image/containers.conf podman --runtime runc --cgroup-manager cgroupfs
+IMAGE  ?= localhost/h3rum:latest
+
+## image: the collector's image from deploy/Dockerfile with podman (deploy/image/bases.sh makes its bases when missing)
+# --network host, the machine's CA bundle and GOPROXY: go mod download in the build reaches the module proxy as go here does.
+image: go-check
+	CONTAINERS_CONF=$(CURDIR)/deploy/image/containers.conf deploy/image/bases.sh
+	$(PODMAN) build --pull=never --network host --ignorefile deploy/Dockerfile.dockerignore \
+	  --volume "$${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}:/etc/ssl/certs/ca-certificates.crt:ro" \
+	  --build-arg GOPROXY="$$($(GO) env GOPROXY)" -f deploy/Dockerfile -t $(IMAGE) .
+
+.PHONY: build-committed image
