@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/nel"
 )
 
 // The NEL section: what browsers' Network Error Logging reported about the
@@ -35,14 +37,14 @@ func nelQuery(name, by, place string) (string, error) {
 	return strings.NewReplacer("/*GROUP*/", groupExpr[by], "/*LEVELS*/", levelsSQL, "/*PLACE*/", place).Replace(string(b)), nil
 }
 
-// nelRows runs an embedded NEL SQL file over the window and hands every
-// row to scan.
-func nelRows(ctx context.Context, conn driver.Conn, o *Options, w window, name, by, what string, scan func(driver.Rows) error) error {
+// nelRows runs an embedded NEL SQL file with args and hands every row to
+// scan.
+func nelRows(ctx context.Context, conn driver.Conn, o *Options, name, by, what string, args []any, scan func(driver.Rows) error) error {
 	q, err := nelQuery(name, by, o.placeCond())
 	if err != nil {
 		return err
 	}
-	return eachRowOf(ctx, conn, q, []any{w.since, w.until, b01(o.IncludeBots)}, what, scan)
+	return eachRowOf(ctx, conn, q, args, what, scan)
 }
 
 // nelSection fills rep.NEL.
@@ -52,7 +54,12 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 		by = "continent"
 	}
 	n := &NEL{By: by, Failures: []NELFailure{}, Protocols: []NELProtocol{}}
-	err := nelRows(ctx, conn, o, w, "nel_failures.sql", by, "NEL failures", func(rows driver.Rows) error {
+	// The files over nel_reports count a report only under a fraction
+	// ingest accepts: rows stored before it refused smaller ones (a
+	// denormal weighs +Inf) are left out rather than spoil a week of
+	// reports.
+	args := []any{w.since, w.until, b01(o.IncludeBots), nel.MinSamplingFraction}
+	err := nelRows(ctx, conn, o, "nel_failures.sql", by, "NEL failures", args, func(rows driver.Rows) error {
 		var (
 			f         NELFailure
 			reports   uint64
@@ -81,7 +88,7 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 		}
 		return p
 	}
-	err = nelRows(ctx, conn, o, w, "nel_protocols.sql", by, "NEL by protocol", func(rows driver.Rows) error {
+	err = nelRows(ctx, conn, o, "nel_protocols.sql", by, "NEL by protocol", args, func(rows driver.Rows) error {
 		var (
 			proto            string
 			ok, probeOK      uint64
@@ -114,7 +121,7 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 		elapsed = elapsed || p.ProbeOKReports > 0
 	}
 	if elapsed {
-		err = nelRows(ctx, conn, o, w, "nel_beacon.sql", by, "beacon durations beside NEL", func(rows driver.Rows) error {
+		err = nelRows(ctx, conn, o, "nel_beacon.sql", by, "beacon durations beside NEL", args[:3], func(rows driver.Rows) error {
 			var (
 				proto string
 				cnt   uint64
@@ -134,6 +141,9 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 	slices.Sort(order)
 	for _, proto := range order {
 		n.Protocols = append(n.Protocols, *protos[proto])
+	}
+	if err := checkFinite(n); err != nil {
+		return fmt.Errorf("NEL section: %w", err)
 	}
 	rep.NEL = n
 	return nil

@@ -2,7 +2,8 @@
 -- origins, by group, NEL type, phase and protocol, each report weighted by
 -- the inverse of the sampling fraction it was sent under: the estimated
 -- number of failed requests it stands for. Rows are stored once at ingest,
--- so no FINAL. Parameters: since, until (unix seconds), include bots (0/1).
+-- so no FINAL. Parameters: since, until (unix seconds), include bots (0/1),
+-- the smallest sampling fraction counted.
 SELECT
     /*GROUP*/ AS grp,
     type AS nel_type,
@@ -14,6 +15,7 @@ FROM nel_reports
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND type != 'ok'
   AND (? = 1 OR bot = 0)
+  AND sampling_fraction >= ? AND sampling_fraction <= 1
   AND /*PLACE*/
 GROUP BY grp, nel_type, nel_phase, proto
 ORDER BY estimated DESC, grp, nel_type, nel_phase, proto

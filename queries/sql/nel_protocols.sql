@@ -2,7 +2,7 @@
 -- reports (each weighted by 1 / sampling fraction), and the elapsed time
 -- browsers reported for successful /probe requests — present only where
 -- success sampling is on. Parameters: since, until (unix seconds), include
--- bots (0/1).
+-- bots (0/1), the smallest sampling fraction counted.
 SELECT
     toString(protocol) AS proto,
     countIf(type = 'ok') AS ok_reports,
@@ -13,6 +13,7 @@ SELECT
 FROM nel_reports
 WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
   AND (? = 1 OR bot = 0)
+  AND sampling_fraction >= ? AND sampling_fraction <= 1
   AND /*PLACE*/
 GROUP BY proto
 ORDER BY proto
