@@ -3,7 +3,6 @@ package queries
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -234,10 +233,7 @@ func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 		h.reportFailed(w, err)
 		return
 	}
-	writeSoon(w)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(c)
+	h.writeJSON(w, c)
 }
 
 // BaselineWindow reads a comparison's baseline window for the validated

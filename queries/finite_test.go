@@ -1,7 +1,10 @@
 package queries
 
 import (
+	"bytes"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -39,5 +42,30 @@ func TestCheckFinite(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want+",")) {
 			t.Errorf("checkFinite(%+v) = %v, want %q", tc.v, err, tc.want)
 		}
+	}
+}
+
+// TestReportNotFinite: a report holding a number JSON cannot carry is
+// refused where it leaves, with a reason naming it: /api/report's JSON
+// is encoded before the status (500 and one line, not an empty 200), and
+// the HTML report is not written.
+func TestReportNotFinite(t *testing.T) {
+	bad := func() *Report {
+		share := math.NaN()
+		return &Report{By: "continent", Percentiles: percentiles[:], Groups: []Group{}, Timeline: []Hour{}, Verdicts: []Verdict{}, done: true,
+			NEL: &NEL{By: "continent", Failures: []NELFailure{},
+				Protocols: []NELProtocol{{Proto: "h2"}, {Proto: "h3", FailedEstimated: math.Inf(1), FailureShare: &share}}}}
+	}
+	h := &Handler{}
+	h.init()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { h.writeJSON(w, bad()) }))
+	t.Cleanup(srv.Close)
+	res, body := get(t, srv.URL, nil)
+	const reason = "nel.protocols[1].failed_estimated_requests is +Inf"
+	if res.StatusCode != http.StatusInternalServerError || !strings.Contains(body, reason) || strings.Count(body, "\n") != 1 {
+		t.Errorf("a report with +Inf: %d %q, want 500 and one line naming %s", res.StatusCode, body, reason)
+	}
+	if err := bad().WriteHTML(&bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), reason) {
+		t.Errorf("WriteHTML of a report with +Inf: %v, want an error naming %s", err, reason)
 	}
 }

@@ -235,10 +235,36 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	h.writeJSON(w, rep)
+}
+
+// writeJSON answers v as JSON, encoded before the status goes out: a value
+// JSON cannot carry is a 500 with a one-line reason naming it, never a 200
+// whose body stopped where encoding failed.
+func (h *Handler) writeJSON(w http.ResponseWriter, v any) {
+	b, err := encodeJSON(v)
+	if err != nil {
+		h.log.Error("encoding a report", "err", err)
+		fail(w, http.StatusInternalServerError, "encoding the report: "+err.Error())
+		return
+	}
 	writeSoon(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(rep)
+	w.Write(b)
+}
+
+// encodeJSON is v as JSON and a newline, as json.Encoder writes it, or why
+// it cannot be (checkFinite's reason for NaN and infinities).
+func encodeJSON(v any) ([]byte, error) {
+	if err := checkFinite(v); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
@@ -312,6 +338,9 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Opti
 	}
 	http.NewResponseController(w).Flush()
 	rep, err := Estimate(ctx, h.Conn, o)
+	if err == nil {
+		err = checkFinite(rep) // what /api/report refuses is not drawn either
+	}
 	if err != nil {
 		h.log.Warn("report failed", "err", err)
 		writeSoon(w)
@@ -336,7 +365,11 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Opti
 	http.NewResponseController(w).Flush()
 
 	var rest bytes.Buffer
-	if err := rep.AddRuns(ctx, h.Conn); err != nil {
+	err = rep.AddRuns(ctx, h.Conn)
+	if err == nil {
+		err = checkFinite(rep)
+	}
+	if err != nil {
 		h.log.Warn("report failed", "err", err)
 		fmt.Fprintf(&rest, `<p class="error" id="complete-failed">Confidence intervals and the paired view failed: %s</p>`, template.HTMLEscapeString(err.Error()))
 	} else {

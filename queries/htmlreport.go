@@ -77,6 +77,11 @@ func (r *Report) WriteHTML(w io.Writer, more ...*Report) error {
 		if m.Since != r.Since || m.Until != r.Until || m.Site != r.Site {
 			return fmt.Errorf("writing the HTML report: the report by %s covers another window or site", m.By)
 		}
+		// The template would write null for the report's JSON, and the
+		// page would draw nothing without saying why.
+		if err := checkFinite(m); err != nil {
+			return fmt.Errorf("writing the HTML report: the report by %s: %w", m.By, err)
+		}
 		if _, ok := reports[m.By]; !ok {
 			reports[m.By] = m
 		}

@@ -183,3 +183,34 @@ func TestHTMLReportNeedsCompleteReport(t *testing.T) {
 		t.Errorf("WriteHTML of an incomplete report: %v", err)
 	}
 }
+
+// TestHTMLReportUnreadableData opens in headless Chromium an HTML report
+// whose data blocks read null, as html/template writes a value JSON
+// cannot carry: the page says that its data is not readable instead of
+// drawing nothing without a word.
+func TestHTMLReportUnreadableData(t *testing.T) {
+	if _, err := chromium.Find(""); err != nil {
+		t.Fatalf("the HTML report test needs headless Chromium: %v", err)
+	}
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	rep := &Report{By: "country", Since: start, Until: start.Add(time.Hour), Percentiles: percentiles[:], Groups: []Group{},
+		Timeline: []Hour{}, Verdicts: []Verdict{}, done: true}
+	var page bytes.Buffer
+	if err := rep.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile(`(<script type="application/json" id="(?:h3rum|dash)-data">).*?(</script>)`)
+	html := blocks.ReplaceAllString(page.String(), "${1}null${2}")
+	if n := strings.Count(html, ">null</script>"); n != 2 {
+		t.Fatalf("%d data blocks set to null, want the report's and the charts'", n)
+	}
+	file := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(file, []byte(html), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tb := openTab(t, ctx, 1280, 900)
+	tb.navigate((&url.URL{Scheme: "file", Path: file}).String(),
+		`document.getElementById('report-data-failed') && document.getElementById('charts-data-failed')`)
+}

@@ -8,6 +8,7 @@ import { offline } from './static.js';
 import { worldMap } from './map.js';
 import { compare } from './compare.js';
 import { getState, setState, reportOptions } from './state.js';
+import { el } from './dom.js';
 
 function swap() {
   const complete = document.getElementById('complete');
@@ -24,8 +25,14 @@ function swap() {
 function charts() {
   const node = document.getElementById('dash-data');
   if (!node) return;
-  let data;
-  try { data = JSON.parse(node.textContent); } catch (e) { return; }
+  let data = null;
+  try { data = JSON.parse(node.textContent); } catch (e) { /* said below */ }
+  if (!data || typeof data !== 'object') {
+    // The collector writes no figure JSON cannot carry; a block that still
+    // does not read as the charts' data says so rather than draw nothing.
+    node.before(el('p', { class: 'error', id: 'charts-data-failed' }, 'The charts’ data in this page is not readable: the charts are not drawn.'));
+    return;
+  }
   const state = getState();
   const views = [];
   // A control changes the address's fragment, and every view follows it.
