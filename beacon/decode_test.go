@@ -447,6 +447,58 @@ func checkReason(t *testing.T, body []byte, reason string) {
 	if strings.Contains(de.Msg, "\n") || de.Msg == "" {
 		t.Errorf("message %q is not one line", de.Msg)
 	}
+	if de.Field != "" && !slices.Contains(DecodeFields(), de.Field) {
+		t.Errorf("field %q (%v) is not one of DecodeFields", de.Field, err)
+	}
+}
+
+// A refusal names the wire field at fault, the same for every sample, so
+// that the collector can count refusals by field with a fixed set of
+// labels; one that no known field is at fault for names none, whatever
+// key the sender made up.
+func TestDecodeErrorField(t *testing.T) {
+	smp := func(i int, k string, x any) func(map[string]any) {
+		return func(v map[string]any) { sampleAt(v, i)[k] = x }
+	}
+	for _, tc := range []struct {
+		name  string
+		m     func(map[string]any)
+		field string
+	}{
+		{"headless Chromium's negative duration", smp(0, "d", -2981.9), "s.d"},
+		{"the same in another sample", smp(4, "d", -2981.9), "s.d"},
+		{"a phase beyond an hour", smp(3, "tf", 4e6), "s.tf"},
+		{"start unknown", smp(3, "st", -1), "s.st"},
+		{"missing phase", func(v map[string]any) { delete(sampleAt(v, 3), "con") }, "s.con"},
+		{"duration a string", smp(3, "d", "5"), "s.d"},
+		{"server duration", func(v map[string]any) { sampleAt(v, 3)["sv"].(map[string]any)["rtt"] = -1 }, "s.sv.rtt"},
+		{"server count", func(v map[string]any) { sampleAt(v, 3)["sv"].(map[string]any)["creq"] = 0 }, "s.sv.creq"},
+		{"main thread", func(v map[string]any) { v["mt"] = 1e9 }, "mt"},
+		{"client rtt", func(v map[string]any) { v["c"].(map[string]any)["rtt"] = -5 }, "c.rtt"},
+		{"brand", func(v map[string]any) { v["c"].(map[string]any)["br"] = []any{[]any{"a\n", "1"}} }, "c.br"},
+		{"parallel", func(v map[string]any) { v["par"].(map[string]any)["n"] = 21 }, "par.n"},
+		{"script errors", func(v map[string]any) { v["x"] = map[string]any{"send": 0} }, "x.send"},
+		{"origin", func(v map[string]any) { v["o"] = "ftp://a.example" }, "o"},
+		{"run id", func(v map[string]any) { v["id"] = "0011" }, "id"},
+		{"duplicate seq", smp(1, "q", 0), "s.q"},
+		{"complete run short of a sample", func(v map[string]any) { v["s"] = v["s"].([]any)[1:] }, "s"},
+		{"an unknown key names no field", func(v map[string]any) { v["s.d"] = 1 }, ""},
+		{"an unknown sample key", smp(3, "zz", 1), ""},
+		{"another version", func(v map[string]any) { v["v"] = 2 }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := validReport()
+			tc.m(v)
+			_, err := Decode(marshal(t, v))
+			de, ok := errors.AsType[*DecodeError](err)
+			if !ok || de.Field != tc.field {
+				t.Errorf("Decode: %v, field %q; want the field %q", err, de.Field, tc.field)
+			}
+		})
+	}
+	if f := DecodeFields(); len(f) < 50 || !slices.Contains(f, "s.d") || !slices.Contains(f, "s.sv.age") || slices.Contains(f, "") {
+		t.Errorf("DecodeFields() = %v", f)
+	}
 }
 
 // TestDecodeMaxReport checks that the largest report the protocol allows

@@ -47,12 +47,16 @@ func FuzzDecode(f *testing.F) {
 	for _, r := range DecodeReasons() {
 		reasons[r] = true
 	}
+	fields := DecodeFields()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := Decode(data)
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) || !reasons[de.Reason] {
 				t.Fatalf("error %v (%T) has no known reason", err, err)
+			}
+			if de.Field != "" && !slices.Contains(fields, de.Field) {
+				t.Fatalf("error %v names the field %q, not one of DecodeFields", err, de.Field)
 			}
 			if r != nil {
 				t.Fatal("report returned with an error")

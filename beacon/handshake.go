@@ -37,7 +37,7 @@ func DecodeHandshakes(data []byte) ([]Sample, error) {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &te):
-			return nil, errorf(ReasonField, "handshakes: JSON %s where %s belongs", te.Value, te.Type)
+			return nil, errorf(ReasonField, "handshakes: JSON %s where %s belongs", te.Value, te.Type).at("s." + te.Field)
 		case strings.HasPrefix(err.Error(), "json: unknown field"):
 			return nil, errorf(ReasonField, "handshakes: %s", strings.TrimPrefix(err.Error(), "json: "))
 		}
@@ -54,7 +54,7 @@ func DecodeHandshakes(data []byte) ([]Sample, error) {
 			return nil, missing(label("s[%d].q", i))
 		}
 		if q := *w.Q; q < 0 || q >= MaxHandshakes || seen[q] {
-			return nil, errorf(ReasonValue, "handshake seq %d: duplicate or outside [0, %d)", q, MaxHandshakes)
+			return nil, errorf(ReasonValue, "handshake seq %d: duplicate or outside [0, %d)", q, MaxHandshakes).at("s.q")
 		}
 		seen[*w.Q] = true
 		s.Seq, s.Phase, s.Reused = *w.Q, PhaseHandshake, false
@@ -62,19 +62,19 @@ func DecodeHandshakes(data []byte) ([]Sample, error) {
 			return nil, missing(label("s[%d].ph", i))
 		}
 		if *w.Ph != "h" {
-			return nil, errorf(ReasonValue, `handshake s[%d].ph %.20q, want "h"`, i, *w.Ph)
+			return nil, errorf(ReasonValue, `handshake s[%d].ph %.20q, want "h"`, i, *w.Ph).at("s.ph")
 		}
 		if w.W == nil {
 			return nil, missing(label("s[%d].w", i))
 		}
 		if s.Want = Proto(*w.W); s.Want != ProtoH2 && s.Want != ProtoH3 {
-			return nil, errorf(ReasonValue, `handshake s[%d].w %.20q, want "h2" or "h3"`, i, *w.W)
+			return nil, errorf(ReasonValue, `handshake s[%d].w %.20q, want "h2" or "h3"`, i, *w.W).at("s.w")
 		}
 		if err := w.measurements(s, i); err != nil {
 			return nil, err
 		}
 		if s.Reused {
-			return nil, errorf(ReasonValue, "handshake s[%d] on a reused connection", i)
+			return nil, errorf(ReasonValue, "handshake s[%d] on a reused connection", i).at("s.r")
 		}
 	}
 	return out, nil

@@ -11,7 +11,7 @@ import (
 // Field validation: from the wire types to a Report, with every value
 // checked against its domain and the protocol's limits (PROTOCOL.md).
 
-func missing(name string) *DecodeError { return errorf(ReasonField, "missing %q", name) }
+func missing(name string) *DecodeError { return errorf(ReasonField, "missing %q", name).at(name) }
 
 func (w *wireReport) report() (*Report, error) {
 	r := &Report{Version: Version}
@@ -19,10 +19,10 @@ func (w *wireReport) report() (*Report, error) {
 		return nil, missing("id")
 	}
 	if len(*w.ID) != 32 || strings.ToLower(*w.ID) != *w.ID {
-		return nil, errorf(ReasonValue, "run id %.40q is not 32 lower-case hex digits", *w.ID)
+		return nil, errorf(ReasonValue, "run id %.40q is not 32 lower-case hex digits", *w.ID).at("id")
 	}
 	if _, err := hex.Decode(r.RunID[:], []byte(*w.ID)); err != nil {
-		return nil, errorf(ReasonValue, "run id %q is not 32 lower-case hex digits", *w.ID)
+		return nil, errorf(ReasonValue, "run id %q is not 32 lower-case hex digits", *w.ID).at("id")
 	}
 	if w.Site == nil {
 		return nil, missing("site")
@@ -53,7 +53,7 @@ func (w *wireReport) report() (*Report, error) {
 		return nil, missing("mt")
 	}
 	if *w.MT < 0 || *w.MT > MaxMainThread {
-		return nil, errorf(ReasonValue, "mt %g ms outside [0, %d]", *w.MT, MaxMainThread)
+		return nil, errorf(ReasonValue, "mt %g ms outside [0, %d]", *w.MT, MaxMainThread).at("mt")
 	}
 	r.MainThreadMS = *w.MT
 	if w.Par == nil {
@@ -93,7 +93,7 @@ func (w *wireErrors) scriptErrors(e *ScriptErrors) error {
 			if *f.v > MaxScriptErrors {
 				reason = ReasonLimit
 			}
-			return errorf(reason, "%s is %d, want 1 to %d", f.name, *f.v, MaxScriptErrors)
+			return errorf(reason, "%s is %d, want 1 to %d", f.name, *f.v, MaxScriptErrors).at(f.name)
 		}
 		*f.to = *f.v
 	}
@@ -123,14 +123,14 @@ func (w *wireParams) params(p *Params) error {
 		return missing("par.ord")
 	}
 	if *w.Ord != "h2first" && *w.Ord != "h3first" {
-		return errorf(ReasonValue, `par.ord %.20q, want "h2first" or "h3first"`, *w.Ord)
+		return errorf(ReasonValue, `par.ord %.20q, want "h2first" or "h3first"`, *w.Ord).at("par.ord")
 	}
 	p.Order = *w.Ord
 	if w.Trg == nil {
 		return missing("par.trg")
 	}
 	if *w.Trg != "load" && *w.Trg != "manual" {
-		return errorf(ReasonValue, `par.trg %.20q, want "load" or "manual"`, *w.Trg)
+		return errorf(ReasonValue, `par.trg %.20q, want "load" or "manual"`, *w.Trg).at("par.trg")
 	}
 	p.Trigger = *w.Trg
 	if w.extra == nil {
@@ -167,18 +167,18 @@ func checkParam(name string, v int, p ScriptParam) error {
 		if v < p.lo {
 			reason = ReasonValue
 		}
-		return errorf(reason, "%s is %d, want %d to %d", name, v, p.lo, p.hi)
+		return errorf(reason, "%s is %d, want %d to %d", name, v, p.lo, p.hi).at(name)
 	}
 	return nil
 }
 
 func (w *wireClient) client(c *Client) error {
 	if len(w.BR) > maxBrands {
-		return errorf(ReasonLimit, "c.br has %d brands, limit %d", len(w.BR), maxBrands)
+		return errorf(ReasonLimit, "c.br has %d brands, limit %d", len(w.BR), maxBrands).at("c.br")
 	}
 	for i, b := range w.BR {
 		if len(b) != 2 {
-			return errorf(ReasonValue, "c.br[%d] has %d elements, want [brand, version]", i, len(b))
+			return errorf(ReasonValue, "c.br[%d] has %d elements, want [brand, version]", i, len(b)).at("c.br")
 		}
 		if err := checkText(b[0], maxTextLen, isPrintable, "c.br[%d]", i); err != nil {
 			return err
@@ -211,7 +211,7 @@ func (w *wireClient) client(c *Client) error {
 			continue
 		}
 		if *f.v < 0 || *f.v > 1e6 {
-			return errorf(ReasonValue, "%s %g outside [0, 1e6]", f.name, *f.v)
+			return errorf(ReasonValue, "%s %g outside [0, 1e6]", f.name, *f.v).at(f.name)
 		}
 		*f.to = *f.v
 	}
@@ -231,16 +231,16 @@ func (w *wireReport) samples(r *Report) error {
 	p := r.Params
 	total := p.Warmup + 1 + 2*p.Parallel
 	if len(w.S) > total {
-		return errorf(ReasonLimit, "%d samples, the parameters allow %d", len(w.S), total)
+		return errorf(ReasonLimit, "%d samples, the parameters allow %d", len(w.S), total).at("s")
 	}
 	// A run the script's own error cut short goes out with what it has,
 	// possibly nothing: x says why samples are missing.
 	failed := r.ScriptErrors.Total() > 0
 	if len(w.S) == 0 && !failed {
-		return errorf(ReasonValue, "no samples")
+		return errorf(ReasonValue, "no samples").at("s")
 	}
 	if !r.Partial && !failed && len(w.S) != total {
-		return errorf(ReasonValue, "complete run with %d samples, the parameters say %d", len(w.S), total)
+		return errorf(ReasonValue, "complete run with %d samples, the parameters say %d", len(w.S), total).at("s")
 	}
 	first, second := ProtoH3, ProtoH2
 	if p.Order == "h2first" {
@@ -256,10 +256,10 @@ func (w *wireReport) samples(r *Report) error {
 		}
 		q := *ws.Q
 		if q < 0 || q >= total {
-			return errorf(ReasonValue, "%s %d outside [0, %d)", name("q"), q, total)
+			return errorf(ReasonValue, "%s %d outside [0, %d)", name("q"), q, total).at("s.q")
 		}
 		if seen[q] {
-			return errorf(ReasonValue, "duplicate seq %d", q)
+			return errorf(ReasonValue, "duplicate seq %d", q).at("s.q")
 		}
 		seen[q] = true
 		s.Seq = q
@@ -281,14 +281,14 @@ func (w *wireReport) samples(r *Report) error {
 		case "p":
 			s.Phase = PhaseParallel
 		default:
-			return errorf(ReasonValue, `%s %.20q, want "w" or "p"`, name("ph"), *ws.Ph)
+			return errorf(ReasonValue, `%s %.20q, want "w" or "p"`, name("ph"), *ws.Ph).at("s.ph")
 		}
 		if ws.W == nil {
 			return missing(name("w"))
 		}
 		s.Want = Proto(*ws.W)
 		if s.Phase != wantPhase || s.Want != wantProto {
-			return errorf(ReasonValue, "seq %d is %s to %.20q, the parameters say %s to %s", q, s.Phase, *ws.W, wantPhase, wantProto)
+			return errorf(ReasonValue, "seq %d is %s to %.20q, the parameters say %s to %s", q, s.Phase, *ws.W, wantPhase, wantProto).at("s.w")
 		}
 		if err := ws.measurements(s, i); err != nil {
 			return err
@@ -307,13 +307,13 @@ func (ws *wireSample) measurements(s *Sample, i int) error {
 	}
 	var ok bool
 	if s.Got, ok = proto(*ws.G); !ok {
-		return errorf(ReasonValue, "%s %.20q is not h1, h2, h3 or unknown", name("g"), *ws.G)
+		return errorf(ReasonValue, "%s %.20q is not h1, h2, h3 or unknown", name("g"), *ws.G).at("s.g")
 	}
 	if ws.St == nil {
 		return missing(name("st"))
 	}
 	if *ws.St < 0 || *ws.St > MaxDurationMS {
-		return errorf(ReasonValue, "%s %g ms outside [0, %d]", name("st"), *ws.St, MaxDurationMS)
+		return errorf(ReasonValue, "%s %g ms outside [0, %d]", name("st"), *ws.St, MaxDurationMS).at("s.st")
 	}
 	s.Start = *ws.St
 	for _, f := range []struct {
@@ -340,12 +340,12 @@ func (ws *wireSample) measurements(s *Sample, i int) error {
 		return missing(name("ts"))
 	}
 	if *ws.TS < 0 || *ws.TS > 1<<30 {
-		return errorf(ReasonValue, "%s %d outside [0, 2^30]", name("ts"), *ws.TS)
+		return errorf(ReasonValue, "%s %d outside [0, 2^30]", name("ts"), *ws.TS).at("s.ts")
 	}
 	s.TransferSize = *ws.TS
 	if ws.E != nil {
 		if !isErrorCode(*ws.E) {
-			return errorf(ReasonValue, "%s %.40q is not an error code ([a-z0-9_]{1,32})", name("e"), *ws.E)
+			return errorf(ReasonValue, "%s %.40q is not an error code ([a-z0-9_]{1,32})", name("e"), *ws.E).at("s.e")
 		}
 		s.Error = *ws.E
 	}
@@ -369,7 +369,7 @@ func (w *wireServer) server(st *ServerTiming, i int) error {
 		case metricProto:
 			var ok bool
 			if st.Proto, ok = proto(w.str[k]); !ok {
-				return errorf(ReasonValue, "s[%d].sv.%s %.20q is not h1, h2, h3 or unknown", i, m.name, w.str[k])
+				return errorf(ReasonValue, "s[%d].sv.%s %.20q is not h1, h2, h3 or unknown", i, m.name, w.str[k]).at(svLabels[k])
 			}
 		case metricDuration:
 			if err := checkDuration(w.num[k], false, svLabels[k], i); err != nil {
@@ -385,13 +385,13 @@ func (w *wireServer) server(st *ServerTiming, i int) error {
 			n := w.n[k]
 			if m.flag != nil {
 				if n != 0 && n != 1 {
-					return errorf(ReasonValue, "s[%d].sv.%s is %d, want 0 or 1", i, m.name, n)
+					return errorf(ReasonValue, "s[%d].sv.%s is %d, want 0 or 1", i, m.name, n).at(svLabels[k])
 				}
 				*m.flag(st) = n == 1
 				continue
 			}
 			if n < m.least || n > maxCount {
-				return errorf(ReasonValue, "s[%d].sv.%s %d outside [%d, %d]", i, m.name, n, m.least, maxCount)
+				return errorf(ReasonValue, "s[%d].sv.%s %d outside [%d, %d]", i, m.name, n, m.least, maxCount).at(svLabels[k])
 			}
 			*m.count(st) = n
 		}
@@ -455,21 +455,21 @@ func checkDuration(v float64, unknownOK bool, name string, i int) error {
 	if unknownOK {
 		want = "-1 (unknown) or " + want
 	}
-	return errorf(ReasonValue, "%s is %g ms, want %s", label(name, i), v, want)
+	return errorf(ReasonValue, "%s is %g ms, want %s", label(name, i), v, want).at(name)
 }
 
 // checkText checks a string's length and characters; the name is built
 // only for an error (label).
 func checkText(s string, max int, ok func(rune) bool, name string, i int) error {
 	if s == "" {
-		return errorf(ReasonValue, "%s is empty", label(name, i))
+		return errorf(ReasonValue, "%s is empty", label(name, i)).at(name)
 	}
 	if len(s) > max {
-		return errorf(ReasonLimit, "%s is %d bytes, limit %d", label(name, i), len(s), max)
+		return errorf(ReasonLimit, "%s is %d bytes, limit %d", label(name, i), len(s), max).at(name)
 	}
 	for _, c := range s {
 		if !ok(c) {
-			return errorf(ReasonValue, "%s %.40q has a character outside its set", label(name, i), s)
+			return errorf(ReasonValue, "%s %.40q has a character outside its set", label(name, i), s).at(name)
 		}
 	}
 	return nil
@@ -507,12 +507,12 @@ func checkOrigin(o string) error {
 		return nil
 	}
 	if len(o) > maxOriginLen {
-		return errorf(ReasonLimit, "o is %d bytes, limit %d", len(o), maxOriginLen)
+		return errorf(ReasonLimit, "o is %d bytes, limit %d", len(o), maxOriginLen).at("o")
 	}
 	u, err := url.Parse(o)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || strings.ContainsAny(o, "?#") {
-		return errorf(ReasonValue, "o %.80q is not an http(s) origin", o)
+		return errorf(ReasonValue, "o %.80q is not an http(s) origin", o).at("o")
 	}
 	return nil
 }

@@ -229,7 +229,7 @@ func decodeWire(data []byte) (wireReport, error) {
 	if err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return w, errorf(ReasonField, "%s: JSON %s where %s belongs", te.Field, te.Value, te.Type)
+			return w, errorf(ReasonField, "%s: JSON %s where %s belongs", te.Field, te.Value, te.Type).at(te.Field)
 		}
 		if strings.HasPrefix(err.Error(), "json: unknown field") {
 			return w, errorf(ReasonField, "%s", strings.TrimPrefix(err.Error(), "json: "))

@@ -84,8 +84,7 @@ func (h *Handler) admit(ctx context.Context, sub submission) (store.Run, *reject
 	defer h.release()
 	rep, err := beacon.Decode(sub.wire)
 	if err != nil {
-		status, reason, detail := decodeRejection(err)
-		return store.Run{}, &rejection{status: status, reason: reason, detail: detail}
+		return store.Run{}, h.decodeRejection(err)
 	}
 	if !h.siteAllowed(rep.Site) {
 		return store.Run{}, &rejection{status: http.StatusForbidden, reason: beacon.ReasonSiteNotAllowed,
@@ -94,8 +93,7 @@ func (h *Handler) admit(ctx context.Context, sub submission) (store.Run, *reject
 	var hs []beacon.Sample
 	if sub.handshakes != nil {
 		if hs, err = beacon.DecodeHandshakes(sub.handshakes); err != nil {
-			status, reason, detail := decodeRejection(err)
-			return store.Run{}, &rejection{status: status, reason: reason, detail: detail}
+			return store.Run{}, h.decodeRejection(err)
 		}
 	}
 	run := h.Enricher.Enrich(Envelope{Report: rep, Wire: sub.wire, Received: sub.received,
@@ -109,17 +107,28 @@ func (h *Handler) admit(ctx context.Context, sub submission) (store.Run, *reject
 	return run, nil
 }
 
-// decodeRejection maps a decode error to a status, reason label and detail.
-func decodeRejection(err error) (int, string, string) {
+// fieldNone is the rejected-fields label of a refusal no one field is at
+// fault for.
+const fieldNone = "none"
+
+// decodeRejection maps a decode error to a rejection, and counts the
+// field at fault.
+func (h *Handler) decodeRejection(err error) *rejection {
 	de, ok := errors.AsType[*beacon.DecodeError](err)
 	if !ok {
-		return http.StatusBadRequest, beacon.ReasonDecodePrefix + beacon.ReasonJSON, err.Error()
+		h.m.rejectedFields.WithLabelValues(fieldNone).Inc()
+		return &rejection{status: http.StatusBadRequest, reason: beacon.ReasonDecodePrefix + beacon.ReasonJSON, detail: err.Error()}
 	}
+	field := de.Field
+	if field == "" {
+		field = fieldNone
+	}
+	h.m.rejectedFields.WithLabelValues(field).Inc()
 	status := http.StatusBadRequest
 	if de.Reason == beacon.ReasonSize {
 		status = http.StatusRequestEntityTooLarge
 	}
-	return status, beacon.ReasonDecodePrefix + de.Reason, de.Msg
+	return &rejection{status: status, reason: beacon.ReasonDecodePrefix + de.Reason, detail: de.Msg}
 }
 
 // acceptRejection maps a Sink error to a rejection.

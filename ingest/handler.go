@@ -167,6 +167,9 @@ func (h *Handler) init() {
 	for _, r := range beacon.DecodeReasons() {
 		h.m.rejected.WithLabelValues(beacon.ReasonDecodePrefix + r)
 	}
+	for _, f := range append(beacon.DecodeFields(), fieldNone) {
+		h.m.rejectedFields.WithLabelValues(f)
+	}
 	if h.RateLimit > 0 {
 		h.limiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)
 		h.nelLimiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,23 +150,88 @@ func TestHandlerPost(t *testing.T) {
 
 func rejectedCount(t *testing.T, reg *prometheus.Registry, reason string) float64 {
 	t.Helper()
+	return labelledCount(t, reg, "h3rum_ingest_rejected_total", "reason", reason)
+}
+
+// labelledCount is the value of the counter metric's series whose label
+// is value, -1 when there is none.
+func labelledCount(t *testing.T, reg *prometheus.Registry, metric, label, value string) float64 {
+	t.Helper()
+	n, _ := labelledSeries(t, reg, metric, label, value)
+	return n
+}
+
+// labelledSeries is labelledCount, and how many series the metric has.
+func labelledSeries(t *testing.T, reg *prometheus.Registry, metric, label, value string) (float64, int) {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "h3rum_ingest_rejected_total" {
+		if mf.GetName() != metric {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue(), len(mf.GetMetric())
 				}
 			}
 		}
+		return -1, len(mf.GetMetric())
 	}
-	return -1
+	return -1, 0
+}
+
+// A report the decoder refuses is counted by the field at fault, so that a
+// browser quirk in the field (headless Chromium's negative durations)
+// shows up as a cause; the labels are a fixed set, whatever the sender
+// puts in its keys.
+func TestHandlerCountsRefusalsByField(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := &Handler{Sink: &recordingSink{}, Registerer: reg}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	post := func(body []byte) (int, string) {
+		resp, err := srv.Client().Post(srv.URL+"/beacon", "text/plain", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	duration := regexp.MustCompile(`"d":[0-9.]+`)
+	negative := func(nth int) []byte {
+		b, i := wireReport("shop"), 0
+		return duration.ReplaceAllFunc(b, func(m []byte) []byte {
+			if i++; i == nth {
+				return []byte(`"d":-2981.9`)
+			}
+			return m
+		})
+	}
+	const metric = "h3rum_ingest_rejected_fields_total"
+	fields := len(beacon.DecodeFields()) + 1
+	for _, nth := range []int{1, 4} {
+		if code, body := post(negative(nth)); code != 400 || !strings.Contains(body, "-2981.9") {
+			t.Fatalf("a report whose sample %d lasted -2981.9 ms: %d %q, want 400 naming the value", nth, code, body)
+		}
+	}
+	for i := range 50 {
+		post([]byte(fmt.Sprintf(`{"v":1,"k%d":1}`, i))) // made-up keys
+	}
+	post([]byte("hello"))
+	if n := labelledCount(t, reg, metric, "field", "s.d"); n != 2 {
+		t.Errorf("%s{field=\"s.d\"} = %v, want 2", metric, n)
+	}
+	if n, series := labelledSeries(t, reg, metric, "field", "none"); n != 51 || series != fields {
+		t.Errorf("%s{field=\"none\"} = %v in %d series, want 51 in %d (beacon.DecodeFields and none)", metric, n, series, fields)
+	}
+	if n := labelledCount(t, reg, metric, "field", "mt"); n != 0 {
+		t.Errorf("%s{field=\"mt\"} = %v, want 0: every field's series exists from the start", metric, n)
+	}
 }
 
 func TestHandlerPreflightAndCORS(t *testing.T) {

@@ -91,7 +91,10 @@ func newPipelineMetrics(reg prometheus.Registerer, queueDepth func() float64) (*
 // handlerMetrics are the Handler's Prometheus metrics.
 type handlerMetrics struct {
 	rejected *prometheus.CounterVec
-	requests *prometheus.CounterVec
+	// rejectedFields counts decode refusals by the wire field at fault
+	// (beacon.DecodeFields, or fieldNone): a fixed set of labels.
+	rejectedFields *prometheus.CounterVec
+	requests       *prometheus.CounterVec
 	// POST /reports (Network Error Logging uploads).
 	nelUploads  prometheus.Counter
 	nelRejected *prometheus.CounterVec
@@ -102,6 +105,10 @@ func newHandlerMetrics(reg prometheus.Registerer) (*handlerMetrics, error) {
 	m := &handlerMetrics{
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "h3rum_ingest_rejected_total", Help: "Reports rejected, by reason."}, []string{"reason"}),
+		rejectedFields: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "h3rum_ingest_rejected_fields_total",
+			Help: "Reports the decoder refused (reason decode_*), by the wire field at fault: s.d for any sample's duration, none when no one field was (syntax, size, version, an unknown key)."},
+			[]string{"field"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "h3rum_ingest_reports_total", Help: "Reports received, by transport (post, ws)."}, []string{"transport"}),
 		nelUploads: prometheus.NewCounter(prometheus.CounterOpts{
@@ -116,6 +123,6 @@ func newHandlerMetrics(reg prometheus.Registerer) (*handlerMetrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	return m, errors.Join(reg.Register(m.rejected), reg.Register(m.requests), reg.Register(m.nelUploads),
+	return m, errors.Join(reg.Register(m.rejected), reg.Register(m.rejectedFields), reg.Register(m.requests), reg.Register(m.nelUploads),
 		reg.Register(m.nelRejected), reg.Register(m.nelIgnored))
 }
