@@ -199,4 +199,14 @@ image: go-check
 	  --volume "$${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}:/etc/ssl/certs/ca-certificates.crt:ro" \
 	  --build-arg GOPROXY="$$($(GO) env GOPROXY)" -f deploy/Dockerfile -t $(IMAGE) .
 
-.PHONY: build-committed image
+## image-test: the image run as compose runs it, against a ClickHouse the test starts (deploy/image_test.go)
+image-test: image
+	H3RUM_TEST_IMAGE='$(IMAGE)' CONTAINERS_CONF=$(CURDIR)/deploy/image/containers.conf \
+	  $(GO) test ./deploy -run '^TestImage' -count=1 -v -timeout 15m
+
+# make test runs image-test where podman is installed (make deps installs it).
+test: test-image
+test-image:
+	@if command -v podman >/dev/null; then $(MAKE) --no-print-directory image-test; else echo "make test: no podman, image-test skipped"; fi
+
+.PHONY: build-committed image image-test test-image

@@ -312,8 +312,6 @@ func TestHandlerTrustedProxyAndGeoHeader(t *testing.T) {
 	}
 }
 
-// The rate limit is applied before the body is read or decoded: a flood of
-// malformed reports from one address costs one decode, not fifty.
 // A proxy trusted as an IPv4-mapped prefix, as the origin's connection caps
 // already read it, is trusted by ingest too: the clients behind it are
 // limited one by one, not as one address sharing one limit.
@@ -340,6 +338,8 @@ func TestHandlerMappedTrustedProxy(t *testing.T) {
 	}
 }
 
+// The rate limit is applied before the body is read or decoded: a flood of
+// malformed reports from one address costs one decode, not fifty.
 func TestHandlerRateLimitBeforeDecode(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := &Handler{Sink: &recordingSink{}, RateLimit: 1, RateBurst: 1, MaxConcurrency: 1, Registerer: reg}
