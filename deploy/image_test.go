@@ -177,8 +177,9 @@ func composeRunArgs(t *testing.T, file, name string, vars, binds, env map[string
 }
 
 func list(v any) []string {
+	l, _ := v.([]any)
 	var s []string
-	for _, e := range v.([]any) {
+	for _, e := range l {
 		s = append(s, fmt.Sprint(e))
 	}
 	return s
