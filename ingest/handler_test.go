@@ -395,7 +395,7 @@ func TestWebSocket(t *testing.T) {
 	if _, resp, err := websocket.DefaultDialer.Dial(url, http.Header{"Authorization": {"Bearer wrong"}}); err == nil || resp.StatusCode != 401 {
 		t.Fatalf("wrong token: err=%v status=%v, want 401", err, resp)
 	}
-	conn, _, err := websocket.DefaultDialer.Dial(url+"?token="+testAgentToken, nil)
+	conn, _, err := websocket.DefaultDialer.Dial(url, http.Header{"Authorization": {"Bearer " + testAgentToken}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,6 +508,34 @@ const testAgentToken = "agent-token-0123456789abcdef0123456789"
 
 // TestWebSocketAckWaitsForDurability: the ack comes only after Accept
 // returns, and carries its failure.
+// The agent token is taken from the Authorization header only: in the URL
+// it would land in every proxy's and server's log. The right token as
+// ?token= is refused, and counted as a wrong one.
+func TestWebSocketTokenNotInURL(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := &Handler{Sink: &recordingSink{}, AgentToken: testAgentToken, Registerer: reg, Failures: access.NewFailures()}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ingest/ws"
+	for _, q := range []string{"?token=", "?access_token=", "?token=x&token="} {
+		conn, resp, err := websocket.DefaultDialer.Dial(url+q+testAgentToken, nil)
+		if err == nil {
+			conn.Close()
+		}
+		if resp == nil || resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("the agent token as %s…: %v, %v; want 401 and no upgrade", q, resp, err)
+		}
+	}
+	if n := rejectedCount(t, reg, beacon.ReasonUnauthorized); n != 3 {
+		t.Errorf("rejected{reason=unauthorized} = %v, want 3", n)
+	}
+	conn, _, err := websocket.DefaultDialer.Dial(url+"?token=ignored", http.Header{"Authorization": {"Bearer " + testAgentToken}})
+	if err != nil {
+		t.Fatalf("the token in the header, a stray ?token= beside it: %v", err)
+	}
+	conn.Close()
+}
+
 func TestWebSocketAckWaitsForDurability(t *testing.T) {
 	release := make(chan struct{})
 	h := &Handler{Sink: sinkFunc(func(ctx context.Context, run store.Run) error {

@@ -29,13 +29,11 @@ func (h *Handler) pingInterval() time.Duration {
 	return 30 * time.Second
 }
 
-// authorized checks the agent token from "Authorization: Bearer …" or
-// ?token=, in constant time.
+// authorized checks the agent token from "Authorization: Bearer …", in
+// constant time. Never from the URL: proxies and servers log URLs, and a
+// token there outlives the connection in their logs.
 func (h *Handler) authorized(r *http.Request) bool {
-	tok, present := access.Bearer(r)
-	if !present {
-		tok = r.URL.Query().Get("token")
-	}
+	tok, _ := access.Bearer(r)
 	return access.Token(h.AgentToken).Matches(tok)
 }
 
@@ -60,7 +58,7 @@ func (h *Handler) websocket(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(r) {
 		h.Failures.Failed(client, now)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="h3rum agents"`)
-		h.reject(w, http.StatusUnauthorized, beacon.ReasonUnauthorized, "missing or wrong agent token")
+		h.reject(w, http.StatusUnauthorized, beacon.ReasonUnauthorized, "missing or wrong agent token (give it as Authorization: Bearer, never in the URL)")
 		return
 	}
 	up := websocket.Upgrader{
