@@ -6,7 +6,6 @@ package queries
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,7 +109,8 @@ type Options struct {
 	// the report's. 0 means DefaultVerdictP (95).
 	VerdictP float64
 	// EffectMS is the difference, in ms, for which each verdict says how
-	// many more runs would detect it. 0 means DefaultEffectMS (10).
+	// many more runs would detect it, MinEffectMS to MaxEffectMS. 0 means
+	// DefaultEffectMS (10).
 	EffectMS float64
 	// Headline computes the headline alone: the point estimates, the runs
 	// (intervals, the paired view, the verdicts), the timeline and the
@@ -208,8 +208,8 @@ func (o *Options) Validate() error {
 	if o.EffectMS == 0 {
 		o.EffectMS = DefaultEffectMS
 	}
-	if !(o.EffectMS > 0) || math.IsInf(o.EffectMS, 0) {
-		return invalid("effect %g ms must be a positive number of ms", o.EffectMS)
+	if !(o.EffectMS >= MinEffectMS && o.EffectMS <= MaxEffectMS) {
+		return invalid("effect-ms %g is outside %g to %d ms: the difference the verdicts' run counts are for", o.EffectMS, MinEffectMS, MaxEffectMS)
 	}
 	return nil
 }
@@ -306,6 +306,11 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, invalid("cannot parse time %q (want a duration like 24h or 7d, RFC 3339, or 2006-01-02)", s)
 }
 
+// maxAgo is the longest duration a report time may be before now, each
+// unit of it alone: a window must lie after 1970 anyway (Validate), and a
+// Duration holds at most 292 years.
+const maxAgo = 200 * 365 * 24 * time.Hour
+
 // parseAgo reads a Go duration extended with d (24 h) and w (7 d) units.
 func parseAgo(s string) (time.Duration, bool) {
 	var total time.Duration
@@ -321,8 +326,10 @@ func parseAgo(s string) (time.Duration, bool) {
 		if i <= 0 {
 			continue
 		}
+		// Bounded before the conversion to a Duration, which is not
+		// defined for values out of its range (NaN, 1e5 weeks).
 		n, err := strconv.ParseFloat(rest[:i], 64)
-		if err != nil || n > 1e5 {
+		if err != nil || !(n >= 0 && n <= float64(maxAgo/unit.d)) {
 			return 0, false
 		}
 		total += time.Duration(n * float64(unit.d))

@@ -86,8 +86,11 @@ func TestValidate(t *testing.T) {
 		{"negative min runs", Options{MinRuns: -1}, "min-runs"},
 		{"bad source", Options{Source: "cache"}, "unknown source"},
 		{"verdict at no reported percentile", Options{VerdictP: 42}, "verdict percentile 42 is not one of the report's (50, 75, 90, 95, 99)"},
-		{"negative effect", Options{EffectMS: -10}, "effect -10 ms"},
-		{"effect not a number", Options{EffectMS: math.NaN()}, "effect NaN ms"},
+		{"negative effect", Options{EffectMS: -10}, "effect-ms -10 is outside 0.1 to 10000 ms"},
+		{"effect not a number", Options{EffectMS: math.NaN()}, "effect-ms NaN"},
+		{"effect below a timer's resolution", Options{EffectMS: 1e-300}, "effect-ms 1e-300 is outside 0.1 to 10000 ms"},
+		{"effect beyond the request timeout", Options{EffectMS: 10000.5}, "effect-ms 10000.5"},
+		{"effect infinite", Options{EffectMS: math.Inf(1)}, "effect-ms +Inf"},
 	} {
 		tc.o.Now = now
 		err := tc.o.Validate()
@@ -132,6 +135,10 @@ func TestOptionsFromValues(t *testing.T) {
 		{"design": {"5,0,2,1) OR (1=1"}}, {"design": {"5,0,2,1,gap=1' OR '1"}}, {"design": {"5,0,2,1,gap"}},
 		{"design": {"5,0,2,1,Gap=1"}}, {"design": {"5,0,2,1,gap=1.5"}}, {"design": {"5,0,2,1,"}}, {"excluded": {"perhaps"}},
 		{"verdict_p": {"p95"}}, {"verdict_p": {"96"}}, {"effect_ms": {"ten"}}, {"effect_ms": {"0x"}}, {"effect_ms": {"-Inf"}},
+		{"effect_ms": {"1e-300"}}, {"effect-ms": {"NaN"}}, {"effect-ms": {"1e6"}},
+		// Durations out of a Duration's range, which the conversion would
+		// turn into anything.
+		{"since": {"NaNd"}}, {"since": {"1e5w"}}, {"since": {"Infd"}}, {"until": {"1e300d"}}, {"since": {"--1d"}},
 	} {
 		if _, err := OptionsFromValues(v, now); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%v: err = %v, want ErrInvalidOptions", v, err)
@@ -622,5 +629,22 @@ func TestExclusionMasksCountFailed(t *testing.T) {
 	}
 	if o := (Options{IncludeExcluded: true}); !strings.Contains(o.keptDurationsSQL(), "errors") || !strings.Contains(o.keptSQL(), "errors") {
 		t.Errorf("with excluded runs in, kept %s and %s read no error codes", o.keptDurationsSQL(), o.keptSQL())
+	}
+}
+
+// An option out of its range is a 400 that names it, through a real
+// listener, before any query: effect-ms=1e-300 used to overflow the
+// conversion of the runs to detect it into an int.
+func TestHandlerRefusesEffectOutOfRange(t *testing.T) {
+	srv := serve(t, &Handler{AllowOpen: true}) // no ClickHouse: refused before any query
+	for _, v := range []string{"1e-300", "0.05", "10001", "NaN", "-Inf", "0x1p-1000"} {
+		res, body := get(t, srv.URL+"/api/report?effect-ms="+v, nil)
+		if res.StatusCode != 400 || !strings.Contains(body, "effect-ms") || strings.Count(strings.TrimSpace(body), "\n") != 0 {
+			t.Errorf("effect-ms=%s: %d %q, want one line of 400 naming effect-ms", v, res.StatusCode, body)
+		}
+	}
+	res, body := get(t, srv.URL+"/api/report?since=1e5w", nil)
+	if res.StatusCode != 400 || !strings.Contains(body, "1e5w") {
+		t.Errorf("since=1e5w: %d %q, want 400 naming the value", res.StatusCode, body)
 	}
 }

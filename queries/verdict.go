@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/h3rum/h3rum/beacon"
 )
 
 // The power rule turns a group's H3 − H2 difference at one percentile and
@@ -41,6 +43,19 @@ const (
 	VerdictLevel    = 0.95 // the bootstrap intervals' (interval, bootstrap.go), which the verdict reads
 	VerdictPower    = 0.80
 )
+
+// The range of an effect (Options.EffectMS). Below a browser's timer
+// resolution (100 µs) no run measures it; above the request timeout no two
+// durations of a report can differ by it (a failed request counts at the
+// timeout).
+const (
+	MinEffectMS = 0.1
+	MaxEffectMS = beacon.RequestTimeoutMS
+)
+
+// maxRunsToDetect bounds RunsToDetect: 2^53, the largest count a float64
+// holds exactly, far beyond any site's runs.
+const maxRunsToDetect = 1 << 53
 
 // zLevel and zPower are the standard normal quantiles of the rule:
 // z₀.₉₇₅ ≈ 1.960 (a two-sided 95 % interval) and z₀.₈₀ ≈ 0.842 (80 % power).
@@ -197,13 +212,17 @@ func (v *Verdict) MDEAt(runs int) (ms float64, ok bool) {
 // RunsToDetect is how many runs in all would detect a difference of
 // effectMS (either sign) with 80 % power at the verdict's percentile:
 // Runs·(MDE/effect)², never fewer than an interval needs. ok is false
-// without an MDE or for an effect that is not positive.
+// without an MDE, for an effect that is not positive, or for one so small
+// against the MDE that the count would pass maxRunsToDetect.
 func (v *Verdict) RunsToDetect(effectMS float64) (runs int, ok bool) {
 	effectMS = math.Abs(effectMS)
 	if v.MDEMS == nil || v.Runs <= 0 || !(effectMS > 0) || math.IsInf(effectMS, 0) {
 		return 0, false
 	}
 	n := float64(v.Runs) * math.Pow(*v.MDEMS/effectMS, 2)
+	if !(n < maxRunsToDetect) {
+		return 0, false // no count of runs is advice; and int(n) would be undefined
+	}
 	return max(int(math.Ceil(n-1e-9)), v.RunsForInterval), true
 }
 

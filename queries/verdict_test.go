@@ -387,10 +387,13 @@ func TestJudge(t *testing.T) {
 	if n, ok := v.RunsToDetect(1000); !ok || n != 300 {
 		t.Errorf("runs to detect a huge effect: %d, want what an interval needs (300)", n)
 	}
-	for _, e := range []float64{0, math.NaN(), math.Inf(1)} {
-		if _, ok := v.RunsToDetect(e); ok {
-			t.Errorf("runs to detect %v: ok", e)
+	for _, e := range []float64{0, math.NaN(), math.Inf(1), 1e-300, 5e-324} {
+		if n, ok := v.RunsToDetect(e); ok {
+			t.Errorf("runs to detect %v: %d, ok", e, n)
 		}
+	}
+	if n, ok := v.RunsToDetect(MinEffectMS); !ok || n <= 4000 {
+		t.Errorf("runs to detect the smallest effect, %g ms: %d, %v", MinEffectMS, n, ok)
 	}
 	none := VerdictRule{}.Judge(group(100, nil))
 	if _, ok := none.MDEAt(1000); ok {
