@@ -38,6 +38,8 @@ const (
 	DefaultBodyTimeout     = 10 * time.Second
 	DefaultWriteTimeout    = 30 * time.Second
 	DefaultMaxConnsPerAddr = 512
+	// DefaultMaxConns: see Server.MaxConns.
+	DefaultMaxConns = 16384
 	// DefaultMaxUnvalidatedHandshakes: see Server.MaxUnvalidatedHandshakes.
 	DefaultMaxUnvalidatedHandshakes = 256
 	DefaultMaxRequestsPerAddr       = 1024
@@ -74,8 +76,11 @@ const (
 //     connections first prove their address with a Retry, so that packets
 //     with a forged source address cannot use up the connections of a real
 //     one; a Retry adds a round trip to the measured HTTP/3 times, so each
-//     is counted (h3rum_collector_quic_retries_total). Peers in
-//     TrustedProxies are not counted.
+//     is counted (h3rum_collector_quic_retries_total). An IPv6 /48 may
+//     hold 8 times an address's cap over all its /64s. Peers in
+//     TrustedProxies are not counted per address.
+//   - All connections: at most MaxConns open at once, trusted proxies'
+//     included, refused like those over an address's cap.
 //   - QUIC handshakes from unvalidated addresses: at most
 //     MaxUnvalidatedHandshakes in progress at once, over all clients; from
 //     that many on, every new QUIC connection without a token must answer
@@ -223,8 +228,23 @@ type Server struct {
 	// or thousands of subscribers behind one IPv4 address, but only those
 	// running the test at the same moment count: the default lets well
 	// over a hundred of them do so, while a single host cannot hold
-	// thousands of connections. Negative: no cap. Default 512.
+	// thousands of connections. An IPv6 /48 may hold 8 times as many over
+	// all its /64s (4096 by default): a /48 is one site, or at a mobile
+	// carrier the /64s of many devices, but not 65 536 subscribers
+	// running the test at once. Negative: no cap, per address or per
+	// /48. Default 512.
 	MaxConnsPerAddr int
+	// MaxConns is how many connections the server keeps open at once, TCP
+	// and QUIC to both origins together, trusted proxies' included; one
+	// more is refused like one over MaxConnsPerAddr and counted
+	// (reason="total_cap"). It bounds the memory connections hold however
+	// many addresses they come from: an idle QUIC connection costs the
+	// server about 60 KB, a TCP one less, so the default stays within
+	// about 1 GB. Carrier-grade NAT does not bear on it, as it is not per
+	// address: the default is 32 addresses at their cap, or some 5 000
+	// browsers running the test at the same moment. Negative: no cap.
+	// Default 16384.
+	MaxConns int
 	// MaxRequestsPerAddr is how many requests one client address (an IPv4
 	// address or an IPv6 /64) may have in flight at once, summed over all
 	// its connections, HTTP/1.1, HTTP/2 and HTTP/3 alike; one more is
@@ -252,7 +272,7 @@ type Server struct {
 	MaxUnvalidatedHandshakes int
 	// TrustedProxies are the addresses of proxies and load balancers in
 	// front of the server, whose connections carry many clients and are
-	// not capped by MaxConnsPerAddr. Optional.
+	// not capped by MaxConnsPerAddr (MaxConns counts them). Optional.
 	TrustedProxies []netip.Prefix
 
 	// Handler serves every path except /probe and /healthz (and /echo
@@ -379,6 +399,9 @@ func (s *Server) writeTimeout() time.Duration {
 }
 func (s *Server) maxConnsPerAddr() int {
 	return cmp.Or(s.MaxConnsPerAddr, DefaultMaxConnsPerAddr)
+}
+func (s *Server) maxConns() int {
+	return cmp.Or(s.MaxConns, DefaultMaxConns)
 }
 func (s *Server) headerTimeout() time.Duration {
 	return cmp.Or(s.testHeaderTimeout, headerTimeout)

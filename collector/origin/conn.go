@@ -97,7 +97,7 @@ func (o *testOrigin) tcpConnContext(ctx context.Context, c net.Conn) context.Con
 		nc = tc.NetConn()
 	}
 	if lc, ok := nc.(*limitedConn); ok {
-		ci.addr = lc.addr
+		ci.addr = lc.place.addr
 	}
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {

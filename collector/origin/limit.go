@@ -3,6 +3,7 @@ package origin
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
@@ -15,16 +16,25 @@ import (
 	"github.com/h3rum/h3rum/ingest/access"
 )
 
-// connLimiter caps the connections open at once from one client address,
-// over every listener of the server (see Server.MaxConnsPerAddr), and
-// keeps the count of its requests in flight over them.
+// connLimiter caps the connections open at once, over every listener of
+// the server: from one client address, from one IPv6 /48, and in all (see
+// Server.MaxConnsPerAddr and Server.MaxConns). It keeps the count of each
+// address's requests in flight.
 type connLimiter struct {
-	max     int // < 0: no cap
-	trusted access.Prefixes
+	max      int // per address; < 0: no cap, nor per /48
+	max48    int // per IPv6 /48, over all its addresses
+	maxTotal int // in all, trusted proxies' included; < 0: no cap
+	trusted  access.Prefixes
 
-	mu   sync.Mutex
-	open map[netip.Addr]*addrState // by key; deleted with their last connection
+	mu     sync.Mutex
+	open   map[netip.Addr]*addrState // by key; deleted with their last connection
+	open48 map[netip.Addr]int        // by /48; deleted at zero
+	total  int
 }
+
+// per48 is how many times an address's cap one IPv6 /48 may hold over all
+// its /64s (see Server.MaxConnsPerAddr).
+const per48 = 8
 
 // addrState is what the limiter keeps about one client address while it
 // has connections open.
@@ -52,8 +62,12 @@ func addrStateFrom(ctx context.Context) *addrState {
 	return a
 }
 
-func newConnLimiter(max int, trusted []netip.Prefix) *connLimiter {
-	return &connLimiter{max: max, trusted: trusted, open: make(map[netip.Addr]*addrState)}
+// newConnLimiter returns a limiter with max connections per address (< 0:
+// no cap) and maxTotal in all (< 0: no cap); trusted proxies count only
+// towards maxTotal.
+func newConnLimiter(max, maxTotal int, trusted []netip.Prefix) *connLimiter {
+	return &connLimiter{max: max, max48: per48 * min(max, math.MaxInt/per48), maxTotal: maxTotal, trusted: trusted,
+		open: make(map[netip.Addr]*addrState), open48: make(map[netip.Addr]int)}
 }
 
 // key returns what a peer's connections are counted under: its IPv4
@@ -75,40 +89,106 @@ func (l *connLimiter) key(a netip.Addr) (k netip.Addr, counted bool) {
 	return a, true
 }
 
-// acquire counts one more connection under k, unless k is at the cap, and
-// returns k's state.
-func (l *connLimiter) acquire(k netip.Addr) (*addrState, bool) {
+// prefix48 returns the /48 of the IPv6 key k.
+func prefix48(k netip.Addr) netip.Addr {
+	p, _ := k.Prefix(48)
+	return p.Addr()
+}
+
+// A connCap is one of the caps acquire applies, in the order it checks
+// them.
+type connCap int
+
+const (
+	capAddr  connCap = iota // per address
+	cap48                   // per IPv6 /48
+	capTotal                // in all
+	numCaps
+)
+
+// Why a connection over each cap is refused (QUIC), and the reason it is
+// counted under.
+var (
+	capErrors = [numCaps]error{
+		errors.New("too many connections from this address"),
+		errors.New("too many connections from this IPv6 /48"),
+		errors.New("too many connections open"),
+	}
+	capReasons = [numCaps]string{reasonPerAddrCap, reasonPer48Cap, reasonTotalCap}
+)
+
+// place is one connection's place in the limiter, which release gives
+// back.
+type place struct {
+	key  netip.Addr // valid when counted per address
+	addr *addrState // the address's state; nil when not counted per address
+}
+
+// acquire counts one more connection from peer, unless one of the caps
+// would be passed, which it returns.
+func (l *connLimiter) acquire(peer netip.Addr) (place, connCap, bool) {
+	k, counted := l.key(peer)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	a := l.open[k]
-	if a != nil && a.conns >= l.max {
-		return nil, false
+	var a *addrState
+	if counted {
+		a = l.open[k]
+		if a != nil && a.conns >= l.max {
+			return place{}, capAddr, false
+		}
+		if k.Is6() && l.open48[prefix48(k)] >= l.max48 {
+			return place{}, cap48, false
+		}
+	}
+	if l.maxTotal >= 0 && l.total >= l.maxTotal {
+		return place{}, capTotal, false
+	}
+	l.total++
+	if !counted {
+		return place{}, 0, true
 	}
 	if a == nil {
 		a = &addrState{}
 		l.open[k] = a
 	}
 	a.conns++
-	return a, true
+	if k.Is6() {
+		l.open48[prefix48(k)]++
+	}
+	return place{key: k, addr: a}, 0, true
 }
 
-// release uncounts a connection acquire counted.
-func (l *connLimiter) release(k netip.Addr) {
+// release gives back a place acquire gave.
+func (l *connLimiter) release(p place) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if a := l.open[k]; a != nil && a.conns > 1 {
-		a.conns--
+	l.total--
+	if p.addr == nil {
+		return
+	}
+	if p.addr.conns > 1 {
+		p.addr.conns--
 	} else {
-		delete(l.open, k)
+		delete(l.open, p.key)
+	}
+	if p.key.Is6() {
+		k48 := prefix48(p.key)
+		if n := l.open48[k48]; n > 1 {
+			l.open48[k48] = n - 1
+		} else {
+			delete(l.open48, k48)
+		}
 	}
 }
 
-// crowded reports whether k holds at least half its cap.
-func (l *connLimiter) crowded(k netip.Addr) bool {
+// load returns how many connections k holds.
+func (l *connLimiter) load(k netip.Addr) (conns int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	a := l.open[k]
-	return a != nil && 2*a.conns >= l.max
+	if a := l.open[k]; a != nil {
+		return a.conns
+	}
+	return 0
 }
 
 // limitListener is a TCP listener that resets connections over the
@@ -118,7 +198,7 @@ type limitListener struct {
 	net.Listener
 	lim         *connLimiter
 	userTimeout time.Duration
-	refused     prometheus.Counter
+	refused     [numCaps]prometheus.Counter
 }
 
 // Accept returns the next connection within the cap. It waits for
@@ -138,22 +218,17 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if ta, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
 			addr = ta.AddrPort().Addr()
 		}
-		k, counted := l.lim.key(addr)
-		if !counted {
-			setUserTimeout(tc, l.userTimeout)
-			return tc, nil
-		}
-		a, ok := l.lim.acquire(k)
+		p, over, ok := l.lim.acquire(addr)
 		if !ok {
 			// A reset rather than a close: no TIME_WAIT left behind by
 			// a client that keeps trying.
 			tc.SetLinger(0)
 			tc.Close()
-			l.refused.Inc()
+			l.refused[over].Inc()
 			continue
 		}
 		setUserTimeout(tc, l.userTimeout)
-		return &limitedConn{TCPConn: tc, lim: l.lim, key: k, addr: a}, nil
+		return &limitedConn{TCPConn: tc, lim: l.lim, place: p}, nil
 	}
 }
 
@@ -163,25 +238,22 @@ func (l *limitListener) Accept() (net.Conn, error) {
 type limitedConn struct {
 	*net.TCPConn
 	lim    *connLimiter
-	key    netip.Addr
-	addr   *addrState
+	place  place
 	closed atomic.Bool
 }
 
 func (c *limitedConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
-		c.lim.release(c.key)
+		c.lim.release(c.place)
 	}
 	return c.TCPConn.Close()
 }
 
-// Reasons a QUIC connection attempt is refused before any TLS.
-var (
-	errPerAddrCap   = errors.New("too many connections from this address")
-	errHandshakeCap = errors.New("too many handshakes from unvalidated addresses in progress")
-)
+// errHandshakeCap refuses a QUIC connection attempt past the cap on
+// unvalidated handshakes.
+var errHandshakeCap = errors.New("too many handshakes from unvalidated addresses in progress")
 
-// quicGate applies the per-address cap and the cap on unvalidated
+// quicGate applies the connection caps and the caps on unvalidated
 // handshakes to the QUIC connections of the H3 origin, through the hooks of
 // their quic.Transports (one gate is shared by all of them).
 //
@@ -202,7 +274,8 @@ type quicGate struct {
 	maxUnvalidated int64
 	unvalidated    atomic.Int64 // handshakes in progress from unvalidated addresses
 
-	refused, refusedHandshakes    prometheus.Counter
+	refused                       [numCaps]prometheus.Counter
+	refusedHandshakes             prometheus.Counter
 	retriesCrowded, retriesLoaded prometheus.Counter
 
 	// A client's first flight is often two Initial packets (a ClientHello
@@ -248,6 +321,16 @@ type pendingHandshake struct {
 
 type pendingHandshakeKey struct{}
 
+// startHandshake counts an unvalidated handshake, unless that would pass
+// the cap.
+func (g *quicGate) startHandshake() (*pendingHandshake, bool) {
+	if g.unvalidated.Add(1) > g.maxUnvalidated {
+		g.unvalidated.Add(-1)
+		return nil, false
+	}
+	return &pendingHandshake{gate: g}, true
+}
+
 // done uncounts the handshake: it completed (the address is validated by
 // then) or the connection ended.
 func (p *pendingHandshake) done() {
@@ -277,27 +360,25 @@ func pendingHandshakeFrom(ctx context.Context) *pendingHandshake {
 // reason, which is what releases the connection's places.
 func (g *quicGate) connContext(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
 	from := udpAddrPort(ci.RemoteAddr)
-	if !ci.AddrVerified {
-		if g.unvalidated.Add(1) > g.maxUnvalidated {
-			g.unvalidated.Add(-1)
-			g.countRefusal(g.refusedHandshakes, from)
-			return nil, errHandshakeCap
-		}
-		p := &pendingHandshake{gate: g}
-		context.AfterFunc(ctx, p.done)
-		ctx = context.WithValue(ctx, pendingHandshakeKey{}, p)
+	p, over, ok := g.lim.acquire(from.Addr())
+	if !ok {
+		g.countRefusal(g.refused[over], from)
+		return nil, capErrors[over]
 	}
-	k, counted := g.lim.key(from.Addr())
-	if !counted {
+	context.AfterFunc(ctx, func() { g.lim.release(p) })
+	if !ci.AddrVerified {
+		h, ok := g.startHandshake()
+		if !ok {
+			g.countRefusal(g.refusedHandshakes, from)
+			return nil, errHandshakeCap // quic-go cancels ctx, which releases the place
+		}
+		context.AfterFunc(ctx, h.done)
+		ctx = context.WithValue(ctx, pendingHandshakeKey{}, h)
+	}
+	if p.addr == nil {
 		return ctx, nil
 	}
-	a, ok := g.lim.acquire(k)
-	if !ok {
-		g.countRefusal(g.refused, from)
-		return nil, errPerAddrCap // quic-go cancels ctx, which uncounts the handshake
-	}
-	context.AfterFunc(ctx, func() { g.lim.release(k) })
-	return context.WithValue(ctx, addrStateKey{}, a), nil
+	return context.WithValue(ctx, addrStateKey{}, p.addr), nil
 }
 
 // verifySourceAddress is the quic.Transport.VerifySourceAddress, asked of
@@ -306,13 +387,18 @@ func (g *quicGate) connContext(ctx context.Context, ci *quic.ClientInfo) (contex
 // when the address holds half its cap: packets with a forged source cannot
 // answer a Retry, so they can use up only half of a real address's places,
 // and clients below half their cap keep their 0-RTT and their round trip.
+// (Forged sources hold at most maxUnvalidated places in all, far fewer
+// than a /48's or the server's.)
 func (g *quicGate) verifySourceAddress(a net.Addr) bool {
 	if g.unvalidated.Load() >= g.maxUnvalidated {
 		g.retriesLoaded.Inc()
 		return true
 	}
 	k, counted := g.lim.key(udpAddrPort(a).Addr())
-	if !counted || !g.lim.crowded(k) {
+	if !counted {
+		return false
+	}
+	if 2*g.lim.load(k) < g.lim.max {
 		return false
 	}
 	g.retriesCrowded.Inc()

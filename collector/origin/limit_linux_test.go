@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,8 +19,7 @@ func TestLimitListenerUserTimeout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ln := &limitListener{Listener: inner, lim: newConnLimiter(tc.max, nil), userTimeout: 1500 * time.Millisecond,
-				refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "refused"})}
+			ln := &limitListener{Listener: inner, lim: newConnLimiter(tc.max, -1, nil), userTimeout: 1500 * time.Millisecond}
 			defer ln.Close()
 			c, err := net.Dial("tcp", inner.Addr().String())
 			if err != nil {

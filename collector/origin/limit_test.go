@@ -19,7 +19,7 @@ import (
 )
 
 func TestConnLimiterKey(t *testing.T) {
-	l := newConnLimiter(2, []netip.Prefix{
+	l := newConnLimiter(2, -1, []netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/8"),
 		netip.MustParsePrefix("::ffff:172.16.0.0/108"), // 172.16.0.0/12, written mapped
 		netip.MustParsePrefix("2001:db8:ffff::/48"),
@@ -48,27 +48,73 @@ func TestConnLimiterKey(t *testing.T) {
 		}
 	}
 
-	a, _ := l.key(netip.MustParseAddr("2001:db8:1:2::1"))
-	b, _ := l.key(netip.MustParseAddr("2001:db8:1:2:ffff::1"))
-	acquired := func(k netip.Addr) bool { _, ok := l.acquire(k); return ok }
+	var held []place
+	acquired := func(peer string) bool {
+		p, _, ok := l.acquire(netip.MustParseAddr(peer))
+		if ok {
+			held = append(held, p)
+		}
+		return ok
+	}
+	a, b := "2001:db8:1:2::1", "2001:db8:1:2:ffff::1"
 	if !acquired(a) || !acquired(b) || acquired(a) {
 		t.Error("two addresses of one /64 did not share its cap of 2")
 	}
-	if !l.crowded(a) {
-		t.Error("a /64 at its cap is not crowded")
+	if conns := l.load(held[0].key); conns != 2 {
+		t.Errorf("a /64 at its cap of 2 holds %d", conns)
 	}
-	l.release(a)
+	l.release(held[0])
+	held = held[1:]
 	if !acquired(b) {
 		t.Error("a released place was not given again")
 	}
-	l.release(a)
-	l.release(b)
-	if len(l.open) != 0 {
-		t.Errorf("all released, but the limiter still holds %v", l.open)
+	if !acquired("10.1.2.3") || held[len(held)-1].addr != nil {
+		t.Error("a trusted proxy's connection was not admitted uncounted")
+	}
+	for _, p := range held {
+		l.release(p)
+	}
+	if len(l.open) != 0 || len(l.open48) != 0 || l.total != 0 {
+		t.Errorf("all released, but the limiter still holds %v, %v and %d in all", l.open, l.open48, l.total)
 	}
 
-	if _, counted := newConnLimiter(-1, nil).key(netip.MustParseAddr("192.0.2.1")); counted {
+	if _, counted := newConnLimiter(-1, -1, nil).key(netip.MustParseAddr("192.0.2.1")); counted {
 		t.Error("a negative cap counts connections")
+	}
+}
+
+// TestConnLimiterPrefix48 spreads connections over the /64s of one IPv6
+// /48, as a client given a /48 (a tunnel broker hands them out) can: each
+// /64 stays within its own cap, but the /48 is refused past 8 times that,
+// while another /48 and IPv4 addresses are served on. It builds keys only:
+// loopback has no /48 to spread over.
+func TestConnLimiterPrefix48(t *testing.T) {
+	const max, subnets = 4, 64
+	l := newConnLimiter(max, -1, nil)
+	addr := func(net48 byte, subnet int) netip.Addr {
+		return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, net48, byte(subnet >> 8), byte(subnet), 15: 1})
+	}
+	var admitted int
+	var refused [numCaps]int
+	for i := range subnets {
+		for range max {
+			if _, over, ok := l.acquire(addr(1, i)); ok {
+				admitted++
+			} else {
+				refused[over]++
+			}
+		}
+	}
+	t.Logf("%d /64s of one /48, %d connections each: %d admitted, refused %v (per address, per /48, in all)",
+		subnets, max, admitted, refused)
+	if admitted != per48*max || refused[cap48] != subnets*max-per48*max || refused[capAddr] != 0 {
+		t.Errorf("one /48 spread over %d /64s: %d connections admitted, refused %v; want %d admitted, the rest refused per /48",
+			subnets, admitted, refused, per48*max)
+	}
+	for _, peer := range []netip.Addr{addr(2, 0), netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("::ffff:192.0.2.2")} {
+		if _, over, ok := l.acquire(peer); !ok {
+			t.Errorf("%v refused (%s) while another /48 is at its cap", peer, capReasons[over])
+		}
 	}
 }
 
@@ -81,6 +127,35 @@ func (ts *testServer) tlsDial(addr netip.AddrPort) (*tls.Conn, error) {
 		return nil, err
 	}
 	return c.(*tls.Conn), nil
+}
+
+// tlsDialFrom completes a TLS handshake with an origin over TCP from the
+// loopback address src.
+func (ts *testServer) tlsDialFrom(src string, addr netip.AddrPort) (*tls.Conn, error) {
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}},
+		Config: &tls.Config{RootCAs: ts.pool, ServerName: "localhost", NextProtos: []string{"h2"}}}
+	c, err := d.Dial("tcp", loopback127(addr).String())
+	if err != nil {
+		return nil, err
+	}
+	return c.(*tls.Conn), nil
+}
+
+// quicDialFrom completes a QUIC handshake with the H3 origin from the
+// loopback address src.
+func (ts *testServer) quicDialFrom(t *testing.T, src string) (*quic.Conn, error) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", src+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &quic.Transport{Conn: pc}
+	t.Cleanup(func() { tr.Close() })
+	h3, _ := ts.Addrs()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	return tr.Dial(ctx, net.UDPAddrFromAddrPort(loopback127(h3)),
+		&tls.Config{RootCAs: ts.pool, ServerName: "localhost", NextProtos: []string{http3.NextProtoH3}}, nil)
 }
 
 // quicDial completes a QUIC handshake with the H3 origin.
@@ -336,6 +411,78 @@ func TestMaxConnsPerAddr(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxConns opens connections from several addresses, each far below
+// its own cap, as many clients (or one with many addresses) can: past
+// MaxConns in all, TCP and QUIC connections are refused and counted,
+// trusted proxies' too, and a closed connection's place is given again.
+func TestMaxConns(t *testing.T) {
+	const max = 3
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Prefix
+	}{
+		{"clients", nil},
+		{"trusted proxies", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startServer(t, &Server{MaxConns: max, TrustedProxies: tc.trusted})
+			h3, h2 := ts.Addrs()
+			var open []io.Closer
+			t.Cleanup(func() {
+				for _, c := range open {
+					c.Close()
+				}
+			})
+			for i, a := range []netip.AddrPort{h2, h3} {
+				c, err := ts.tlsDialFrom(fmt.Sprintf("127.0.0.%d", 2+i), a)
+				if err != nil {
+					t.Fatalf("TCP connection %d: %v", i+1, err)
+				}
+				open = append(open, c)
+			}
+			q, err := ts.quicDialFrom(t, "127.0.0.4")
+			if err != nil {
+				t.Fatalf("QUIC connection: %v", err)
+			}
+			open = append(open, closerFunc(func() error { return q.CloseWithError(0, "") }))
+
+			if c, err := ts.tlsDialFrom("127.0.0.5", h2); err == nil {
+				c.Close()
+				t.Errorf("TCP connection %d over a cap of %d in all was accepted", max+1, max)
+			}
+			if c, err := ts.quicDialFrom(t, "127.0.0.6"); !isConnectionRefused(err) {
+				if c != nil {
+					c.CloseWithError(0, "")
+				}
+				t.Errorf("QUIC connection %d over a cap of %d in all: %v, want CONNECTION_REFUSED", max+1, max, err)
+			}
+			for _, l := range [][2]string{{"h2", "tcp"}, {"h3", "quic"}} {
+				if got := metricEventually(t, ts.reg, 1, "h3rum_collector_connections_refused_total",
+					"origin", l[0], "transport", l[1], "reason", "total_cap"); got != 1 {
+					t.Errorf("%s connections to the %s origin refused at the cap in all: counted %v, want 1", l[1], l[0], got)
+				}
+			}
+
+			open[0].Close()
+			open = open[1:]
+			err = eventually(func() error {
+				c, err := ts.quicDialFrom(t, "127.0.0.6")
+				if err == nil {
+					open = append(open, closerFunc(func() error { return c.CloseWithError(0, "") }))
+				}
+				return err
+			})
+			if err != nil {
+				t.Errorf("a new connection once one closed: %v", err)
+			}
+		})
+	}
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 // deafConn is a client socket that drops everything it receives.
 type deafConn struct{ net.PacketConn }

@@ -62,13 +62,14 @@ type metrics struct {
 	ok       [2][3][2]prometheus.Counter
 	probeObs [3]prometheus.Observer
 
-	// Connections refused for the per-address cap: TCP by origin, and
-	// QUIC (H3 origin only); QUIC ones refused for the cap on unvalidated
+	// Connections refused for each connection cap: TCP by origin, and
+	// QUIC (H3 origin only); QUIC ones refused for the caps on unvalidated
 	// handshakes; Retries asked of crowded addresses and under handshake
 	// load.
-	refusedTCP                     [2]prometheus.Counter
-	refusedQUIC, refusedHandshakes prometheus.Counter
-	retryCrowded, retryLoaded      prometheus.Counter
+	refusedTCP                [2][numCaps]prometheus.Counter
+	refusedQUIC               [numCaps]prometheus.Counter
+	refusedHandshakes         prometheus.Counter
+	retryCrowded, retryLoaded prometheus.Counter
 	// Requests refused for the per-address cap on requests in flight.
 	refusedRequests prometheus.Counter
 }
@@ -76,6 +77,8 @@ type metrics struct {
 // Reasons for refusing a connection, or asking it for a Retry.
 const (
 	reasonPerAddrCap      = "per_addr_cap"
+	reasonPer48Cap        = "per_48_cap"
+	reasonTotalCap        = "total_cap"
 	reasonHandshakeCap    = "handshake_cap"
 	reasonCrowdedAddr     = "crowded_addr"
 	reasonHandshakeLoad   = "handshake_load"
@@ -108,7 +111,7 @@ func newMetrics() *metrics {
 			Help:    "Server handling time of /probe (the app entry of its Server-Timing), by protocol.",
 			Buckets: []float64{5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 10e-3, 100e-3, 1},
 		}, []string{"proto"}),
-		refused: counter("connections_refused_total", "Connections refused before their handshake, by origin, transport (tcp or quic) and reason (per_addr_cap: the client's address had MaxConnsPerAddr connections open; handshake_cap: MaxUnvalidatedHandshakes QUIC handshakes from unvalidated addresses were in progress).",
+		refused: counter("connections_refused_total", "Connections refused before their handshake, by origin, transport (tcp or quic) and reason (per_addr_cap: the client's address had MaxConnsPerAddr connections open; per_48_cap: its IPv6 /48 had 8 times that; total_cap: the server had MaxConns; handshake_cap: MaxUnvalidatedHandshakes QUIC handshakes from unvalidated addresses were in progress).",
 			"origin", "transport", "reason"),
 		reqRefused: counter("requests_refused_total", "Requests refused with 429 before anything of them was read, by reason (per_addr_requests: the client's address had MaxRequestsPerAddr requests in flight over all its connections).",
 			"reason"),
@@ -166,10 +169,12 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	for p, proto := range protoLabels {
 		m.probeObs[p] = m.probe.WithLabelValues(proto)
 	}
-	for o, oLabel := range [2]string{originH3, originH2} {
-		m.refusedTCP[o] = m.refused.WithLabelValues(oLabel, transportTCP, reasonPerAddrCap)
+	for c, reason := range capReasons {
+		for o, oLabel := range [2]string{originH3, originH2} {
+			m.refusedTCP[o][c] = m.refused.WithLabelValues(oLabel, transportTCP, reason)
+		}
+		m.refusedQUIC[c] = m.refused.WithLabelValues(originH3, transportQUIC, reason)
 	}
-	m.refusedQUIC = m.refused.WithLabelValues(originH3, transportQUIC, reasonPerAddrCap)
 	m.refusedHandshakes = m.refused.WithLabelValues(originH3, transportQUIC, reasonHandshakeCap)
 	m.retryCrowded = m.retries.WithLabelValues(originH3, reasonCrowdedAddr)
 	m.retryLoaded = m.retries.WithLabelValues(originH3, reasonHandshakeLoad)

@@ -82,11 +82,7 @@ func (s *Server) start(ctx context.Context) error {
 	s.done = make(chan struct{})
 
 	s.errorLog = newErrorLog(s.logger.Handler(), slog.LevelDebug) // TLS handshake errors from scanners
-	maxConns := s.maxConnsPerAddr()
-	if maxConns < 0 {
-		maxConns = -1
-	}
-	s.limiter = newConnLimiter(maxConns, s.TrustedProxies)
+	s.limiter = newConnLimiter(s.maxConnsPerAddr(), s.maxConns(), s.TrustedProxies)
 	s.maxReqs = int64(s.maxRequestsPerAddr())
 
 	s.metrics = newMetrics()
