@@ -86,9 +86,11 @@ const (
 //     that many on, every new QUIC connection without a token must answer
 //     a Retry first, so Initials with forged source addresses (which never
 //     receive the Retry) cost a stateless packet each instead of a
-//     handshake. Before validation the server sends at most three times
-//     what an address sent, plus less than one datagram (quic-go checks
-//     its limit before each packet).
+//     handshake. One client address may have a sixteenth of them in
+//     progress; past that, its own new connections answer a Retry, and
+//     other clients do not. Before validation the server sends at most
+//     three times what an address sent, plus less than one datagram
+//     (quic-go checks its limit before each packet).
 //   - Streams: 32 requests at once per connection (maxConcurrentStreams),
 //     on HTTP/2 and HTTP/3 alike so that neither protocol gets more
 //     parallelism than the other; the beacon sends at most 20 at once.
@@ -268,7 +270,11 @@ type Server struct {
 	// client round trip, so the default of 256 lets some 850 new
 	// connections a second through without a Retry at a 300 ms round trip
 	// (a browser running the test opens one QUIC connection), and bounds
-	// the half-open state to about 25 MB. Default 256.
+	// the half-open state to about 25 MB. One client address (an IPv4
+	// address or an IPv6 /64) may have a sixteenth of them in progress
+	// (16 by default, some 50 new connections a second); past that its own
+	// new connections answer a Retry (reason="addr_handshake_load"), so
+	// that one address cannot make everyone else pay for one. Default 256.
 	MaxUnvalidatedHandshakes int
 	// TrustedProxies are the addresses of proxies and load balancers in
 	// front of the server, whose connections carry many clients and are

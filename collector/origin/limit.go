@@ -19,7 +19,7 @@ import (
 // connLimiter caps the connections open at once, over every listener of
 // the server: from one client address, from one IPv6 /48, and in all (see
 // Server.MaxConnsPerAddr and Server.MaxConns). It keeps the count of each
-// address's requests in flight.
+// address's requests in flight and QUIC handshakes not validated yet.
 type connLimiter struct {
 	max      int // per address; < 0: no cap, nor per /48
 	max48    int // per IPv6 /48, over all its addresses
@@ -39,8 +39,9 @@ const per48 = 8
 // addrState is what the limiter keeps about one client address while it
 // has connections open.
 type addrState struct {
-	conns int          // guarded by connLimiter.mu
-	reqs  atomic.Int64 // requests being handled, over all its connections
+	conns      int          // guarded by connLimiter.mu
+	reqs       atomic.Int64 // requests being handled, over all its connections
+	handshakes atomic.Int64 // QUIC handshakes in progress from it, address not validated yet
 }
 
 // enter counts one more request in flight, unless max (> 0) are already.
@@ -181,14 +182,15 @@ func (l *connLimiter) release(p place) {
 	}
 }
 
-// load returns how many connections k holds.
-func (l *connLimiter) load(k netip.Addr) (conns int) {
+// load returns how many connections k holds and how many of its QUIC
+// handshakes are in progress from an address not validated yet.
+func (l *connLimiter) load(k netip.Addr) (conns int, handshakes int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a := l.open[k]; a != nil {
-		return a.conns
+		return a.conns, a.handshakes.Load()
 	}
-	return 0
+	return 0, 0
 }
 
 // limitListener is a TCP listener that resets connections over the
@@ -249,7 +251,7 @@ func (c *limitedConn) Close() error {
 	return c.TCPConn.Close()
 }
 
-// errHandshakeCap refuses a QUIC connection attempt past the cap on
+// errHandshakeCap refuses a QUIC connection attempt past the caps on
 // unvalidated handshakes.
 var errHandshakeCap = errors.New("too many handshakes from unvalidated addresses in progress")
 
@@ -269,14 +271,21 @@ var errHandshakeCap = errors.New("too many handshakes from unvalidated addresses
 // Retry check anyway (the transports check one after the other) is
 // refused. Real clients pay one round trip while that lasts, counted in
 // the retries metric.
+//
+// One client address may hold only a small share of those handshakes
+// (maxUnvalidatedPerAddr): past it, its own new attempts answer a Retry.
+// Otherwise a client that does not forge its source, and so can only ever
+// use its own address, could start maxUnvalidated handshakes and make
+// every other client pay a Retry.
 type quicGate struct {
-	lim            *connLimiter
-	maxUnvalidated int64
-	unvalidated    atomic.Int64 // handshakes in progress from unvalidated addresses
+	lim                   *connLimiter
+	maxUnvalidated        int64
+	maxUnvalidatedPerAddr int64
+	unvalidated           atomic.Int64 // handshakes in progress from unvalidated addresses
 
-	refused                       [numCaps]prometheus.Counter
-	refusedHandshakes             prometheus.Counter
-	retriesCrowded, retriesLoaded prometheus.Counter
+	refused                                          [numCaps]prometheus.Counter
+	refusedHandshakes                                prometheus.Counter
+	retriesCrowded, retriesLoaded, retriesAddrLoaded prometheus.Counter
 
 	// A client's first flight is often two Initial packets (a ClientHello
 	// with a post-quantum key share does not fit in one), and each is
@@ -311,30 +320,45 @@ func (g *quicGate) countRefusal(c prometheus.Counter, a netip.AddrPort) {
 	c.Inc()
 }
 
+// unvalidatedShare: one client address may have a sixteenth of
+// MaxUnvalidatedHandshakes in progress (see there).
+const unvalidatedShare = 16
+
 // pendingHandshake is an unvalidated handshake counted by quicGate, found
 // again through the connection's context once quic-go hands the connection
 // over (see Server.quicConnContext).
 type pendingHandshake struct {
 	gate *quicGate
+	addr *addrState // nil when its address is not counted
 	once sync.Once
 }
 
 type pendingHandshakeKey struct{}
 
-// startHandshake counts an unvalidated handshake, unless that would pass
-// the cap.
-func (g *quicGate) startHandshake() (*pendingHandshake, bool) {
+// startHandshake counts an unvalidated handshake from a (nil: an address
+// not counted), unless that would pass one of the caps.
+func (g *quicGate) startHandshake(a *addrState) (*pendingHandshake, bool) {
 	if g.unvalidated.Add(1) > g.maxUnvalidated {
 		g.unvalidated.Add(-1)
 		return nil, false
 	}
-	return &pendingHandshake{gate: g}, true
+	if a != nil && a.handshakes.Add(1) > g.maxUnvalidatedPerAddr {
+		a.handshakes.Add(-1)
+		g.unvalidated.Add(-1)
+		return nil, false
+	}
+	return &pendingHandshake{gate: g, addr: a}, true
 }
 
 // done uncounts the handshake: it completed (the address is validated by
 // then) or the connection ended.
 func (p *pendingHandshake) done() {
-	p.once.Do(func() { p.gate.unvalidated.Add(-1) })
+	p.once.Do(func() {
+		p.gate.unvalidated.Add(-1)
+		if p.addr != nil {
+			p.addr.handshakes.Add(-1)
+		}
+	})
 }
 
 // watch uncounts p once c's handshake completes or c ends.
@@ -367,7 +391,7 @@ func (g *quicGate) connContext(ctx context.Context, ci *quic.ClientInfo) (contex
 	}
 	context.AfterFunc(ctx, func() { g.lim.release(p) })
 	if !ci.AddrVerified {
-		h, ok := g.startHandshake()
+		h, ok := g.startHandshake(p.addr)
 		if !ok {
 			g.countRefusal(g.refusedHandshakes, from)
 			return nil, errHandshakeCap // quic-go cancels ctx, which releases the place
@@ -383,12 +407,12 @@ func (g *quicGate) connContext(ctx context.Context, ci *quic.ClientInfo) (contex
 
 // verifySourceAddress is the quic.Transport.VerifySourceAddress, asked of
 // every new connection attempt that carries no valid token. It asks for a
-// Retry when maxUnvalidated handshakes are in progress (see quicGate), or
-// when the address holds half its cap: packets with a forged source cannot
-// answer a Retry, so they can use up only half of a real address's places,
-// and clients below half their cap keep their 0-RTT and their round trip.
-// (Forged sources hold at most maxUnvalidated places in all, far fewer
-// than a /48's or the server's.)
+// Retry when maxUnvalidated handshakes are in progress, or the address has
+// its share of them (see quicGate), or when the address holds half its
+// cap: packets with a forged source cannot answer a Retry, so they can use
+// up only half of a real address's places, and clients below half their
+// cap keep their 0-RTT and their round trip. (Forged sources hold at most
+// maxUnvalidated places in all, far fewer than a /48's or the server's.)
 func (g *quicGate) verifySourceAddress(a net.Addr) bool {
 	if g.unvalidated.Load() >= g.maxUnvalidated {
 		g.retriesLoaded.Inc()
@@ -398,11 +422,15 @@ func (g *quicGate) verifySourceAddress(a net.Addr) bool {
 	if !counted {
 		return false
 	}
-	if 2*g.lim.load(k) < g.lim.max {
-		return false
+	switch conns, handshakes := g.lim.load(k); {
+	case 2*conns >= g.lim.max:
+		g.retriesCrowded.Inc()
+		return true
+	case handshakes >= g.maxUnvalidatedPerAddr:
+		g.retriesAddrLoaded.Inc()
+		return true
 	}
-	g.retriesCrowded.Inc()
-	return true
+	return false
 }
 
 func udpAddrPort(a net.Addr) netip.AddrPort {

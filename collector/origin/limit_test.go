@@ -60,7 +60,7 @@ func TestConnLimiterKey(t *testing.T) {
 	if !acquired(a) || !acquired(b) || acquired(a) {
 		t.Error("two addresses of one /64 did not share its cap of 2")
 	}
-	if conns := l.load(held[0].key); conns != 2 {
+	if conns, _ := l.load(held[0].key); conns != 2 {
 		t.Errorf("a /64 at its cap of 2 holds %d", conns)
 	}
 	l.release(held[0])

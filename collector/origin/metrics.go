@@ -64,25 +64,26 @@ type metrics struct {
 
 	// Connections refused for each connection cap: TCP by origin, and
 	// QUIC (H3 origin only); QUIC ones refused for the caps on unvalidated
-	// handshakes; Retries asked of crowded addresses and under handshake
-	// load.
-	refusedTCP                [2][numCaps]prometheus.Counter
-	refusedQUIC               [numCaps]prometheus.Counter
-	refusedHandshakes         prometheus.Counter
-	retryCrowded, retryLoaded prometheus.Counter
+	// handshakes; Retries asked of crowded addresses, under handshake
+	// load, and of addresses with their share of it.
+	refusedTCP                                 [2][numCaps]prometheus.Counter
+	refusedQUIC                                [numCaps]prometheus.Counter
+	refusedHandshakes                          prometheus.Counter
+	retryCrowded, retryLoaded, retryAddrLoaded prometheus.Counter
 	// Requests refused for the per-address cap on requests in flight.
 	refusedRequests prometheus.Counter
 }
 
 // Reasons for refusing a connection, or asking it for a Retry.
 const (
-	reasonPerAddrCap      = "per_addr_cap"
-	reasonPer48Cap        = "per_48_cap"
-	reasonTotalCap        = "total_cap"
-	reasonHandshakeCap    = "handshake_cap"
-	reasonCrowdedAddr     = "crowded_addr"
-	reasonHandshakeLoad   = "handshake_load"
-	reasonPerAddrRequests = "per_addr_requests"
+	reasonPerAddrCap        = "per_addr_cap"
+	reasonPer48Cap          = "per_48_cap"
+	reasonTotalCap          = "total_cap"
+	reasonHandshakeCap      = "handshake_cap"
+	reasonCrowdedAddr       = "crowded_addr"
+	reasonHandshakeLoad     = "handshake_load"
+	reasonAddrHandshakeLoad = "addr_handshake_load"
+	reasonPerAddrRequests   = "per_addr_requests"
 )
 
 // Every metric is named h3rum_collector_<name>.
@@ -111,11 +112,11 @@ func newMetrics() *metrics {
 			Help:    "Server handling time of /probe (the app entry of its Server-Timing), by protocol.",
 			Buckets: []float64{5e-6, 10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 10e-3, 100e-3, 1},
 		}, []string{"proto"}),
-		refused: counter("connections_refused_total", "Connections refused before their handshake, by origin, transport (tcp or quic) and reason (per_addr_cap: the client's address had MaxConnsPerAddr connections open; per_48_cap: its IPv6 /48 had 8 times that; total_cap: the server had MaxConns; handshake_cap: MaxUnvalidatedHandshakes QUIC handshakes from unvalidated addresses were in progress).",
+		refused: counter("connections_refused_total", "Connections refused before their handshake, by origin, transport (tcp or quic) and reason (per_addr_cap: the client's address had MaxConnsPerAddr connections open; per_48_cap: its IPv6 /48 had 8 times that; total_cap: the server had MaxConns; handshake_cap: MaxUnvalidatedHandshakes QUIC handshakes from unvalidated addresses were in progress, or a sixteenth of them from the client's address).",
 			"origin", "transport", "reason"),
 		reqRefused: counter("requests_refused_total", "Requests refused with 429 before anything of them was read, by reason (per_addr_requests: the client's address had MaxRequestsPerAddr requests in flight over all its connections).",
 			"reason"),
-		retries: counter("quic_retries_total", "QUIC connection attempts asked to prove their address with a Retry, which costs them a round trip, by reason (crowded_addr: their address held half of MaxConnsPerAddr; handshake_load: MaxUnvalidatedHandshakes handshakes from unvalidated addresses were in progress, as in a flood with forged sources).",
+		retries: counter("quic_retries_total", "QUIC connection attempts asked to prove their address with a Retry, which costs them a round trip, by reason (crowded_addr: their address held half of MaxConnsPerAddr; handshake_load: MaxUnvalidatedHandshakes handshakes from unvalidated addresses were in progress, as in a flood with forged sources; addr_handshake_load: a sixteenth of them were from their own address).",
 			"origin", "reason"),
 	}
 }
@@ -178,6 +179,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	m.refusedHandshakes = m.refused.WithLabelValues(originH3, transportQUIC, reasonHandshakeCap)
 	m.retryCrowded = m.retries.WithLabelValues(originH3, reasonCrowdedAddr)
 	m.retryLoaded = m.retries.WithLabelValues(originH3, reasonHandshakeLoad)
+	m.retryAddrLoaded = m.retries.WithLabelValues(originH3, reasonAddrHandshakeLoad)
 	m.refusedRequests = m.reqRefused.WithLabelValues(reasonPerAddrRequests)
 	return nil
 }

@@ -89,9 +89,11 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.metrics.register(s.Registerer); err != nil {
 		return err
 	}
-	s.gate = &quicGate{lim: s.limiter, maxUnvalidated: int64(s.maxUnvalidatedHandshakes()),
+	maxUnvalidated := int64(s.maxUnvalidatedHandshakes())
+	s.gate = &quicGate{lim: s.limiter,
+		maxUnvalidated: maxUnvalidated, maxUnvalidatedPerAddr: max(maxUnvalidated/unvalidatedShare, 1),
 		refused: s.metrics.refusedQUIC, refusedHandshakes: s.metrics.refusedHandshakes,
-		retriesCrowded: s.metrics.retryCrowded, retriesLoaded: s.metrics.retryLoaded}
+		retriesCrowded: s.metrics.retryCrowded, retriesLoaded: s.metrics.retryLoaded, retriesAddrLoaded: s.metrics.retryAddrLoaded}
 	if s.Registerer != nil {
 		if err := s.Registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: metricNamespace, Subsystem: metricSubsystem, Name: "quic_unvalidated_handshakes",

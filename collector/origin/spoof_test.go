@@ -243,3 +243,48 @@ func TestAmplificationBeforeValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestSameAddressInitials starts QUIC handshakes from one address without
+// ever finishing them, as a client that does not forge its source can:
+// that address gets only its share of MaxUnvalidatedHandshakes, its further
+// attempts answer a Retry, and a client at another address connects
+// meanwhile without one.
+func TestSameAddressInitials(t *testing.T) {
+	t.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true") // the flood's sockets are not *net.UDPConn
+	const maxUnvalidated, attempts = 32, 48
+	const share = maxUnvalidated / unvalidatedShare
+	ts := startServer(t, &Server{MaxUnvalidatedHandshakes: maxUnvalidated})
+	retries := func(reason string) float64 {
+		return metric(t, ts.reg, "h3rum_collector_quic_retries_total", "origin", "h3", "reason", reason)
+	}
+
+	for range attempts {
+		_, tr := forge(t, ts, netip.MustParseAddr("127.0.0.1"), nil)
+		t.Cleanup(func() { tr.Close() })
+		time.Sleep(2 * time.Millisecond)
+	}
+	// Each sends its first flight within 50 ms and nothing after.
+	time.Sleep(200 * time.Millisecond)
+	held := ts.gate.unvalidated.Load()
+
+	before := [2]float64{retries("handshake_load"), retries("addr_handshake_load")}
+	c, err := ts.quicDialFrom(t, "127.0.0.2")
+	if err != nil {
+		t.Fatalf("a client at another address during the flood: %v", err)
+	}
+	c.CloseWithError(0, "")
+	after := [2]float64{retries("handshake_load"), retries("addr_handshake_load")}
+
+	t.Logf("%d attempts from one address held %d unvalidated handshakes; Retries before the probe: %v under load, %v for the address's share; the probe from another address drew %v",
+		attempts, held, before[0], before[1], after[0]+after[1]-before[0]-before[1])
+	if held > share {
+		t.Errorf("one address holds %d unvalidated handshakes, over its share of %d (of %d)", held, share, maxUnvalidated)
+	}
+	if before[1] < attempts-share {
+		t.Errorf("%v Retries for the address's share, want at least %d of its %d attempts", before[1], attempts-share, attempts)
+	}
+	if after != before {
+		t.Errorf("the client at another address was asked for a Retry (under load %v -> %v, for a share %v -> %v)",
+			before[0], after[0], before[1], after[1])
+	}
+}
