@@ -20,7 +20,7 @@ import (
 // what it creates; TestReleasedStepsUnchanged keeps every step as it was
 // released.
 
-//go:embed schema/*.sql migrations/*.sql cluster/*.sql
+//go:embed schema/*.sql migrations/*.sql cluster/*.sql check/*.sql
 var schemaFS embed.FS
 
 // schemaOrder is the order in which a new database creates the current
@@ -151,7 +151,7 @@ func (dialect) RunFlag(name string) (int, error) {
 // ("schema/samples.sql", "migrations/0001_samples.sql").
 func templates() (*template.Template, error) {
 	all := template.New("").Option("missingkey=error")
-	for _, dir := range []string{"schema", "migrations", "cluster"} {
+	for _, dir := range []string{"schema", "migrations", "cluster", "check"} {
 		names, err := fs.Glob(schemaFS, dir+"/*.sql")
 		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", dir, err)

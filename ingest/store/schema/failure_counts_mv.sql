@@ -2,10 +2,14 @@
 -- run's failed parallel requests, as the runs table holds them apart
 -- (failed_wants, failed_errors).
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "failure_counts_mv"}}{{.OnCluster}} TO {{.Local "failure_counts"}} AS
+{{template "failure counts from" (.Reading (.Local "samples"))}}
+
+{{- define "failure counts from"}}
 SELECT
     toStartOfHour(time) AS hour,
     site, continent, country, {{template "design" .}}, bot, want, error,
     count() AS failures
-FROM {{.Local "samples"}}
+FROM {{.From}}
 WHERE error != '' AND phase = 'parallel' AND source = 'browser'
 GROUP BY hour, site, continent, country, {{template "design" .}}, bot, want, error
+{{- end}}

@@ -5,11 +5,15 @@
 -- is set exactly when it is), which the copy of earlier hours reads from
 -- samples_rollup's exclusions.
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "itt_rollup_mv"}}{{.OnCluster}} TO {{.Local "itt_rollup"}} AS
+{{template "itt rollup from" (.Reading (.Local "samples"))}}
+
+{{- define "itt rollup from"}}
 SELECT
     toStartOfHour(time) AS hour,
     site, continent, country, {{template "design" .}}, want, toUInt8(error != '') AS failed, bot,
     countState() AS samples,
     quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(if(error = '', duration_ms, toFloat32({{.RequestTimeoutMS}}))) AS duration
-FROM {{.Local "samples"}}
+FROM {{.From}}
 WHERE phase = 'parallel' AND source = 'browser'
 GROUP BY hour, site, continent, country, {{template "design" .}}, want, failed, bot
+{{- end}}

@@ -5,6 +5,9 @@
 -- runs no view on a table that a view writes to, nor a view whose query
 -- reads a subquery.)
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "run_counts_mv"}}{{.OnCluster}} TO {{.Local "run_counts"}} AS
+{{template "run counts from" (.Reading (.Local "samples"))}}
+
+{{- define "run counts from"}}
 SELECT
     toStartOfHour(time) AS hour,
     site, continent, country, {{template "design" .}}, param_order, bot, exclusions,
@@ -20,6 +23,7 @@ SELECT
     countIf(bitAnd(run_flags, {{.RunFlag "failed_h2"}}) != 0) AS runs_failed_h2,
     countIf(bitAnd(run_flags, {{.RunFlag "failed_h3"}}) != 0) AS runs_failed_h3,
     countIf(bitAnd(run_flags, {{.RunFlag "h3_short"}}) != 0) AS runs_h3_short
-FROM {{.Local "samples"}}
+FROM {{.From}}
 WHERE bitAnd(run_flags, {{.RunFlag "counted"}}) != 0 AND phase = 'parallel' AND source = 'browser'
 GROUP BY hour, site, continent, country, {{template "design" .}}, param_order, bot, exclusions
+{{- end}}

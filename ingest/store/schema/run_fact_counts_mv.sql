@@ -2,6 +2,9 @@
 -- run's first-contact flags (store.RunFlags) are on its first sample, so
 -- counting those samples counts runs.
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "run_fact_counts_mv"}}{{.OnCluster}} TO {{.Local "run_fact_counts"}} AS
+{{template "run fact counts from" (.Reading (.Local "samples"))}}
+
+{{- define "run fact counts from"}}
 SELECT
     toStartOfHour(time) AS hour,
     site, continent, country, browser, bot, {{template "design" .}}, beacon_version,
@@ -16,6 +19,7 @@ SELECT
     sum(toUInt64(script_errors_batch)) AS errors_batch,
     sum(toUInt64(script_errors_timing)) AS errors_timing,
     sum(toUInt64(script_errors_send)) AS errors_send
-FROM {{.Local "samples"}}
+FROM {{.From}}
 WHERE bitAnd(run_flags, {{.RunFlag "facts"}}) != 0 AND source = 'browser'
 GROUP BY hour, site, continent, country, browser, bot, {{template "design" .}}, beacon_version
+{{- end}}

@@ -1,6 +1,9 @@
 -- Feeds runs from every block inserted into samples: browser runs only.
 -- The arrays come from one aggregation, so their elements line up.
 CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "runs_mv"}}{{.OnCluster}} TO {{.Local "runs"}} AS
+{{template "runs from" (.Reading (.Local "samples"))}}
+
+{{- define "runs from"}}
 SELECT
     time, site, run_id, continent, country, subdivision, asn, browser, ect,
     {{template "design" .}}, param_order, bot, exclusions,
@@ -14,7 +17,7 @@ SELECT
     groupArray(error) AS errors,
     arrayFilter((w, e) -> e != '', groupArray(want), groupArray(error)) AS failed_wants,
     arrayFilter(e -> e != '', groupArray(error)) AS failed_errors
-FROM {{.Local "samples"}}
+FROM {{.From}}
 WHERE phase = 'parallel' AND source = 'browser'
 -- Every column but the counts and arrays is the same for all samples of a
 -- run (its receive time, enrichment, design, batch order, bot flag and
@@ -22,3 +25,4 @@ WHERE phase = 'parallel' AND source = 'browser'
 -- column name.
 GROUP BY time, site, run_id, continent, country, subdivision, asn, browser, ect,
          {{template "design" .}}, param_order, bot, exclusions
+{{- end}}

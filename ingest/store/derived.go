@@ -1,0 +1,389 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/google/uuid"
+)
+
+// ClickHouse writes an inserted block into samples and then pushes it
+// through each materialized view in turn, so a server that dies in between
+// keeps the samples and only some of the derived tables' rows. The
+// collector therefore treats every insert whose outcome it did not see as
+// in doubt, and completes each derived table from samples before it
+// inserts anything else (Complete). A per-run table is completed run by
+// run. An hourly table cannot say which runs it holds, so its total
+// measure over the block's hours and sites decides: it holds the block if
+// it matches samples, it lacks exactly the block if adding the block's
+// part makes it match, and anything else is left alone and reported
+// (Unresolved), never guessed.
+
+// derivedTable is a table that a materialized view fills from samples.
+type derivedTable struct {
+	Name string // the table as its schema file names it
+	Fill string // the template of its view's SELECT, over .Reading's From
+	// Time is its time column: hour for an hourly table, time for a per-run one.
+	Time string
+	// Measure sums what a block adds to the table, over the table and over
+	// its fill alike; "" for a per-run table, completed by run id.
+	Measure string
+}
+
+// derivedTables are every table a view fills from samples (TestDerivedTablesAreTheViews).
+var derivedTables = []derivedTable{
+	{Name: "runs", Fill: "runs from", Time: "time", Measure: ""},
+	{Name: "run_facts", Fill: "run facts from", Time: "time", Measure: ""},
+	{Name: "samples_rollup", Fill: "samples rollup from", Time: "hour", Measure: "countMerge(samples)"},
+	{Name: "run_counts", Fill: "run counts from", Time: "hour", Measure: "sum(runs)"},
+	{Name: "run_fact_counts", Fill: "run fact counts from", Time: "hour", Measure: "sum(runs)"},
+	{Name: "failure_counts", Fill: "failure counts from", Time: "hour", Measure: "sum(failures)"},
+	{Name: "itt_rollup", Fill: "itt rollup from", Time: "hour", Measure: "countMerge(samples)"},
+}
+
+// DerivedTables returns the names of the tables filled from samples, in
+// the order Complete and Check visit them.
+func DerivedTables() []string {
+	out := make([]string, len(derivedTables))
+	for i, t := range derivedTables {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// Block is the runs of one insert, as Complete needs them.
+type Block []BlockRun
+
+// BlockRun is one run of a Block: its id, site and receive time, which
+// place its rows in samples' sort key.
+type BlockRun struct {
+	ID       uuid.UUID `json:"id"`
+	Site     string    `json:"site"`
+	Received time.Time `json:"received"`
+}
+
+// BlockOf returns the block of runs (those with samples).
+func BlockOf(runs []*Run) Block {
+	var b Block
+	for _, r := range runs {
+		if r.Report == nil || len(r.Report.Samples) == 0 {
+			continue
+		}
+		b = append(b, BlockRun{ID: uuid.UUID(r.Report.RunID), Site: r.Report.Site, Received: r.Received.UTC()})
+	}
+	return b
+}
+
+// hours returns the named parameters of b's runs, one set an hour they
+// were received in.
+func (b Block) hours() [][]any {
+	type hour struct{ sites, ids []string }
+	at := map[time.Time]*hour{}
+	var order []time.Time
+	for _, r := range b {
+		h := r.Received.UTC().Truncate(time.Hour)
+		x, ok := at[h]
+		if !ok {
+			x = &hour{}
+			at[h] = x
+			order = append(order, h)
+		}
+		x.ids = append(x.ids, r.ID.String())
+		if !slices.Contains(x.sites, r.Site) {
+			x.sites = append(x.sites, r.Site)
+		}
+	}
+	out := make([][]any, len(order))
+	for i, h := range order {
+		out[i] = []any{
+			clickhouse.Named("sites", at[h].sites),
+			clickhouse.Named("ids", at[h].ids),
+			clickhouse.Named("from", h.Unix()),
+			clickhouse.Named("to", h.Add(time.Hour).Unix()),
+		}
+	}
+	return out
+}
+
+// Completion is what Complete did to one derived table.
+type Completion struct {
+	Table string
+	// Completed is the runs (a per-run table) or hours (an hourly table)
+	// it added to the table.
+	Completed int
+	// Unresolved is the hours whose measure matched neither the table with
+	// the block nor the table without it: another writer's insert in
+	// flight, or a hole that is not this block's. They are left as they
+	// are; Check shows them.
+	Unresolved int
+}
+
+// Complete makes every derived table hold the runs of block that samples
+// holds, exactly once: block is an insert whose outcome is in doubt (an
+// error, a timeout, a lost connection, a process that stopped), and no
+// other insert of this writer may have come after it. It is idempotent: a
+// Complete that fails, or whose own outcome is in doubt, is run again.
+func Complete(ctx context.Context, conn driver.Conn, block Block) ([]Completion, error) {
+	q, err := derivedQueries()
+	if err != nil {
+		return nil, err
+	}
+	hours := block.hours()
+	out := make([]Completion, len(derivedTables))
+	for ti, t := range derivedTables {
+		out[ti].Table = t.Name
+		for _, args := range hours {
+			if t.Measure == "" {
+				var lacking uint64
+				if err := conn.QueryRow(ctx, q.state[ti], args...).Scan(&lacking); err != nil {
+					return out, fmt.Errorf("completing %s: %w", t.Name, err)
+				}
+				if lacking == 0 {
+					continue
+				}
+				if err := q.complete(ctx, conn, ti, args); err != nil {
+					return out, err
+				}
+				out[ti].Completed += int(lacking)
+				continue
+			}
+			var present, expected, part uint64
+			if err := conn.QueryRow(ctx, q.state[ti], args...).Scan(&present, &expected, &part); err != nil {
+				return out, fmt.Errorf("completing %s: %w", t.Name, err)
+			}
+			switch {
+			case present == expected:
+			case part != 0 && present+part == expected:
+				if err := q.complete(ctx, conn, ti, args); err != nil {
+					return out, err
+				}
+				out[ti].Completed++
+			default:
+				out[ti].Unresolved++
+			}
+		}
+	}
+	return out, nil
+}
+
+// derivedSQL is the checks' and completions' statements, rendered once
+// (the completions once their columns are known).
+type derivedSQL struct {
+	t                           *template.Template
+	state                       []string // "hourly state" or "runs state"
+	byHourPresent, byHourFilled []string
+	fillRuns                    []string // the fill over the block's runs
+	tables                      []string
+
+	mu        sync.Mutex
+	completes map[int]string
+}
+
+var (
+	derivedOnce sync.Once
+	derivedQ    *derivedSQL
+	derivedErr  error
+)
+
+func derivedQueries() (*derivedSQL, error) {
+	derivedOnce.Do(func() { derivedQ, derivedErr = renderDerived(dialect{}) })
+	return derivedQ, derivedErr
+}
+
+// derivedQuery is what check/derived.sql's templates are rendered with.
+type derivedQuery struct {
+	Table, Time, Measure, Fill, Hours, Columns, Samples string
+}
+
+func renderDerived(d dialect) (*derivedSQL, error) {
+	t, err := templates()
+	if err != nil {
+		return nil, err
+	}
+	q := &derivedSQL{t: t, completes: map[int]string{}}
+	fill := func(dt derivedTable, source string) (string, error) {
+		src, err := execute(t, source, derivedQuery{Samples: d.Name("samples")})
+		if err != nil {
+			return "", err
+		}
+		return execute(t, dt.Fill, d.Reading(src))
+	}
+	for _, dt := range derivedTables {
+		var x derivedQuery
+		x.Table, x.Time, x.Measure = d.Name(dt.Name), dt.Time, cmpOr(dt.Measure, "count()")
+		if x.Fill, err = fill(dt, "samples of runs"); err != nil {
+			return nil, err
+		}
+		if x.Hours, err = fill(dt, "samples of hours"); err != nil {
+			return nil, err
+		}
+		state := "hourly state"
+		if dt.Measure == "" {
+			state = "runs state"
+		}
+		s, err := execute(t, state, x)
+		if err != nil {
+			return nil, err
+		}
+		q.state = append(q.state, s)
+		q.fillRuns = append(q.fillRuns, x.Fill)
+		q.tables = append(q.tables, x.Table)
+		if s, err = execute(t, "by hour present", x); err != nil {
+			return nil, err
+		}
+		q.byHourPresent = append(q.byHourPresent, s)
+		if x.Fill, err = fill(dt, "samples of window"); err != nil {
+			return nil, err
+		}
+		if s, err = execute(t, "by hour filled", x); err != nil {
+			return nil, err
+		}
+		q.byHourFilled = append(q.byHourFilled, s)
+	}
+	return q, nil
+}
+
+func execute(t *template.Template, name string, data any) (string, error) {
+	var b strings.Builder
+	if err := t.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("rendering %s: %w", name, err)
+	}
+	return b.String(), nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// complete inserts into derived table i its fill over the block's runs
+// (an hourly table) or the runs of them it lacks (a per-run table).
+func (q *derivedSQL) complete(ctx context.Context, conn driver.Conn, i int, args []any) error {
+	st, err := q.completion(ctx, conn, i)
+	if err != nil {
+		return err
+	}
+	if err := conn.Exec(ctx, st, args...); err != nil {
+		return fmt.Errorf("completing %s: %w", derivedTables[i].Name, err)
+	}
+	return nil
+}
+
+// completion returns derived table i's completing INSERT. Its column list
+// is the table's view's columns (the fill's), asked of the server once.
+func (q *derivedSQL) completion(ctx context.Context, conn driver.Conn, i int) (string, error) {
+	q.mu.Lock()
+	st, ok := q.completes[i]
+	q.mu.Unlock()
+	if ok {
+		return st, nil
+	}
+	dt := derivedTables[i]
+	rows, err := conn.Query(ctx, "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = @view",
+		clickhouse.Named("view", dt.Name+"_mv"))
+	if err != nil {
+		return "", fmt.Errorf("reading the columns of %s's view: %w", dt.Name, err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return "", fmt.Errorf("reading the columns of %s's view: %w", dt.Name, err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil || len(names) == 0 {
+		return "", fmt.Errorf("reading the columns of %s's view: %d columns, %v", dt.Name, len(names), err)
+	}
+	name := "complete block"
+	if dt.Measure == "" {
+		name = "complete runs"
+	}
+	st, err = execute(q.t, name, derivedQuery{Table: q.tables[i], Columns: strings.Join(names, ", "), Fill: q.fillRuns[i]})
+	if err != nil {
+		return "", err
+	}
+	q.mu.Lock()
+	q.completes[i] = st
+	q.mu.Unlock()
+	return st, nil
+}
+
+// Difference is one hour of one derived table that does not hold what
+// samples says it should.
+type Difference struct {
+	Table             string
+	Hour              time.Time
+	Expected, Present uint64
+}
+
+// Check compares every derived table with samples over the hours from
+// from to to (whole hours) and returns the hours where they differ: the
+// table's measure (samples, runs or failures counted) against the same
+// measure of its fill over the samples of the hour.
+func Check(ctx context.Context, conn driver.Conn, from, to time.Time) ([]Difference, error) {
+	q, err := derivedQueries()
+	if err != nil {
+		return nil, err
+	}
+	from, to = from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour)
+	if to.Before(from) {
+		return nil, fmt.Errorf("checking derived tables: the window ends (%s) before it starts (%s)", to, from)
+	}
+	args := []any{clickhouse.Named("from", from.Unix()), clickhouse.Named("to", to.Unix())}
+	var out []Difference
+	for i, t := range derivedTables {
+		present, err := byHour(ctx, conn, q.byHourPresent[i], args)
+		if err != nil {
+			return nil, fmt.Errorf("checking %s: %w", t.Name, err)
+		}
+		expected, err := byHour(ctx, conn, q.byHourFilled[i], args)
+		if err != nil {
+			return nil, fmt.Errorf("checking %s: %w", t.Name, err)
+		}
+		var hours []uint32
+		for h := range present {
+			hours = append(hours, h)
+		}
+		for h := range expected {
+			if _, ok := present[h]; !ok {
+				hours = append(hours, h)
+			}
+		}
+		slices.Sort(hours)
+		for _, h := range hours {
+			if present[h] != expected[h] {
+				out = append(out, Difference{Table: t.Name, Hour: time.Unix(int64(h), 0).UTC(), Expected: expected[h], Present: present[h]})
+			}
+		}
+	}
+	return out, nil
+}
+
+func byHour(ctx context.Context, conn driver.Conn, query string, args []any) (map[uint32]uint64, error) {
+	rows, err := conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[uint32]uint64{}
+	for rows.Next() {
+		var h uint32
+		var n uint64
+		if err := rows.Scan(&h, &n); err != nil {
+			return nil, err
+		}
+		out[h] = n
+	}
+	return out, rows.Err()
+}
