@@ -35,6 +35,9 @@ func (p *Pipeline) batchLoop() {
 			return
 		}
 	}
+	if len(p.doubt.block) > 0 && !p.insertRetry(nil) {
+		return
+	}
 	for {
 		batch, last := p.nextBatch()
 		if len(batch) > 0 {
@@ -137,8 +140,9 @@ func jitter(d time.Duration) time.Duration {
 // spool for the next start. An insert that may repeat an earlier one — runs
 // replayed from a spool an earlier process left, or any attempt after a
 // failed one, which the server may have committed before the error —
-// first leaves out the runs ClickHouse already holds: every run is stored
-// once, in the raw table and in the rollup its view feeds.
+// first leaves out the runs ClickHouse already holds, and every attempt
+// first completes the derived tables of the insert in doubt (doubt.go):
+// every run is stored once, in samples and in every table its views fill.
 func (p *Pipeline) insertRetry(batch []queued) bool {
 	runs := make([]*store.Run, 0, len(batch))
 	var nels []*store.NELBatch
@@ -157,8 +161,11 @@ func (p *Pipeline) insertRetry(batch []queued) bool {
 	for {
 		ctx, cancel := context.WithTimeout(p.abort, p.insertTimeout())
 		start := time.Now()
-		rows, err := p.insert(ctx, runs, suspect)
-		nelRows := 0
+		err := p.doubt.complete(ctx, p)
+		rows, nelRows := 0, 0
+		if err == nil && len(runs) > 0 {
+			rows, err = p.insert(ctx, runs, suspect)
+		}
 		if err == nil {
 			nelRows, err = p.insertNEL(ctx, nels, suspect)
 		}
@@ -202,13 +209,21 @@ func (p *Pipeline) insert(ctx context.Context, runs []*store.Run, skipStored boo
 		}
 	}
 	p.batch.Reset()
+	sent := runs[:0:0]
 	for _, r := range runs {
 		if r.Report == nil || stored[uuid.UUID(r.Report.RunID)] {
 			continue
 		}
 		p.batch.Add(r)
+		sent = append(sent, r)
+	}
+	if err := p.doubt.record(store.BlockOf(sent)); err != nil {
+		return 0, err
 	}
 	if err := p.batch.Insert(ctx, p.Conn); err != nil {
+		return 0, err
+	}
+	if err := p.doubt.clear(); err != nil {
 		return 0, err
 	}
 	p.m.replaySkipped.Add(float64(len(stored)))

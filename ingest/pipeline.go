@@ -135,6 +135,7 @@ type Pipeline struct {
 
 	// Batcher-owned.
 	replayUpTo uint64 // segments up to this id were left by an earlier process
+	doubt      *doubt // the insert whose outcome is not known, see doubt.go
 	batch      store.Batch
 	nelRows    store.NELRows
 	pending    []queued // read from the spool, not yet inserted
@@ -198,6 +199,10 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	p.spool.Metrics = spool.Metrics{Fsyncs: m.fsyncs, Corrupt: m.corrupt, Bytes: m.spoolBytes, Segments: m.spoolSegments}
 	left, err := p.spool.Open()
 	if err != nil {
+		return err
+	}
+	if p.doubt, err = openDoubt(p.Dir, p.Registerer); err != nil {
+		p.spool.Close()
 		return err
 	}
 	if left.Segments > 0 {
@@ -335,6 +340,9 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 	p.cancelAbort()
 	p.done.Wait()
 	p.spool.Ack(spool.Position{})
+	if cerr := p.doubt.close(); cerr != nil && err == nil {
+		err = fmt.Errorf("shutting down ingest: %w", cerr)
+	}
 	return err
 }
 
