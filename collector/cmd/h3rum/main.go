@@ -29,6 +29,7 @@ const usage = `usage: h3rum <command> [flags]
 commands:
   serve     run the H3 and H2 test origins, the beacon endpoint and the dashboard
   migrate   apply the ClickHouse schema and exit
+  check     compare every table filled from samples with samples, hour by hour
   report    print p50…p99 by region × protocol with the H3 − H2 difference
   lab       emulate regions on this machine (root), visit them with Chromium and check the report against them
   agent     run the beacon's test from this machine, with full, resumed and 0-RTT handshakes, and report it
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runServe(ctx, rest, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, stdout, stderr)
+	case "check":
+		return runCheck(ctx, rest, stdout, stderr)
 	case "report":
 		return runReport(ctx, rest, stdout, stderr)
 	case "lab":

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
+)
+
+// TestCheckCommand stores runs, one of them as a server killed between
+// samples and the views leaves it: h3rum check names every table short of
+// it in its hour and exits 1; once store.Complete has run, it exits 0.
+func TestCheckCommand(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.DSN(t)
+	conn := storetest.Open(t, dsn)
+	at := time.Now().UTC().Add(-2 * time.Hour)
+	var full, cut store.Batch
+	for range 3 {
+		r := storetest.Run(t, "check")
+		r.Received = at
+		full.Add(&r)
+	}
+	lost := storetest.Run(t, "check")
+	lost.Received = at
+	lost.Report.Samples[len(lost.Report.Samples)-1].Error = "timeout" // for failure_counts
+	cut.Add(&lost)
+	if err := full.Insert(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	views := store.DerivedTables()
+	for _, v := range views {
+		if err := conn.Exec(ctx, "DETACH TABLE "+v+"_mv"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cut.Insert(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range views {
+		if err := conn.Exec(ctx, "ATTACH TABLE "+v+"_mv"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func() (int, string) {
+		var out, errOut bytes.Buffer
+		err := run(ctx, []string{"check", "--clickhouse", dsn, "--since", "6h"}, &out, &errOut)
+		return exitCode(err, io.Discard), out.String() + errOut.String()
+	}
+	code, out := check()
+	if code != 1 {
+		t.Errorf("check with a hole: exit %d, want 1\n%s", code, out)
+	}
+	hour := at.Truncate(time.Hour).Format(time.DateTime)
+	for _, table := range views {
+		if !strings.Contains(out, table+" ") || !strings.Contains(out, hour) {
+			t.Errorf("check does not name %s in %s:\n%s", table, hour, out)
+		}
+	}
+	if _, err := store.Complete(ctx, conn, store.BlockOf([]*store.Run{&lost})); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := check(); code != 0 || !strings.Contains(out, "matches") {
+		t.Errorf("check after Complete: exit %d\n%s", code, out)
+	}
+	var errOut bytes.Buffer
+	err := run(ctx, []string{"check", "--clickhouse", dsn, "--since", "1h", "--until", "2h"}, io.Discard, &errOut)
+	if code := exitCode(err, &errOut); code != 2 || !strings.Contains(errOut.String(), "must come before") {
+		t.Errorf("check --since after --until: exit %d, %q", code, errOut.String())
+	}
+}
