@@ -3,13 +3,21 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
@@ -91,4 +99,78 @@ func TestFaultClickHouseStop(t *testing.T) {
 	}
 	t.Logf("acknowledged %d runs (%d while ClickHouse was down %v), refused %d; insert errors %v",
 		acked.Load(), duringDown, faultDowntime, refused.Load(), counterValue(t, p.m.insertErrors))
+}
+
+// TestFaultClickHouseKilledUnderLoad kills the managed ClickHouse ten
+// times (SIGKILL; its supervisor starts it again) while runs are accepted
+// at a bounded rate and inserted every 30 ms: a kill often lands between
+// samples and the views. Every acknowledged run must be stored, and every
+// derived table must count each stored run once.
+func TestFaultClickHouseKilledUnderLoad(t *testing.T) {
+	l := storetest.Private(t)
+	l.Supervise()
+	conn := storetest.Open(t, l.DSN())
+	reg := prometheus.NewRegistry()
+	p := startPipeline(t, &Pipeline{Conn: conn, Dir: t.TempDir(), FlushInterval: 30 * time.Millisecond,
+		InsertTimeout: 5 * time.Second, Registerer: reg})
+
+	const workers, maxPerWorker = 3, 3000
+	var mu sync.Mutex
+	var acked []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range maxPerWorker {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				run := testRun(t, fmt.Sprintf("kill%d", w))
+				if i%5 == 0 {
+					run.Report.Samples[len(run.Report.Samples)-1].Error = "timeout"
+				}
+				if err := p.Accept(context.Background(), run); err == nil {
+					mu.Lock()
+					acked = append(acked, uuid.UUID(run.Report.RunID).String())
+					mu.Unlock()
+				}
+				time.Sleep(3 * time.Millisecond)
+			}
+		})
+	}
+	rng := rand.New(rand.NewPCG(44, 4))
+	for range 10 {
+		time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+		waitFor(t, "ClickHouse to be up again", l.Up)
+		if pid := l.PID(); pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	waitFor(t, "ClickHouse to be up again", l.Up)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown did not drain: %v", err)
+	}
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
+	stored := countRows(t, conn, "SELECT uniqExact(run_id) FROM samples")
+	missing := countRows(t, conn, "SELECT count() FROM (SELECT arrayJoin(@ids) AS id) WHERE id NOT IN (SELECT toString(run_id) FROM samples)",
+		clickhouse.Named("ids", acked))
+	if missing != 0 || stored < uint64(n) {
+		t.Errorf("acknowledged %d runs; samples holds %d runs, %d of the acknowledged missing", n, stored, missing)
+	}
+	derivedExact(t, conn, int(stored))
+	var completed, unresolved float64
+	for _, table := range store.DerivedTables() {
+		completed += counterValue(t, p.doubt.completedRuns.WithLabelValues(table))
+		unresolved += counterValue(t, p.doubt.unresolved.WithLabelValues(table))
+	}
+	t.Logf("acknowledged %d runs, stored %d; %d restarts; insert errors %v; derived tables completed %v times, %v unresolved",
+		n, stored, l.Restarts(), counterValue(t, p.m.insertErrors), completed, unresolved)
 }
