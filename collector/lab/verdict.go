@@ -136,6 +136,7 @@ func (s SelfCheck) withDefaults() SelfCheck {
 type calibration struct {
 	region string
 	over   [2]float64 // h2, h3
+	noise  [2]float64 // half the width of its medians' 95 % intervals, h2, h3
 }
 
 // Calibrate finds, in a pass's report, the lossless region with the
@@ -175,12 +176,17 @@ func (s SelfCheck) Judge(regions []Observed, passes []Pass, agent *queries.Repor
 	calibs := make([]calibration, len(passes))
 	for i, p := range passes {
 		if name, h2, h3, ok := Calibrate(regions, p.Report); ok {
-			calibs[i] = calibration{name, [2]float64{h2, h3}}
+			calibs[i] = calibration{region: name, over: [2]float64{h2, h3}}
+			for _, r := range regions {
+				if g := GroupsOf(p.Report)[r.Continent]; r.Name == name && g != nil {
+					calibs[i].noise = [2]float64{halfWidth(g.H2, 50), halfWidth(g.H3, 50)}
+				}
+			}
 			res.Lines = append(res.Lines, fmt.Sprintf("calibration: region %s puts the overhead of browser (%s), server and emulator at %.1f ms (h2) and %.1f ms (h3)",
 				name, p.Engine, h2, h3))
 		}
 	}
-	res.Lines = append(res.Lines, fmt.Sprintf("self-check (warm medians within %.0f %% of the injected round trip plus that overhead; the agent's fastest handshakes, less their calibrated base, within %.0f %% of 2, 1 and 3 round trips; a comparison of the protocols asserted only where the runs can detect the expected effect, by the report's power rule):", 100*s.Tolerance, 100*s.Tolerance))
+	res.Lines = append(res.Lines, fmt.Sprintf("self-check (warm medians within %.0f %% of the injected round trip plus that overhead, or within their own and the calibration's measured noise where that is wider; the agent's fastest handshakes, less their calibrated base, within %.0f %% of 2, 1 and 3 round trips; a comparison of the protocols asserted only where the runs can detect the expected effect, by the report's power rule):", 100*s.Tolerance, 100*s.Tolerance))
 	agentGroups := GroupsOf(agent)
 	agentCal, agentCalibrated := calibrateAgent(regions, agentGroups)
 	if agent != nil && agentCalibrated {
@@ -277,7 +283,16 @@ func (s SelfCheck) browser(g *queries.Group, r Observed, stored, planned int, ca
 			case !timed:
 				c.note("%s p50 %.1f ms (%.1f expected; not checked)", p.name, at(p.st, 50), want)
 			default:
-				c.check(math.Abs(at(p.st, 50)-want) <= s.Tolerance*want, "%s p50 %.1f ms (want %.1f)", p.name, at(p.st, 50), want)
+				// A few visits' medians move by more than the tolerance on a
+				// busy machine: the check allows what both medians' own
+				// intervals say they may be off by, and says so.
+				allowed := s.Tolerance * want
+				noise := halfWidth(p.st, 50) + calib.noise[k]
+				how := fmt.Sprintf("± %.0f %%", 100*s.Tolerance)
+				if noise > allowed {
+					allowed, how = noise, fmt.Sprintf("± %.1f ms, the medians' measured noise", noise)
+				}
+				c.check(math.Abs(at(p.st, 50)-want) <= allowed, "%s p50 %.1f ms (want %.1f %s)", p.name, at(p.st, 50), want, how)
 			}
 		}
 		if timed && r.LossPct() >= HeavyLossPct && g.H2 != nil && g.H3 != nil {
@@ -494,6 +509,20 @@ func GroupsOf(rep *queries.Report) map[string]*queries.Group {
 
 // at is s's percentile p in ms, NaN where the report has none.
 func at(s *queries.Stats, p float64) float64 { return msAt(s.Percentiles, p) }
+
+// halfWidth is half the width of s's 95 % interval at percentile p, 0
+// where it has none.
+func halfWidth(s *queries.Stats, p float64) float64 {
+	if s == nil {
+		return 0
+	}
+	for _, q := range s.Percentiles {
+		if q.P == p && q.CILowMS != nil && q.CIHighMS != nil {
+			return (*q.CIHighMS - *q.CILowMS) / 2
+		}
+	}
+	return 0
+}
 
 // msAt is the percentile p of ps in ms, NaN where ps has none: looked up
 // by level, never by its place in the list.

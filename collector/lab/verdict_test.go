@@ -58,7 +58,7 @@ func TestSelfCheckJudge(t *testing.T) {
 	}{
 		{"all pass", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: report(powerful, 106)}},
 			map[string]bool{"control": true, "mid": true, "lossy": true, "blocked": true},
-			[]string{"calibration: region control", "h2 p50 106.0 ms (want 106.0) ok", "under loss, h3 p90 200.0 < h2 p90 400.0 (asserted: MDE 57 ms ≤ expected effect 80 ms with 30 runs) ok",
+			[]string{"calibration: region control", "h2 p50 106.0 ms (want 106.0 ± 15 %) ok", "under loss, h3 p90 200.0 < h2 p90 400.0 (asserted: MDE 57 ms ≤ expected effect 80 ms with 30 runs) ok",
 				"UDP blocked: HTTP/3 availability 0 % (want 0) ok"}},
 		{"a fallback under heavy loss is shown, one where the path is clean fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: func() *queries.Report {
 			lossyFB := powerful
@@ -71,7 +71,21 @@ func TestSelfCheckJudge(t *testing.T) {
 			[]string{"runs with a fallback to TCP 1 (not checked under loss)", "runs with a fallback to TCP 1 FAILED"}},
 		{"a median off the round trip fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: report(powerful, 130)}},
 			map[string]bool{"control": true, "mid": false, "lossy": true, "blocked": true},
-			[]string{"h2 p50 130.0 ms (want 106.0) FAILED"}},
+			[]string{"h2 p50 130.0 ms (want 106.0 ± 15 %) FAILED"}},
+		{"a median off the round trip within its measured noise passes, beyond it fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: func() *queries.Report {
+			r := report(powerful, 130)
+			noisy := func(st *queries.Stats, half float64) {
+				ms := st.Percentiles[0].MS
+				st.Percentiles[0].CILowMS, st.Percentiles[0].CIHighMS = fp(ms-half), fp(ms+half)
+			}
+			noisy(r.Groups[0].H2, 4) // control: the calibration's own noise
+			noisy(r.Groups[1].H2, 22)
+			noisy(r.Groups[1].H3, 6) // mid's h3: 105 where 105 is wanted
+			r.Groups[1].H3.Percentiles[0].MS = 125
+			return r
+		}()}},
+			map[string]bool{"control": true, "mid": false, "lossy": true, "blocked": true},
+			[]string{"h2 p50 130.0 ms (want 106.0 ± 26.0 ms, the medians' measured noise) ok", "h3 p50 125.0 ms (want 105.0 ± 15 %) FAILED"}},
 		{"h3 slower at the tail without the power to tell: shown, not asserted", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: report(weak, 106)}},
 			map[string]bool{"control": true, "mid": true, "lossy": true, "blocked": true},
 			[]string{"under loss, h3 p90 350.0, h2 p90 300.0 (not asserted: MDE 114 ms > expected effect 80 ms with 30 runs (150 would detect it))"}},
