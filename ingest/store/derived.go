@@ -130,7 +130,12 @@ type Completion struct {
 // error, a timeout, a lost connection, a process that stopped), and no
 // other insert of this writer may have come after it. It is idempotent: a
 // Complete that fails, or whose own outcome is in doubt, is run again.
-func Complete(ctx context.Context, conn driver.Conn, block Block) ([]Completion, error) {
+//
+// In cluster mode (cluster names the cluster) it only looks: a read
+// through a Distributed table may ask a replica that has not yet fetched
+// the parts another one wrote, which reads as a hole that is not there,
+// so every difference is reported as Unresolved and nothing is inserted.
+func Complete(ctx context.Context, conn driver.Conn, cluster string, block Block) ([]Completion, error) {
 	q, err := derivedQueries()
 	if err != nil {
 		return nil, err
@@ -148,6 +153,10 @@ func Complete(ctx context.Context, conn driver.Conn, block Block) ([]Completion,
 				if lacking == 0 {
 					continue
 				}
+				if cluster != "" {
+					out[ti].Unresolved++
+					continue
+				}
 				if err := q.complete(ctx, conn, ti, args); err != nil {
 					return out, err
 				}
@@ -160,7 +169,7 @@ func Complete(ctx context.Context, conn driver.Conn, block Block) ([]Completion,
 			}
 			switch {
 			case present == expected:
-			case part != 0 && present+part == expected:
+			case part != 0 && present+part == expected && cluster == "":
 				if err := q.complete(ctx, conn, ti, args); err != nil {
 					return out, err
 				}

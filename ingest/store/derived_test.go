@@ -61,7 +61,7 @@ func TestCompleteAfterCutBetweenViews(t *testing.T) {
 		runs += len(block)
 		insertRuns(t, clean, block)
 		insertCut(t, faulty, block, got)
-		done, err := store.Complete(ctx, faulty, store.BlockOf(block))
+		done, err := store.Complete(ctx, faulty, "", store.BlockOf(block))
 		if err != nil {
 			t.Fatalf("cut %d: %v", i, err)
 		}
@@ -77,7 +77,7 @@ func TestCompleteAfterCutBetweenViews(t *testing.T) {
 			continue
 		}
 		// Run again, as after a completion whose outcome is in doubt: nothing changes.
-		again, err := store.Complete(ctx, faulty, store.BlockOf(block))
+		again, err := store.Complete(ctx, faulty, "", store.BlockOf(block))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,20 @@ func TestCheckFindsHoles(t *testing.T) {
 	if !slices.Equal(short, want) {
 		t.Errorf("tables short: %v, want %v", short, want)
 	}
-	if _, err := store.Complete(ctx, conn, store.BlockOf(block)); err != nil {
+	// As on a cluster: the holes are reported, nothing is inserted.
+	looked, err := store.Complete(ctx, conn, "cluster", store.BlockOf(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range looked {
+		if c.Completed != 0 || (c.Unresolved == 0) != slices.Contains([]string{"runs", "run_counts"}, c.Table) {
+			t.Errorf("on a cluster, %+v", c)
+		}
+	}
+	if again, _ := store.Check(ctx, conn, at.Add(-time.Hour), at.Add(time.Hour)); len(again) != len(diffs) {
+		t.Errorf("on a cluster, Complete changed the differences: %v, then %v", diffs, again)
+	}
+	if _, err := store.Complete(ctx, conn, "", store.BlockOf(block)); err != nil {
 		t.Fatal(err)
 	}
 	if diffs, err := store.Check(ctx, conn, at.Add(-time.Hour), at.Add(time.Hour)); err != nil || len(diffs) != 0 {
