@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
 
 // cutConn is ClickHouse as a server killed in the middle of an insert
@@ -43,27 +43,17 @@ func (c *cutConn) PrepareBatch(ctx context.Context, query string, opts ...driver
 	if !c.arm.CompareAndSwap(true, false) {
 		return c.Conn.PrepareBatch(ctx, query, opts...)
 	}
-	// The views are detached before the INSERT begins: it holds the
-	// tables' locks until its data is sent.
 	c.mu.Lock()
 	got := c.got
 	c.mu.Unlock()
-	var detached []string
-	for _, name := range store.DerivedTables() {
-		if !slices.Contains(got, name) {
-			detached = append(detached, name+"_mv")
-		}
-	}
-	for _, v := range detached {
-		if err := c.Conn.Exec(ctx, "DETACH TABLE "+v); err != nil {
-			c.t.Error(err)
-		}
-	}
+	reattach := storetest.DetachViews(c.t, c.Conn, got)
 	b, err := c.Conn.PrepareBatch(ctx, query, opts...)
 	if err != nil {
+		reattach()
 		c.t.Errorf("preparing the cut insert: %v", err)
+		return nil, err
 	}
-	return &cutBatch{Batch: b, c: c, detached: detached}, err
+	return &cutBatch{Batch: b, c: c, reattach: reattach}, err
 }
 
 func (c *cutConn) Query(ctx context.Context, q string, args ...any) (driver.Rows, error) {
@@ -90,17 +80,13 @@ func (c *cutConn) Exec(ctx context.Context, q string, args ...any) error {
 type cutBatch struct {
 	driver.Batch
 	c        *cutConn
-	detached []string
+	reattach func()
 }
 
 func (b *cutBatch) Send() error {
 	c := b.c
 	err := b.Batch.Send()
-	for _, v := range b.detached {
-		if err := c.Conn.Exec(context.Background(), "ATTACH TABLE "+v); err != nil {
-			c.t.Error(err)
-		}
-	}
+	b.reattach()
 	if err != nil {
 		c.t.Errorf("the cut insert itself failed: %v", err)
 	}

@@ -170,28 +170,12 @@ func derivedRuns(t *testing.T, rng *rand.Rand, site string, at time.Time, n int)
 }
 
 // insertCut inserts runs into samples as a server that stopped after the
-// views of the tables in got leaves them: the other views are detached
-// for the insert.
+// views of the tables in got leaves them.
 func insertCut(t *testing.T, conn driver.Conn, runs []*store.Run, got []string) {
 	t.Helper()
-	ctx := context.Background()
-	var detached []string
-	for _, name := range store.DerivedTables() {
-		if !slices.Contains(got, name) {
-			detached = append(detached, name+"_mv")
-		}
-	}
-	for _, v := range detached {
-		if err := conn.Exec(ctx, "DETACH TABLE "+v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reattach := storetest.DetachViews(t, conn, got)
+	defer reattach()
 	insertRuns(t, conn, runs)
-	for _, v := range detached {
-		if err := conn.Exec(ctx, "ATTACH TABLE "+v); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // sameDerived compares every derived table of a and b, row by row after

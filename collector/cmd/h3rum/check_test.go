@@ -33,20 +33,11 @@ func TestCheckCommand(t *testing.T) {
 	if err := full.Insert(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
-	views := store.DerivedTables()
-	for _, v := range views {
-		if err := conn.Exec(ctx, "DETACH TABLE "+v+"_mv"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reattach := storetest.DetachViews(t, conn, nil)
 	if err := cut.Insert(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range views {
-		if err := conn.Exec(ctx, "ATTACH TABLE "+v+"_mv"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reattach()
 	check := func() (int, string) {
 		var out, errOut bytes.Buffer
 		err := run(ctx, []string{"check", "--clickhouse", dsn, "--since", "6h"}, &out, &errOut)
@@ -57,7 +48,7 @@ func TestCheckCommand(t *testing.T) {
 		t.Errorf("check with a hole: exit %d, want 1\n%s", code, out)
 	}
 	hour := at.Truncate(time.Hour).Format(time.DateTime)
-	for _, table := range views {
+	for _, table := range store.DerivedTables() {
 		if !strings.Contains(out, table+" ") || !strings.Contains(out, hour) {
 			t.Errorf("check does not name %s in %s:\n%s", table, hour, out)
 		}

@@ -285,3 +285,29 @@ func RunOf(t testing.TB, r beacontest.Run) store.Run {
 		},
 	}
 }
+
+// DetachViews detaches the views of every derived table but those in
+// keep, so that an insert into samples is stored as a server killed after
+// those views leaves it; reattach attaches them again. Detach before the
+// INSERT begins: it holds the tables' locks until its data is sent.
+func DetachViews(t testing.TB, conn driver.Conn, keep []string) (reattach func()) {
+	t.Helper()
+	var detached []string
+	for _, name := range store.DerivedTables() {
+		if !slices.Contains(keep, name) {
+			detached = append(detached, name+"_mv")
+		}
+	}
+	for _, v := range detached {
+		if err := conn.Exec(context.Background(), "DETACH TABLE "+v); err != nil {
+			t.Errorf("detaching %s: %v", v, err)
+		}
+	}
+	return func() {
+		for _, v := range detached {
+			if err := conn.Exec(context.Background(), "ATTACH TABLE "+v); err != nil {
+				t.Errorf("attaching %s: %v", v, err)
+			}
+		}
+	}
+}
