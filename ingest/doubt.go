@@ -139,7 +139,7 @@ func (d *doubt) complete(ctx context.Context, p *Pipeline) error {
 	if len(d.block) == 0 {
 		return nil
 	}
-	done, err := store.Complete(ctx, p.Conn, p.Cluster, d.block)
+	done, err := store.Complete(ctx, p.Conn, store.Cluster{Name: p.Cluster, Dial: p.ClusterDial}, d.block)
 	for _, c := range done {
 		d.completedRuns.WithLabelValues(c.Table).Add(float64(c.Completed))
 		d.unresolved.WithLabelValues(c.Table).Add(float64(c.Unresolved))

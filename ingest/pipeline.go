@@ -87,6 +87,10 @@ type Pipeline struct {
 	// belongs to: retention then drops partitions of the local tables on
 	// every server (store.DropExpiredOnCluster).
 	Cluster string
+	// ClusterDial, in cluster mode, connects to another server of the
+	// cluster by address (store.DB.DialServer): an insert in doubt is
+	// completed shard by shard. Without it, one is only checked.
+	ClusterDial func(ctx context.Context, addr string) (driver.Conn, error)
 	// InsertTimeout bounds one insert attempt. Default 30 s.
 	InsertTimeout time.Duration
 	// Ready, when set, holds back every insert until it is closed: the

@@ -363,6 +363,7 @@ func (c *Config) startIngest(ctx context.Context, mux *http.ServeMux, geo *inges
 		SpoolMaxBytes: c.SpoolMaxBytes,
 		Retention:     time.Duration(c.RetentionDays) * 24 * time.Hour,
 		Cluster:       c.Store.Cluster,
+		ClusterDial:   db.DialServer,
 		Ready:         ready,
 		Logger:        log,
 		Registerer:    reg,

@@ -263,4 +263,85 @@ func TestCluster(t *testing.T) {
 			t.Errorf("server %d counts %d rows after retention, want the %d recent ones", i+1, n, rows)
 		}
 	}
+	clusterCompleteInDoubt(t, c, conns)
+}
+
+// clusterCompleteInDoubt cuts an insert through the Distributed table
+// between the views on shard 1 (its views of every table but runs
+// detached on both replicas) while shard 2's second replica is down, as
+// a replica that dies mid-insert leaves it: Complete then completes shard
+// 1's tables on a replica that has caught up, and every derived table
+// matches samples through the Distributed tables, once the replica is
+// back too.
+func clusterCompleteInDoubt(t *testing.T, c *storetest.Cluster, conns []driver.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	dial := func(ctx context.Context, addr string) (driver.Conn, error) {
+		for i, l := range c.Servers {
+			if strings.HasSuffix(addr, fmt.Sprintf(":%d", l.Port)) {
+				return store.Open(ctx, c.DSN(t, i, "h3rum"))
+			}
+		}
+		return nil, fmt.Errorf("no server at %s", addr)
+	}
+	at := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Hour).Add(10 * time.Minute)
+	var runs []*store.Run
+	var b store.Batch
+	for i := range 30 {
+		r := storetest.Run(t, "cut")
+		r.Received = at.Add(time.Duration(i) * time.Second)
+		if i%4 == 0 {
+			r.Report.Samples[len(r.Report.Samples)-1].Error = "timeout"
+		}
+		runs = append(runs, &r)
+		b.Add(&r)
+	}
+	c.Servers[3].Kill()
+	reattach := []func(){storetest.DetachViews(t, conns[0], []string{"runs"}), storetest.DetachViews(t, conns[1], []string{"runs"})}
+	if err := b.Insert(ctx, conns[2]); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range reattach {
+		f()
+	}
+	cluster := store.Cluster{Name: storetest.ClusterName, Dial: dial}
+	done, err := store.Complete(ctx, conns[2], cluster, store.BlockOf(runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range done {
+		if d.Unresolved != 0 || (d.Completed == 0) != (d.Table == "runs") {
+			t.Errorf("completing the cut on the cluster: %+v", d)
+		}
+	}
+	if err := c.Servers[3].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	from, to := at.Truncate(time.Hour), at.Truncate(time.Hour).Add(time.Hour)
+	for i, conn := range conns {
+		// A Distributed read picks a replica afresh: ten that agree in a row.
+		deadline, agree := time.Now().Add(90*time.Second), 0
+		var diffs []store.Difference
+		for agree < 10 && time.Now().Before(deadline) {
+			diffs, err = store.Check(ctx, conn, from, to)
+			if err == nil && len(diffs) == 0 {
+				agree++
+				continue
+			}
+			agree = 0
+			time.Sleep(200 * time.Millisecond)
+		}
+		if agree < 10 {
+			t.Errorf("server %d: derived tables differ from samples after Complete: %v, %v", i+1, diffs, err)
+		}
+	}
+	again, err := store.Complete(ctx, conns[0], cluster, store.BlockOf(runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range again {
+		if d.Completed != 0 || d.Unresolved != 0 {
+			t.Errorf("completing again on the cluster: %+v", d)
+		}
+	}
 }

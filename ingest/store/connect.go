@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/access"
@@ -96,6 +97,25 @@ func Connect(ctx context.Context, o Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// DialServer connects to the server at addr (host:port, as the cluster's
+// system.clusters lists it) with the database, user and password of the
+// DSN: in cluster mode, another server of the cluster.
+func (db *DB) DialServer(ctx context.Context, addr string) (driver.Conn, error) {
+	dsn, err := db.opts.dsn()
+	if err != nil {
+		return nil, err
+	}
+	if dsn == local.DSN {
+		return nil, errors.New("connecting to another server: the managed ClickHouse is one server")
+	}
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing ClickHouse DSN: %w", err)
+	}
+	opts.Addr = []string{addr}
+	return connect(ctx, opts)
 }
 
 // Close closes the connection and stops the managed server, if any.

@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/template"
@@ -125,18 +128,139 @@ type Completion struct {
 	Unresolved int
 }
 
+// Cluster is what Complete needs of cluster mode: the cluster's name, as
+// the servers' remote_servers name it, and a way to reach each of its
+// servers (DB.DialServer). The zero Cluster is one server.
+type Cluster struct {
+	Name string
+	Dial func(ctx context.Context, addr string) (driver.Conn, error)
+}
+
 // Complete makes every derived table hold the runs of block that samples
 // holds, exactly once: block is an insert whose outcome is in doubt (an
 // error, a timeout, a lost connection, a process that stopped), and no
 // other insert of this writer may have come after it. It is idempotent: a
 // Complete that fails, or whose own outcome is in doubt, is run again.
 //
-// In cluster mode (cluster names the cluster) it only looks: a read
-// through a Distributed table may ask a replica that has not yet fetched
-// the parts another one wrote, which reads as a hole that is not there,
-// so every difference is reported as Unresolved and nothing is inserted.
-func Complete(ctx context.Context, conn driver.Conn, cluster string, block Block) ([]Completion, error) {
-	q, err := derivedQueries()
+// On a cluster each shard's views run on the replica that took its part
+// of the insert, so each shard is completed apart, on its own tables: on
+// a replica that has first fetched everything the other wrote (SYSTEM
+// SYNC REPLICA), since a replica behind reads exactly like a hole. A
+// shard none of whose replicas catches up in time, or a Cluster without
+// Dial, is only looked at: its differences are Unresolved.
+func Complete(ctx context.Context, conn driver.Conn, cluster Cluster, block Block) ([]Completion, error) {
+	if cluster.Name == "" {
+		return completeOn(ctx, conn, derivedQueries, block, true)
+	}
+	if cluster.Dial == nil {
+		return completeOn(ctx, conn, derivedQueries, block, false)
+	}
+	shards, err := clusterShards(ctx, conn, cluster.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Completion, len(derivedTables))
+	for _, replicas := range shards {
+		done, err := completeShard(ctx, cluster, replicas, block)
+		for i, c := range done {
+			out[i].Table = c.Table
+			out[i].Completed += c.Completed
+			out[i].Unresolved += c.Unresolved
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// syncTimeout bounds how long Complete waits for a replica to fetch what
+// the other replicas of its shard wrote.
+const syncTimeout = 10 * time.Second
+
+// completeShard completes one shard's tables on the first of its replicas
+// (host:port addresses) that can be reached and catches up.
+func completeShard(ctx context.Context, cluster Cluster, replicas []string, block Block) ([]Completion, error) {
+	var errs []error
+	var behind driver.Conn
+	defer func() {
+		if behind != nil {
+			behind.Close()
+		}
+	}()
+	for _, addr := range replicas {
+		conn, err := cluster.Dial(ctx, addr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := syncReplica(ctx, conn); err != nil {
+			errs = append(errs, fmt.Errorf("replica %s: %w", addr, err))
+			if behind == nil {
+				behind = conn
+			} else {
+				conn.Close()
+			}
+			continue
+		}
+		defer conn.Close()
+		return completeOn(ctx, conn, localDerivedQueries, block, true)
+	}
+	if behind == nil {
+		return nil, fmt.Errorf("completing a shard of cluster %s: no replica reached: %w", cluster.Name, errors.Join(errs...))
+	}
+	return completeOn(ctx, behind, localDerivedQueries, block, false)
+}
+
+// syncReplica waits until conn's server has fetched every part the other
+// replicas of its shard wrote into samples and the derived tables.
+func syncReplica(ctx context.Context, conn driver.Conn) error {
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"receive_timeout": int(syncTimeout / time.Second)}))
+	for _, t := range append([]string{"samples"}, DerivedTables()...) {
+		if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA "+t+"_local"); err != nil {
+			return fmt.Errorf("syncing %s_local: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// clusterShards returns the addresses of each shard's replicas, shards
+// and replicas in the cluster's order.
+func clusterShards(ctx context.Context, conn driver.Conn, cluster string) ([][]string, error) {
+	rows, err := conn.Query(ctx, "SELECT shard_num, host_address, port FROM system.clusters WHERE cluster = @cluster ORDER BY shard_num, replica_num",
+		clickhouse.Named("cluster", cluster))
+	if err != nil {
+		return nil, fmt.Errorf("listing the shards of cluster %s: %w", cluster, err)
+	}
+	defer rows.Close()
+	var out [][]string
+	last := uint32(0)
+	for rows.Next() {
+		var shard uint32
+		var host string
+		var port uint16
+		if err := rows.Scan(&shard, &host, &port); err != nil {
+			return nil, fmt.Errorf("listing the shards of cluster %s: %w", cluster, err)
+		}
+		if shard != last || len(out) == 0 {
+			out = append(out, nil)
+			last = shard
+		}
+		out[len(out)-1] = append(out[len(out)-1], net.JoinHostPort(host, strconv.Itoa(int(port))))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing the shards of cluster %s: %w", cluster, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("listing the shards of cluster %s: the server knows no such cluster", cluster)
+	}
+	return out, nil
+}
+
+// completeOn is Complete on one server's tables, as queries names them;
+// with repair false it only looks.
+func completeOn(ctx context.Context, conn driver.Conn, queries func() (*derivedSQL, error), block Block, repair bool) ([]Completion, error) {
+	q, err := queries()
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +277,7 @@ func Complete(ctx context.Context, conn driver.Conn, cluster string, block Block
 				if lacking == 0 {
 					continue
 				}
-				if cluster != "" {
+				if !repair {
 					out[ti].Unresolved++
 					continue
 				}
@@ -169,7 +293,7 @@ func Complete(ctx context.Context, conn driver.Conn, cluster string, block Block
 			}
 			switch {
 			case present == expected:
-			case part != 0 && present+part == expected && cluster == "":
+			case part != 0 && present+part == expected && repair:
 				if err := q.complete(ctx, conn, ti, args); err != nil {
 					return out, err
 				}
@@ -195,38 +319,36 @@ type derivedSQL struct {
 	completes map[int]string
 }
 
+// derivedQueries reads the tables as reports do (on a cluster, through
+// the Distributed tables); localDerivedQueries reads a cluster server's
+// own tables.
 var (
-	derivedOnce sync.Once
-	derivedQ    *derivedSQL
-	derivedErr  error
+	derivedQueries      = sync.OnceValues(func() (*derivedSQL, error) { return renderDerived(func(t string) string { return t }) })
+	localDerivedQueries = sync.OnceValues(func() (*derivedSQL, error) { return renderDerived(func(t string) string { return t + "_local" }) })
 )
-
-func derivedQueries() (*derivedSQL, error) {
-	derivedOnce.Do(func() { derivedQ, derivedErr = renderDerived(dialect{}) })
-	return derivedQ, derivedErr
-}
 
 // derivedQuery is what check/derived.sql's templates are rendered with.
 type derivedQuery struct {
 	Table, Time, Measure, Fill, Hours, Columns, Samples string
 }
 
-func renderDerived(d dialect) (*derivedSQL, error) {
+// renderDerived renders the statements for the tables name gives.
+func renderDerived(name func(table string) string) (*derivedSQL, error) {
 	t, err := templates()
 	if err != nil {
 		return nil, err
 	}
 	q := &derivedSQL{t: t, completes: map[int]string{}}
 	fill := func(dt derivedTable, source string) (string, error) {
-		src, err := execute(t, source, derivedQuery{Samples: d.Name("samples")})
+		src, err := execute(t, source, derivedQuery{Samples: name("samples")})
 		if err != nil {
 			return "", err
 		}
-		return execute(t, dt.Fill, d.Reading(src))
+		return execute(t, dt.Fill, dialect{}.Reading(src))
 	}
 	for _, dt := range derivedTables {
 		var x derivedQuery
-		x.Table, x.Time, x.Measure = d.Name(dt.Name), dt.Time, cmpOr(dt.Measure, "count()")
+		x.Table, x.Time, x.Measure = name(dt.Name), dt.Time, cmpOr(dt.Measure, "count()")
 		if x.Fill, err = fill(dt, "samples of runs"); err != nil {
 			return nil, err
 		}

@@ -61,7 +61,7 @@ func TestCompleteAfterCutBetweenViews(t *testing.T) {
 		runs += len(block)
 		insertRuns(t, clean, block)
 		insertCut(t, faulty, block, got)
-		done, err := store.Complete(ctx, faulty, "", store.BlockOf(block))
+		done, err := store.Complete(ctx, faulty, store.Cluster{}, store.BlockOf(block))
 		if err != nil {
 			t.Fatalf("cut %d: %v", i, err)
 		}
@@ -77,7 +77,7 @@ func TestCompleteAfterCutBetweenViews(t *testing.T) {
 			continue
 		}
 		// Run again, as after a completion whose outcome is in doubt: nothing changes.
-		again, err := store.Complete(ctx, faulty, "", store.BlockOf(block))
+		again, err := store.Complete(ctx, faulty, store.Cluster{}, store.BlockOf(block))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestCheckFindsHoles(t *testing.T) {
 		t.Errorf("tables short: %v, want %v", short, want)
 	}
 	// As on a cluster: the holes are reported, nothing is inserted.
-	looked, err := store.Complete(ctx, conn, "cluster", store.BlockOf(block))
+	looked, err := store.Complete(ctx, conn, store.Cluster{Name: "cluster"}, store.BlockOf(block))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestCheckFindsHoles(t *testing.T) {
 	if again, _ := store.Check(ctx, conn, at.Add(-time.Hour), at.Add(time.Hour)); len(again) != len(diffs) {
 		t.Errorf("on a cluster, Complete changed the differences: %v, then %v", diffs, again)
 	}
-	if _, err := store.Complete(ctx, conn, "", store.BlockOf(block)); err != nil {
+	if _, err := store.Complete(ctx, conn, store.Cluster{}, store.BlockOf(block)); err != nil {
 		t.Fatal(err)
 	}
 	if diffs, err := store.Check(ctx, conn, at.Add(-time.Hour), at.Add(time.Hour)); err != nil || len(diffs) != 0 {

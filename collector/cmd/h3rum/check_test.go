@@ -53,7 +53,7 @@ func TestCheckCommand(t *testing.T) {
 			t.Errorf("check does not name %s in %s:\n%s", table, hour, out)
 		}
 	}
-	if _, err := store.Complete(ctx, conn, "", store.BlockOf([]*store.Run{&lost})); err != nil {
+	if _, err := store.Complete(ctx, conn, store.Cluster{}, store.BlockOf([]*store.Run{&lost})); err != nil {
 		t.Fatal(err)
 	}
 	if code, out := check(); code != 0 || !strings.Contains(out, "matches") {
