@@ -117,7 +117,7 @@ func newHandlerMetrics(reg prometheus.Registerer) (*handlerMetrics, error) {
 			Name: "h3rum_ingest_nel_rejected_total", Help: "POST /reports uploads refused, by reason."}, []string{"reason"}),
 		nelIgnored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "h3rum_ingest_nel_ignored_reports_total",
-			Help: "Reports in accepted uploads that were not stored, by reason: unknown_type (not network-error), other_origin (about an origin this collector does not serve)."},
+			Help: "Reports in accepted uploads that were not stored, by reason: unknown_type (not network-error), other_origin (about an origin this collector does not serve), page_not_allowed (from a page the Origin allowlist does not name)."},
 			[]string{"reason"}),
 	}
 	if reg == nil {
