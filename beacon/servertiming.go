@@ -22,6 +22,7 @@ const (
 	MetricConnAge  = "age"     // dur: time since the connection was accepted
 	MetricResumed  = "resumed" // desc: 1 when TLS resumed a session, else 0
 	MetricEarly    = "early"   // desc: 1 when the request came as 0-RTT early data, else 0
+	MetricRetry    = "retry"   // desc: 1 when the connection paid a QUIC Retry's round trip; sent only then
 )
 
 // MaxCountDigits is the most decimal digits of a count metric's desc
@@ -57,6 +58,7 @@ type ServerTiming struct {
 	ConnAge   float64 // time since the connection was accepted, ms; -1 when not reported (collectors before 1.1)
 	Resumed   bool    // TLS session resumption
 	EarlyData bool    // the request arrived as 0-RTT early data
+	Retry     bool    // the connection paid a QUIC Retry's round trip before its handshake
 }
 
 // serverTimingMetric is one metric, the kind of its value and the field of
@@ -90,6 +92,7 @@ var serverTimingMetrics = [...]serverTimingMetric{
 	{name: MetricConnAge, kind: metricDuration, dur: func(st *ServerTiming) *float64 { return &st.ConnAge }},
 	{name: MetricResumed, kind: metricCount, flag: func(st *ServerTiming) *bool { return &st.Resumed }},
 	{name: MetricEarly, kind: metricCount, flag: func(st *ServerTiming) *bool { return &st.EarlyData }},
+	{name: MetricRetry, kind: metricCount, flag: func(st *ServerTiming) *bool { return &st.Retry }},
 }
 
 // A full sv must pass checkKeys, which allows 16 keys an object (and

@@ -36,6 +36,9 @@ type connInfo struct {
 	quic  *quic.Conn // QUIC connections
 	tcp   *tcpInfo   // TCP connections; nil if the socket is not reachable
 	addr  *addrState // the client address's counts; nil when not counted (trusted proxies, no cap)
+	// retried: the connection paid a QUIC Retry's round trip before its
+	// handshake, which Server-Timing tells the page.
+	retried bool
 }
 
 type connInfoKey struct{}
@@ -122,7 +125,7 @@ func (o *testOrigin) tcpConnState(_ net.Conn, st http.ConnState) {
 // hands the connection to HTTP/3, which for a 0-RTT connection is before
 // the handshake completes.
 func (o *testOrigin) quicConnContext(ctx context.Context, c *quic.Conn) context.Context {
-	ci := &connInfo{id: o.srv.newConnID(), quic: c, start: time.Now(), addr: addrStateFrom(ctx)}
+	ci := &connInfo{id: o.srv.newConnID(), quic: c, start: time.Now(), addr: addrStateFrom(ctx), retried: retriedFrom(ctx)}
 	o.srv.metrics.conns.WithLabelValues(o.label, transportQUIC).Inc()
 	if p := pendingHandshakeFrom(ctx); p != nil {
 		p.watch(c)

@@ -294,6 +294,47 @@ type quicGate struct {
 	mu     sync.Mutex
 	recent [16]refusal
 	next   int
+
+	// The sources a Retry was sent to lately: a connection from one of
+	// them that comes with a valid token paid a Retry's round trip, which
+	// its Server-Timing says (retriedKey). Bounded; a flood of forged
+	// Initials only makes marks missing, never wrong.
+	retryMu   sync.Mutex
+	retried   [1024]refusal
+	retryNext int
+}
+
+// retryMemory is how long a Retry's destination is remembered: longer
+// than a client takes to answer it, and than quic-go accepts its token.
+const retryMemory = 10 * time.Second
+
+// rememberRetry records that a Retry was sent to a.
+func (g *quicGate) rememberRetry(a netip.AddrPort) {
+	g.retryMu.Lock()
+	g.retried[g.retryNext] = refusal{from: a, at: time.Now()}
+	g.retryNext = (g.retryNext + 1) % len(g.retried)
+	g.retryMu.Unlock()
+}
+
+// paidRetry reports whether a Retry was sent to a lately.
+func (g *quicGate) paidRetry(a netip.AddrPort) bool {
+	now := time.Now()
+	g.retryMu.Lock()
+	defer g.retryMu.Unlock()
+	for _, r := range g.retried {
+		if r.from == a && now.Sub(r.at) < retryMemory {
+			return true
+		}
+	}
+	return false
+}
+
+// retriedKey marks the context of a connection that paid a Retry.
+type retriedKey struct{}
+
+func retriedFrom(ctx context.Context) bool {
+	r, _ := ctx.Value(retriedKey{}).(bool)
+	return r
 }
 
 type refusal struct {
@@ -390,6 +431,9 @@ func (g *quicGate) connContext(ctx context.Context, ci *quic.ClientInfo) (contex
 		return nil, capErrors[over]
 	}
 	context.AfterFunc(ctx, func() { g.lim.release(p) })
+	if ci.AddrVerified && g.paidRetry(from) {
+		ctx = context.WithValue(ctx, retriedKey{}, true)
+	}
 	if !ci.AddrVerified {
 		h, ok := g.startHandshake(p.addr)
 		if !ok {
@@ -414,6 +458,15 @@ func (g *quicGate) connContext(ctx context.Context, ci *quic.ClientInfo) (contex
 // cap keep their 0-RTT and their round trip. (Forged sources hold at most
 // maxUnvalidated places in all, far fewer than a /48's or the server's.)
 func (g *quicGate) verifySourceAddress(a net.Addr) bool {
+	if g.retry(a) {
+		g.rememberRetry(udpAddrPort(a))
+		return true
+	}
+	return false
+}
+
+// retry is verifySourceAddress's decision, counted by reason.
+func (g *quicGate) retry(a net.Addr) bool {
 	if g.unvalidated.Load() >= g.maxUnvalidated {
 		g.retriesLoaded.Inc()
 		return true

@@ -205,6 +205,9 @@ func serverTiming(proto string, app time.Duration, st connStats, ci *connInfo, c
 		b = append(b, ","+beacon.MetricEarly+";desc="...)
 		b = appendBool(b, EarlyData(r))
 	}
+	if ci != nil && ci.retried {
+		b = append(b, ","+beacon.MetricRetry+";desc=1"...)
+	}
 	// b is not modified after this point, and lives in buf (or, if it ever
 	// outgrew buf, in its own heap array), so the string may alias it.
 	buf.v[0] = unsafe.String(unsafe.SliceData(b), len(b))
