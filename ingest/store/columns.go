@@ -56,6 +56,7 @@ func sampleColumns() []column {
 		col("srv_conn_age_ms", "Float32", func(_ r, s s) float32 { return float32(s.Server.ConnAge) }),
 		col("srv_resumed", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.Resumed) }),
 		col("srv_early", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.EarlyData) }),
+		col("srv_retry", "UInt8", func(_ r, s s) uint8 { return b2u(s.Server.Retry) }),
 		runCol("partial", "UInt8", func(r r) uint8 { return b2u(r.Report.Partial) }),
 		runCol("script_errors_idle", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Idle) }),
 		runCol("script_errors_warmup", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Warmup) }),

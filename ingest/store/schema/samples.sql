@@ -56,6 +56,9 @@ CREATE TABLE IF NOT EXISTS {{.Local "samples"}}{{.OnCluster}}
     srv_conn_age_ms      Float32 DEFAULT -1,
     srv_resumed          UInt8,
     srv_early            UInt8,
+{{- if .Since 57}}
+    srv_retry            UInt8,
+{{- end}}
     partial              UInt8,
     script_errors_idle   UInt16 DEFAULT 0,
     script_errors_warmup UInt16 DEFAULT 0,
