@@ -33,8 +33,11 @@ func TestAgentReportsStayApart(t *testing.T) {
 				return beacon.Sample{Seq: seq, Phase: beacon.PhaseHandshake, Want: want, Got: want, Duration: d, Connect: d / 2,
 					Server: beacon.ServerTiming{Present: true, Proto: want, Resumed: resumed, EarlyData: early}}
 			}
+			// The last paid a Retry's round trip: counted apart, out of the figures.
+			retried := hs(5, beacon.ProtoH3, 500, false, false)
+			retried.Server.Retry = true
 			run.Handshakes = []beacon.Sample{hs(0, beacon.ProtoH3, 20, false, false), hs(1, beacon.ProtoH3, 10, true, true),
-				hs(2, beacon.ProtoH3, 21, true, false), hs(3, beacon.ProtoH2, 30, false, false), hs(4, beacon.ProtoH2, 31, true, false)}
+				hs(2, beacon.ProtoH3, 21, true, false), hs(3, beacon.ProtoH2, 30, false, false), hs(4, beacon.ProtoH2, 31, true, false), retried}
 		}
 		for k := range run.Report.Samples {
 			if s := &run.Report.Samples[k]; s.Phase == beacon.PhaseParallel {
@@ -92,6 +95,9 @@ func TestAgentReportsStayApart(t *testing.T) {
 				want, ok := tc.handshakes[h.Proto+" "+h.Kind]
 				if !ok || h.Samples != runs || math.Abs(h.Percentiles[0].MS-want) > 0.01 || math.Abs(h.FastestMS-want) > 0.01 || math.Abs(h.ConnectMS[0].MS-want/2) > 0.01 {
 					t.Errorf("handshake %+v, want %d at %v ms", h, runs, want)
+				}
+				if wantRetried := map[bool]int{true: runs}[h.Proto+" "+h.Kind == "h3 full"]; h.Retried != wantRetried {
+					t.Errorf("handshake %s %s: %d retried, want %d", h.Proto, h.Kind, h.Retried, wantRetried)
 				}
 			}
 		})

@@ -19,6 +19,9 @@ type Handshake struct {
 	FastestMS    float64      `json:"fastest_ms"`          // the quickest request's duration: the path's and the protocol's floor
 	ResumedShare float64      `json:"resumed_share"`       // TLS session resumed
 	EarlyShare   float64      `json:"early_data_share"`    // sent as 0-RTT early data
+	// Retried counts the requests whose connection paid a QUIC Retry's
+	// round trip (Server-Timing retry), left out of every figure above.
+	Retried int `json:"retried"`
 }
 
 // handshakes reads every group's requests on new connections.
@@ -27,17 +30,17 @@ func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, get
 		var (
 			grp, proto     string
 			kind           string
-			n              uint64
+			n, retried     uint64
 			qs, qc         []float32
 			fastest        float32
 			resumed, early float64
 		)
-		if err := rows.Scan(&grp, &proto, &kind, &n, &qs, &qc, &fastest, &resumed, &early); err != nil {
+		if err := rows.Scan(&grp, &proto, &kind, &n, &qs, &qc, &fastest, &resumed, &early, &retried); err != nil {
 			return err
 		}
 		g := get(grp)
 		g.Handshakes = append(g.Handshakes, Handshake{Proto: proto, Kind: kind, Samples: int(n), Percentiles: levels(qs), ConnectMS: levels(qc), FastestMS: round3(float64(fastest)),
-			ResumedShare: math.Round(resumed*1e6) / 1e6, EarlyShare: math.Round(early*1e6) / 1e6})
+			ResumedShare: math.Round(resumed*1e6) / 1e6, EarlyShare: math.Round(early*1e6) / 1e6, Retried: int(retried)})
 		return nil
 	})
 }
