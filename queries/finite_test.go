@@ -68,4 +68,8 @@ func TestReportNotFinite(t *testing.T) {
 	if err := bad().WriteHTML(&bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), reason) {
 		t.Errorf("WriteHTML of a report with +Inf: %v, want an error naming %s", err, reason)
 	}
+	// Where it is built: Run, Estimate and AddRuns end with this check.
+	if err := bad().checkFinite(); err == nil || !strings.Contains(err.Error(), "computing the report: "+reason) {
+		t.Errorf("checkFinite of a report with +Inf: %v", err)
+	}
 }

@@ -49,6 +49,9 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 		return nil, err
 	}
 	rep.finish()
+	if err := rep.checkFinite(); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 
@@ -306,6 +309,16 @@ func (rep *Report) complete(ctx context.Context, lanes [][]section, stages ...st
 	}
 	rep.done = true
 	rep.finish()
+	return rep.checkFinite()
+}
+
+// checkFinite fails a report holding a NaN or an infinity where it is
+// built, so that no output — the API, the CLI's JSON, the pages — ever
+// receives one.
+func (rep *Report) checkFinite() error {
+	if err := checkFinite(rep); err != nil {
+		return fmt.Errorf("computing the report: %w", err)
+	}
 	return nil
 }
 
