@@ -171,10 +171,12 @@ func (p *Pipeline) insertRetry(batch []queued) bool {
 		}
 		cancel()
 		if err == nil {
-			p.m.insertBatches.Inc()
-			p.m.insertRows.Add(float64(rows))
-			p.m.insertRowsNEL.Add(float64(nelRows))
-			p.m.insertSeconds.Observe(time.Since(start).Seconds())
+			if len(batch) > 0 { // not the completion alone that starts a replay
+				p.m.insertBatches.Inc()
+				p.m.insertRows.Add(float64(rows))
+				p.m.insertRowsNEL.Add(float64(nelRows))
+				p.m.insertSeconds.Observe(time.Since(start).Seconds())
+			}
 			if !failingSince.IsZero() {
 				p.log.Info("ClickHouse inserts work again", "after", time.Since(failingSince).Round(time.Millisecond))
 			}
