@@ -3,11 +3,11 @@ package store
 import (
 	"embed"
 	"fmt"
-	"io/fs"
 	"strings"
 	"text/template"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/ingest/store/sqltext"
 )
 
 // The schema is written once for both deployments: schema/ holds the
@@ -150,32 +150,12 @@ func (dialect) RunFlag(name string) (int, error) {
 // templates parses every schema file, each named by its path
 // ("schema/samples.sql", "migrations/0001_samples.sql").
 func templates() (*template.Template, error) {
-	all := template.New("").Option("missingkey=error")
-	for _, dir := range []string{"schema", "migrations", "cluster", "check"} {
-		names, err := fs.Glob(schemaFS, dir+"/*.sql")
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", dir, err)
-		}
-		for _, n := range names {
-			b, err := schemaFS.ReadFile(n)
-			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", n, err)
-			}
-			if _, err := all.New(n).Parse(string(b)); err != nil {
-				return nil, fmt.Errorf("parsing %s: %w", n, err)
-			}
-		}
-	}
-	return all, nil
+	return sqltext.Parse(schemaFS, "schema/*.sql", "migrations/*.sql", "cluster/*.sql", "check/*.sql")
 }
 
 // render executes the template name for d.
 func render(t *template.Template, name string, d dialect) (string, error) {
-	var b strings.Builder
-	if err := t.ExecuteTemplate(&b, name, d); err != nil {
-		return "", fmt.Errorf("rendering %s: %w", name, err)
-	}
-	return strings.TrimRight(strings.TrimSpace(b.String()), ";"), nil
+	return sqltext.Render(t, name, d)
 }
 
 // currentSchema returns the statements that create the current schema
