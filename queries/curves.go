@@ -133,13 +133,11 @@ func curves(ctx context.Context, conn driver.Conn, o *Options, w window, cv *han
 // curvesFromSamples reads sql/curves.sql: a row per group × outcome ×
 // batch order.
 func curvesFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
-	const name = "curves.sql"
-	q, err := query(name, o)
+	st, err := prepare("curves.sql", o, w, nil)
 	if err != nil {
 		return err
 	}
-	q = strings.ReplaceAll(q, "/*CURVE LEVELS*/", curveLevelsSQL)
-	return eachRowOf(ctx, conn, q, rawArgs(o, w), "quantile curves ("+name+")", func(rows driver.Rows) error {
+	return st.each(ctx, conn, "quantile curves", func(rows driver.Rows) error {
 		var (
 			grp, oc, ord string
 			qs           []float32
@@ -155,8 +153,7 @@ func curvesFromSamples(ctx context.Context, conn driver.Conn, o *Options, w wind
 // curvesFromRuns reads sql/quantiles_runs.sql over the whole window: a row
 // per group × batch order with both protocols' curves.
 func curvesFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
-	// One window: a column times 0, as Distributed tables refuse a
-	// constant grouping key.
-	return gridRowsFromRuns(ctx, conn, o, w, "0 * toUInt32(time)", curveLevelsSQL, "quantile curves",
+	grid := func(s *shape) { s.OneWindow, s.GridLevels = true, curveLevelsSQL }
+	return gridRowsFromRuns(ctx, conn, o, w, grid, "quantile curves",
 		func(_ uint32, grp, oc, ord string, _ uint64, qs []float32) { add(grp, oc, ord, qs) })
 }

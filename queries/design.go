@@ -74,25 +74,6 @@ func (d Design) String() string {
 	return s
 }
 
-// designKeySQL is the design of a row of any table keyed by it, in
-// ParseDesign's form.
-const designKeySQL = "concat(toString(param_parallel), ',', toString(param_bytes), ',', toString(param_warmup), ',', toString(beacon_major), " +
-	"if(param_extra = '', '', concat(',', param_extra)))"
-
-// sql is the design as a condition on the columns every table keyed by it
-// has. Only integers and an Extra of checked parts (ParseDesign, or read
-// from the tables) reach the query text.
-func (d Design) sql() string {
-	if d.All {
-		return "1"
-	}
-	if !validExtra(d.Extra) {
-		return "0" // no run stores such an Extra
-	}
-	return fmt.Sprintf("(param_parallel = %d AND param_bytes = %d AND param_warmup = %d AND beacon_major = %d AND param_extra = '%s')",
-		d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor, d.Extra)
-}
-
 // DesignCount is one design seen in the window and its runs.
 type DesignCount struct {
 	Design
@@ -105,17 +86,12 @@ type DesignCount struct {
 // or from the runs table for a report from raw rows; an agent report's
 // from raw rows.
 func designs(ctx context.Context, conn driver.Conn, o *Options, w window) ([]DesignCount, error) {
-	name, q, args, err := designsQuery(o, w)
+	st, err := designsQuery(o, w)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := conn.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("listing designs (%s): %w", name, err)
-	}
-	defer rows.Close()
 	var out []DesignCount
-	for rows.Next() {
+	err = st.each(ctx, conn, "designs", func(rows driver.Rows) error {
 		var (
 			par, warm uint8
 			bytes     uint32
@@ -124,31 +100,24 @@ func designs(ctx context.Context, conn driver.Conn, o *Options, w window) ([]Des
 			runs      uint64
 		)
 		if err := rows.Scan(&par, &bytes, &warm, &major, &extra, &runs); err != nil {
-			return nil, fmt.Errorf("listing designs: %w", err)
+			return err
 		}
 		out = append(out, DesignCount{Design: Design{Parallel: int(par), Bytes: int(bytes), Warmup: int(warm), BeaconMajor: int(major), Extra: extra}, Runs: int(runs)})
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
-// designsQuery returns the designs' SQL, its name in errors and its
-// parameters: designs_rollup.sql unless the report is from raw rows or
-// the agent's (run_counts holds browser runs only).
-func designsQuery(o *Options, w window) (name, q string, args []any, err error) {
-	name = "designs_rollup.sql"
+// designsQuery returns designs' query: designs_rollup.sql unless the
+// report is from raw rows or the agent's (run_counts holds browser runs
+// only).
+func designsQuery(o *Options, w window) (stmt, error) {
+	name := "designs_rollup.sql"
 	switch {
 	case o.Agent:
 		name = "designs_agent.sql"
 	case o.Source == SourceRaw:
 		name = "designs.sql"
 	}
-	b, err := sqlFiles.ReadFile("sql/" + name)
-	if err != nil {
-		return name, "", nil, fmt.Errorf("reading embedded %s: %w", name, err)
-	}
-	q = strings.ReplaceAll(selections.Replace(string(b)), "/*PLACE*/", o.placeCond())
-	if name != "designs_rollup.sql" {
-		return name, q, []any{w.since, w.until, o.Site, o.Site}, nil
-	}
-	return withEdges(name, q, w, nil, []any{o.Site, o.Site})
+	return prepare(name, o, w, nil)
 }

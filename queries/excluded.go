@@ -3,7 +3,6 @@ package queries
 import (
 	"context"
 	"math"
-	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -19,7 +18,7 @@ type perRunCounts struct {
 
 // excluded reads, per group, the design's runs by exclusion reason, HTTP/3
 // availability per run and the intention-to-treat view's run counts
-// (sql/excluded.sql, excludedSQL), and where the runs table holds the
+// (sql/excluded.sql, excludedQuery), and where the runs table holds the
 // selection availability per trend window × group as well. It reads every
 // run of the window, so it is part of the complete report, not the
 // estimate. Availability per run and the run counts are returned, for the
@@ -27,7 +26,7 @@ type perRunCounts struct {
 // replaces) the per-request one, and the intention-to-treat view and the
 // trend are read.
 func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (map[*Group]perRunCounts, map[trendCell]*Availability, error) {
-	name, q, args, err := excludedQuery(o, w)
+	st, err := excludedQuery(o, w)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -47,7 +46,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 		r       sums
 		reasons []uint64
 	)
-	err = eachRowOf(ctx, conn, q, args, "excluded runs ("+name+")", func(rows driver.Rows) error {
+	err = st.each(ctx, conn, "excluded runs", func(rows driver.Rows) error {
 		if err := rows.Scan(&t, &grp, &r.runs, &reasons, &r.coldH2, &r.coldH3, &r.withH3, &r.available,
 			&r.ittRuns[0], &r.ittRuns[1], &r.ittFailed[0], &r.ittFailed[1]); err != nil {
 			return err
@@ -90,49 +89,17 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 	return counts, windows, nil
 }
 
-// excludedQuery returns the SQL of excluded, a name for it in errors, and
-// its parameters: for reports from the rollup, excluded_rollup.sql, which
-// reads run_counts for the window's whole hours (its raw-edge block cut
-// when the window has no partial hour); else excluded.sql (excludedSQL).
-func excludedQuery(o *Options, w window) (name, q string, args []any, err error) {
-	bots := b01(o.IncludeBots)
-	if !(o.runsTableHolds() && o.rollupAnswers() && o.Source != SourceRaw) {
-		q, err = excludedSQL(o)
-		return "excluded.sql", q, []any{bots, bots, w.since, w.until, o.Site, o.Site}, err
+// excludedQuery returns excluded's query: for reports from the rollup,
+// excluded_rollup.sql, which reads run_counts for the window's whole hours
+// and the runs table for its partial ones; else excluded.sql, over the
+// runs table, or over the samples for a selection by collector (a
+// per-sample column) and for agent reports (the runs table holds browser
+// runs only), then in one window.
+func excludedQuery(o *Options, w window) (stmt, error) {
+	if o.runsTableHolds() && o.rollupAnswers() && o.Source != SourceRaw {
+		return prepare("excluded_rollup.sql", o, w, nil)
 	}
-	name = "excluded_rollup.sql"
-	if q, err = query(name, o); err != nil {
-		return name, "", nil, err
-	}
-	q = strings.ReplaceAll(q, "/*WINDOW*/", trendWindow("t0", trendHourly(o)))
-	return withEdges(name, q, w, []any{bots, bots}, []any{o.Site, o.Site})
-}
-
-// excludedSQL is excluded.sql with its runs: from the runs table, or from
-// the samples by collector (a per-sample column) and for agent reports
-// (the runs table holds browser runs only).
-func excludedSQL(o *Options) (string, error) {
-	runs, window := "excluded_runs_table.sql", trendWindow("run_time", trendHourly(o))
-	if !o.runsTableHolds() {
-		// One window: a column times 0, as Distributed tables refuse a
-		// constant grouping key.
-		runs, window = "excluded_runs_samples.sql", "0 * toUInt32(run_time)"
-	}
-	q, err := excludedWith(o, runs)
-	return strings.ReplaceAll(q, "/*WINDOW*/", window), err
-}
-
-// excludedWith is excluded.sql with the runs subquery file runs.
-func excludedWith(o *Options, runs string) (string, error) {
-	outer, err := query("excluded.sql", o)
-	if err != nil {
-		return "", err
-	}
-	inner, err := query(runs, o)
-	if err != nil {
-		return "", err
-	}
-	return strings.Replace(outer, "/*RUNS*/", inner, 1), nil
+	return prepare("excluded.sql", o, w, func(s *shape) { s.OneWindow = !s.RunsTable })
 }
 
 // runAvailability is the share of runs with every H3-batch request on h3,

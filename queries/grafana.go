@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/h3rum/h3rum/ingest/store/sqltext"
 )
 
 // The Grafana dashboard for ClickHouse (deploy/grafana/h3rum-clickhouse.json)
@@ -33,57 +35,44 @@ const (
 	grafanaDesign   = "${design:sqlstring}"
 )
 
-// grafanaDesignSQL is /*DESIGN*/ for the design variable, in ParseDesign's
-// form ("5,0,2,1", or "5,0,2,1,gap=100").
-const grafanaDesignSQL = "(" + designKeySQL + " = " + grafanaDesign + " AND source = 'browser')"
-
-var sqlLineComment = regexp.MustCompile(`(?m)^\s*--.*\n`)
-
-// grafanaSQL returns the embedded file name for the dashboard: comments
-// dropped, the grouping by continent, the design from its variable, and
-// every "?" replaced, in order, by args.
-func grafanaSQL(name string, args ...string) (string, error) {
-	b, err := sqlFiles.ReadFile("sql/" + name)
-	if err != nil {
-		return "", fmt.Errorf("reading embedded %s: %w", name, err)
-	}
-	q := string(b)
-	if strings.Contains(q, "/*RUNS*/") { // excluded.sql: the runs table answers by continent
-		runs, err := sqlFiles.ReadFile("sql/excluded_runs_table.sql")
-		if err != nil {
-			return "", fmt.Errorf("reading embedded excluded_runs_table.sql: %w", err)
-		}
-		q = strings.Replace(q, "/*RUNS*/", string(runs), 1)
-	}
-	q = sqlLineComment.ReplaceAllString(q, "")
-	q = selections.Replace(q)
-	q = strings.ReplaceAll(q, "/*PLACE*/", "1")                                                                                    // the dashboards cover the world
-	q = runsHLL.Replace(q)                                                                                                         // Grafana's panels estimate runs
-	q = strings.NewReplacer("/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS, "/*WINDOW*/", "0 * toUInt32(run_time)").Replace(q) // excluded.sql: one window
-	if strings.Contains(q, edgesBegin) {
-		if q, err = cutEdges(name, q, true); err != nil {
-			return "", err
-		}
-	}
-	q = strings.NewReplacer("/*GROUP*/", groupExpr["continent"], "/*LEVELS*/", levelsSQL, "/*MERGE LEVELS*/", levelsSQL, "/*DESIGN*/", grafanaDesignSQL).Replace(q)
-	parts := strings.Split(q, "?")
-	if len(parts)-1 != len(args) {
-		return "", fmt.Errorf("%s has %d parameters, the dashboard binds %d", name, len(parts)-1, len(args))
-	}
-	var out strings.Builder
-	for i, p := range parts {
-		out.WriteString(p)
-		if i < len(args) {
-			out.WriteString(args[i])
-		}
-	}
-	return strings.TrimSpace(out.String()), nil
+// grafanaValues are the values the dashboard's SQL binds in place of the
+// report's parameters, by name.
+var grafanaValues = map[string]string{
+	"since": grafanaFrom, "until": grafanaTo, "hour_from": grafanaHourFrom, "hour_to": grafanaHourTo,
+	"edge_a0": grafanaFrom, "edge_a1": grafanaHourFrom, "edge_b0": grafanaHourTo, "edge_b1": grafanaTo,
+	"site": grafanaSite, "design": grafanaDesign, "source": "'browser'",
+	"include_bots": "0", // bots are left out
 }
 
-// rollupArgs are the parameters of points_rollup.sql and
-// timeline_rollup.sql: whole hours, site, then the two raw edges and site.
-var rollupArgs = []string{grafanaHourFrom, grafanaHourTo, grafanaSite, grafanaSite,
-	grafanaFrom, grafanaHourFrom, grafanaHourTo, grafanaTo, grafanaSite, grafanaSite}
+var (
+	sqlLineComment = regexp.MustCompile(`(?m)^\s*--.*\n`)
+	namedParam     = regexp.MustCompile(`@[a-z_0-9]+`)
+)
+
+// grafanaSQL returns the query file name for the dashboard: comments
+// dropped, the grouping by continent, the world, the raw edges kept, run
+// counts from the rollup's HyperLogLog states, the design from its
+// variable and every parameter bound to the dashboard's macros.
+func grafanaSQL(name string) (string, error) {
+	s := &shape{Group: groupExpr["continent"], Edges: true, MergeLevels: levelsSQL, OneWindow: true, RunsTable: true, DesignKey: true}
+	q, err := sqltext.Render(sqlTemplates, "sql/"+name, s)
+	if err != nil {
+		return "", err
+	}
+	q = sqlLineComment.ReplaceAllString(q+"\n", "")
+	var unbound []string
+	q = namedParam.ReplaceAllStringFunc(q, func(p string) string {
+		v, ok := grafanaValues[p[1:]]
+		if !ok {
+			unbound = append(unbound, p)
+		}
+		return v
+	})
+	if len(unbound) > 0 {
+		return "", fmt.Errorf("%s binds %s, which the dashboard has no value for", name, strings.Join(unbound, ", "))
+	}
+	return strings.TrimSpace(q), nil
+}
 
 // grafanaPanel is one panel: its title, description, kind and SQL.
 type grafanaPanel struct {
@@ -95,19 +84,23 @@ type grafanaPanel struct {
 
 // GrafanaDashboard returns the dashboard's JSON.
 func GrafanaDashboard() ([]byte, error) {
-	points, err := grafanaSQL("points_rollup.sql", rollupArgs...)
+	points, err := grafanaSQL("points_rollup.sql")
 	if err != nil {
 		return nil, err
 	}
-	timeline, err := grafanaSQL("timeline_rollup.sql", rollupArgs...)
+	timeline, err := grafanaSQL("timeline_rollup.sql")
 	if err != nil {
 		return nil, err
 	}
-	excluded, err := grafanaSQL("excluded.sql", "0", "0", grafanaFrom, grafanaTo, grafanaSite, grafanaSite) // bots left out
+	excluded, err := grafanaSQL("excluded.sql")
 	if err != nil {
 		return nil, err
 	}
-	designs, err := grafanaSQL("designs.sql", grafanaFrom, grafanaTo, grafanaSite, grafanaSite)
+	designs, err := grafanaSQL("designs.sql")
+	if err != nil {
+		return nil, err
+	}
+	designKey, err := sqltext.Render(sqlTemplates, "design key", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +179,7 @@ func GrafanaDashboard() ([]byte, error) {
 				"current": map[string]any{}, "hide": 0, "refresh": 1, "regex": "", "options": []any{}},
 			variable("site", "site", "SELECT DISTINCT site FROM samples_rollup ORDER BY site", true),
 			variable("design", "design (parallel,bytes,warmup,major[,name=value…])",
-				"SELECT "+designKeySQL+"\nFROM\n(\n"+
+				"SELECT "+designKey+"\nFROM\n(\n"+
 					designs+"\n)", false),
 		}},
 		"panels": list,

@@ -26,7 +26,11 @@ type Handshake struct {
 
 // handshakes reads every group's requests on new connections.
 func handshakes(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
-	return eachRow(ctx, conn, o, w, "handshakes.sql", "handshakes", func(rows driver.Rows) error {
+	st, err := prepare("handshakes.sql", o, w, nil)
+	if err != nil {
+		return err
+	}
+	return st.each(ctx, conn, "handshakes", func(rows driver.Rows) error {
 		var (
 			grp, proto     string
 			kind           string

@@ -38,30 +38,24 @@ type ITTStats struct {
 // from the rollup, whose run counts excluded.sql supplies.
 func itt(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (fromRollup bool, err error) {
 	useRollup := o.Source != SourceRaw && (o.By == "continent" || o.By == "country" || o.By == "none")
-	var (
-		name, q string
-		args    []any
-	)
+	name := "itt_raw.sql"
 	switch {
 	case useRollup:
-		name, q, args, err = sourceQuery("itt", o, w, true)
+		name = "itt_rollup.sql"
 	case o.runsTableHolds():
-		name, args = "itt_runs.sql", []any{w.since, w.until, o.Site, o.Site}
-		q, err = query(name, o)
-	default:
-		name, args = "itt_raw.sql", []any{w.since, w.until, o.Site, o.Site}
-		q, err = query(name, o)
+		name = "itt_runs.sql"
 	}
+	st, err := prepare(name, o, w, nil)
 	if err != nil {
 		return false, err
 	}
-	return useRollup, ittFrom(ctx, conn, name, q, args, get)
+	return useRollup, ittFrom(ctx, conn, st, get)
 }
 
-// ittFrom reads an intention-to-treat query: name's SQL q with its args.
-func ittFrom(ctx context.Context, conn driver.Conn, name, q string, args []any, get func(string) *Group) error {
+// ittFrom reads an intention-to-treat query.
+func ittFrom(ctx context.Context, conn driver.Conn, st stmt, get func(string) *Group) error {
 	var touched []*Group
-	err := eachRowOf(ctx, conn, q, args, "the intention-to-treat view ("+name+")", func(rows driver.Rows) error {
+	err := st.each(ctx, conn, "the intention-to-treat view", func(rows driver.Rows) error {
 		var (
 			grp, sentTo                     string
 			runs, samples, failed, failRuns uint64

@@ -2,12 +2,11 @@ package queries
 
 import (
 	"context"
-	"embed"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/nel"
@@ -18,33 +17,24 @@ import (
 // NEL reports are about the origins, not a site's pages, so the section
 // covers every site whatever the report's site filter.
 
-//go:embed sql/nel_*.sql
-var nelSQL embed.FS
-
 // nelGroupings are the report's groupings nel_reports can answer, with
 // the samples' expressions (groupExpr: the columns have the same names);
 // it has no connection type or collector, which fall back to continent,
 // and the section says so in its By.
 var nelGroupings = map[string]bool{"continent": true, "country": true, "subdivision": true, "asn": true, "browser": true, "none": true}
 
-// nelQuery returns an embedded NEL SQL file with the grouping and the
-// percentile levels filled in: fixed strings only.
-func nelQuery(name, by, place string) (string, error) {
-	b, err := nelSQL.ReadFile("sql/" + name)
-	if err != nil {
-		return "", fmt.Errorf("reading embedded %s: %w", name, err)
-	}
-	return strings.NewReplacer("/*GROUP*/", groupExpr[by], "/*LEVELS*/", levelsSQL, "/*PLACE*/", place).Replace(string(b)), nil
-}
-
-// nelRows runs an embedded NEL SQL file with args and hands every row to
-// scan.
-func nelRows(ctx context.Context, conn driver.Conn, o *Options, name, by, what string, args []any, scan func(driver.Rows) error) error {
-	q, err := nelQuery(name, by, o.placeCond())
+// nelRows runs the NEL query file name grouped by by (o's grouping, or
+// its fallback) and hands every row to scan. The files over nel_reports
+// count a report only under a fraction ingest accepts: rows stored before
+// it refused smaller ones (a denormal weighs +Inf) are left out rather
+// than spoil a week of reports.
+func nelRows(ctx context.Context, conn driver.Conn, o *Options, w window, name, by, what string, scan func(driver.Rows) error) error {
+	st, err := prepare(name, o, w, func(s *shape) { s.Group = groupExpr[by] },
+		clickhouse.Named("min_sampling_fraction", nel.MinSamplingFraction))
 	if err != nil {
 		return err
 	}
-	return eachRowOf(ctx, conn, q, args, what, scan)
+	return st.each(ctx, conn, what, scan)
 }
 
 // nelSection fills rep.NEL.
@@ -54,12 +44,7 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 		by = "continent"
 	}
 	n := &NEL{By: by, Failures: []NELFailure{}, Protocols: []NELProtocol{}}
-	// The files over nel_reports count a report only under a fraction
-	// ingest accepts: rows stored before it refused smaller ones (a
-	// denormal weighs +Inf) are left out rather than spoil a week of
-	// reports.
-	args := []any{w.since, w.until, b01(o.IncludeBots), nel.MinSamplingFraction}
-	err := nelRows(ctx, conn, o, "nel_failures.sql", by, "NEL failures", args, func(rows driver.Rows) error {
+	err := nelRows(ctx, conn, o, w, "nel_failures.sql", by, "NEL failures", func(rows driver.Rows) error {
 		var (
 			f         NELFailure
 			reports   uint64
@@ -88,7 +73,7 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 		}
 		return p
 	}
-	err = nelRows(ctx, conn, o, "nel_protocols.sql", by, "NEL by protocol", args, func(rows driver.Rows) error {
+	err = nelRows(ctx, conn, o, w, "nel_protocols.sql", by, "NEL by protocol", func(rows driver.Rows) error {
 		var (
 			proto            string
 			ok, probeOK      uint64
@@ -121,7 +106,7 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 		elapsed = elapsed || p.ProbeOKReports > 0
 	}
 	if elapsed {
-		err = nelRows(ctx, conn, o, "nel_beacon.sql", by, "beacon durations beside NEL", args[:3], func(rows driver.Rows) error {
+		err = nelRows(ctx, conn, o, w, "nel_beacon.sql", by, "beacon durations beside NEL", func(rows driver.Rows) error {
 			var (
 				proto string
 				cnt   uint64

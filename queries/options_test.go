@@ -125,8 +125,10 @@ func TestOptionsFromValues(t *testing.T) {
 	if d, _ := OptionsFromValues(url.Values{}, now); d.VerdictP != DefaultVerdictP || d.EffectMS != DefaultEffectMS || d.values().Has("verdict-p") {
 		t.Errorf("verdict defaults: %v %v, in links: %v", d.VerdictP, d.EffectMS, d.values())
 	}
-	if all, err := OptionsFromValues(url.Values{"design": {"all"}}, now); err != nil || !all.Design.All || all.Design.sql() != "1" {
+	if all, err := OptionsFromValues(url.Values{"design": {"all"}}, now); err != nil || !all.Design.All {
 		t.Errorf("design=all: %+v, %v", all.Design, err)
+	} else if st, err := prepare("points_raw.sql", &all, window{}, nil); err != nil || !strings.Contains(st.sql, "AND (1 AND source = @source)") {
+		t.Errorf("design=all pools every design: %v\n%s", err, st.sql)
 	}
 	for _, v := range []url.Values{
 		{"by": {"x"}}, {"since": {"soon"}}, {"until": {"2020-01-01"}, "since": {"2021-01-01"}},

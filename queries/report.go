@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
@@ -446,15 +447,17 @@ type pointRow func(grp, outcome, order string, runs, nSamples uint64, qs []float
 // distribution's curves (set even when the read fails, so that the
 // curves never wait on it).
 func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, cv *handoff[[]curveRow], add pointRow) error {
-	name, q, args, err := sourceQuery("points", o, w, useRollup)
+	// The runs table counts runs exactly where it holds the selection
+	// (withExactRuns), which the rollup's HyperLogLog states cannot.
+	st, err := prepare(sourceFile("points", useRollup), o, w, func(s *shape) { s.ExactRuns = o.runsTableSelects() })
 	if err != nil {
 		return err
 	}
 	var curveRows []curveRow
-	if useRollup { // the query merges the t-digests at curveLevels (/*MERGE LEVELS*/)
+	if useRollup { // the query merges the t-digests at curveLevels (MergeLevels)
 		defer func() { cv.set(curveRows) }()
 	}
-	return eachRowOf(ctx, conn, q, args, "percentiles ("+name+")", func(rows driver.Rows) error {
+	return st.each(ctx, conn, "percentiles", func(rows driver.Rows) error {
 		var (
 			grp, outcome, order string
 			runs, nSamples      uint64
@@ -481,19 +484,17 @@ func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w wind
 // outcomes side by side, and hands add the rows points_raw.sql would
 // return, totals included.
 func pointsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, add pointRow) error {
-	const name = "points_runs.sql"
-	q, err := query(name, o)
+	st, err := prepare("points_runs.sql", o, w, nil)
 	if err != nil {
 		return err
 	}
-	args := runsArgs(o, w)
 	type counts struct{ runs, samples uint64 }
 	groups := map[string]*counts{}
 	byOutcome := map[[2]string]*counts{}
 	var seen []string // groups and outcomes in their first row's order
 	var keys [][2]string
 	names := [4]string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther}
-	err = eachRowOf(ctx, conn, q, args, "percentiles ("+name+")", func(rows driver.Rows) error {
+	err = st.each(ctx, conn, "percentiles", func(rows driver.Rows) error {
 		var (
 			grp, ord string
 			runs, n  [5]uint64 // by names, then all outcomes
@@ -545,11 +546,11 @@ func pointsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window,
 // failures reads failed requests per group, origin and error code
 // (failuresQuery).
 func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
-	name, q, args, err := failuresQuery(o, w, "")
+	st, err := failuresQuery(o, w, "")
 	if err != nil {
 		return err
 	}
-	return failuresFrom(ctx, conn, name, q, args, get)
+	return failuresFrom(ctx, conn, st, get)
 }
 
 // failuresQuery returns the failures' SQL, its name in errors and its
@@ -557,7 +558,7 @@ func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 // (failures_rollup.sql) where the rollup answers the grouping, else from
 // the runs table when it holds the selection (failures_table.sql), else
 // from the samples (failures.sql); name, if not "", chooses the file.
-func failuresQuery(o *Options, w window, name string) (string, string, []any, error) {
+func failuresQuery(o *Options, w window, name string) (stmt, error) {
 	if name == "" {
 		switch {
 		case o.Source != SourceRaw && o.runsTableSelects() && (o.By == "continent" || o.By == "country" || o.By == "none"):
@@ -568,81 +569,50 @@ func failuresQuery(o *Options, w window, name string) (string, string, []any, er
 			name = "failures.sql"
 		}
 	}
-	q, err := query(name, o)
-	if err != nil {
-		return name, "", nil, err
-	}
-	switch name {
-	case "failures_rollup.sql":
-		return withEdges(name, q, w, nil, []any{o.Site, o.Site, b01(o.IncludeBots)})
-	case "failures.sql":
-		return name, q, []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeBots)}, nil
-	}
-	return name, q, []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots)}, nil
+	return prepare(name, o, w, nil)
 }
 
-// failuresFrom reads a failures query: name's SQL q with its args.
-func failuresFrom(ctx context.Context, conn driver.Conn, name, q string, args []any, get func(string) *Group) error {
-	rows, err := conn.Query(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("querying failures (%s): %w", name, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+// failuresFrom reads a failures query.
+func failuresFrom(ctx context.Context, conn driver.Conn, st stmt, get func(string) *Group) error {
+	return st.each(ctx, conn, "failures", func(rows driver.Rows) error {
 		var (
 			grp, origin, code string
 			n                 uint64
 		)
 		if err := rows.Scan(&grp, &origin, &code, &n); err != nil {
-			return fmt.Errorf("reading failures: %w", err)
+			return err
 		}
 		g := get(grp)
 		g.Failures = append(g.Failures, Failure{Origin: origin, Error: code, Samples: int(n)})
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading failures: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // timeline reads selected samples per hour and outcome: raw reports from
 // the runs table when it holds the selection.
 func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool) ([]Hour, error) {
-	var (
-		name, q string
-		args    []any
-		err     error
-	)
+	name := sourceFile("timeline", useRollup)
 	if !useRollup && o.runsTableSelects() {
 		name = "timeline_runs.sql"
-		q, err = query(name, o)
-		f := b01(o.IncludeFailed)
-		args = append([]any{f, f, f, f}, runsArgs(o, w)...)
-	} else {
-		name, q, args, err = sourceQuery("timeline", o, w, useRollup)
 	}
+	st, err := prepare(name, o, w, nil)
 	if err != nil {
 		return nil, err
 	}
-	return timelineFrom(ctx, conn, name, q, args)
+	return timelineFrom(ctx, conn, st)
 }
 
-// timelineFrom reads a timeline query: name's SQL q with its args.
-func timelineFrom(ctx context.Context, conn driver.Conn, name, q string, args []any) ([]Hour, error) {
-	rows, err := conn.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("querying timeline (%s): %w", name, err)
-	}
-	defer rows.Close()
+// timelineFrom reads a timeline query.
+func timelineFrom(ctx context.Context, conn driver.Conn, st stmt) ([]Hour, error) {
 	out := []Hour{}
-	for rows.Next() {
+	err := st.each(ctx, conn, "timeline", func(rows driver.Rows) error {
 		var (
 			h       time.Time
 			outcome string
 			n       uint64
 		)
 		if err := rows.Scan(&h, &outcome, &n); err != nil {
-			return nil, fmt.Errorf("reading timeline: %w", err)
+			return err
 		}
 		h = h.UTC()
 		if len(out) == 0 || !out[len(out)-1].Hour.Equal(h) {
@@ -659,9 +629,10 @@ func timelineFrom(ctx context.Context, conn driver.Conn, name, q string, args []
 		default:
 			last.Other += int(n)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading timeline: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -704,11 +675,11 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, counts 
 	if len(names) == 0 {
 		return nil
 	}
-	name, q, args, err := perRunQuery(o, w, names, thresholds)
+	st, err := perRunQuery(o, w, names, thresholds)
 	if err != nil {
 		return err
 	}
-	byGroup, err := fetchRuns(ctx, conn, name, q, args, expect)
+	byGroup, err := fetchRuns(ctx, conn, st, expect)
 	if err != nil {
 		return err
 	}
@@ -753,35 +724,24 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, counts 
 	return nil
 }
 
-// perRunQuery returns the SQL that fetches the runs of groups names, each
-// sampled below its threshold, with its name and parameters: from the runs
-// table, one row per run, when it holds the selection (parallel batches
-// of browser runs, a grouping it has); else from the samples.
-func perRunQuery(o *Options, w window, names []string, thresholds []uint32) (name, q string, args []any, err error) {
-	name = "runs_table.sql"
+// perRunQuery returns the query that fetches the runs of groups names,
+// each sampled below its threshold: from the runs table, one row per run,
+// when it holds the selection (parallel batches of browser runs, a grouping
+// it has); else from the samples.
+func perRunQuery(o *Options, w window, names []string, thresholds []uint32) (stmt, error) {
+	name := "runs_table.sql"
 	if !o.runsTableSelects() {
 		name = "runs.sql"
 	}
-	q, args, err = perRunSQL(name, o, w, names, thresholds)
-	return name, q, args, err
+	return prepare(name, o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("thresholds", thresholds))
 }
 
-// perRunSQL returns the per-run query name (runs.sql or runs_table.sql)
-// and its parameters.
-func perRunSQL(name string, o *Options, w window, names []string, thresholds []uint32) (string, []any, error) {
-	q, err := query(name, o)
-	if name == "runs.sql" {
-		return q, append([]any{names, thresholds}, rawArgs(o, w)...), err
-	}
-	return q, append([]any{names, thresholds}, runsArgs(o, w)...), err
-}
-
-// fetchRuns runs q, a per-run query (runs.sql or runs_table.sql), and
+// fetchRuns runs st, a per-run query (runs.sql or runs_table.sql), and
 // returns each group's runs in the order ClickHouse sent them. The query
 // sends one row per run, its samples packed into strings (runs.sql says
 // how). expect, if not nil, is about how many runs each group has, so
 // that its slice is allocated once.
-func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any, expect map[string]int) (map[string][]runSamples, error) {
+func fetchRuns(ctx context.Context, conn driver.Conn, st stmt, expect map[string]int) (map[string][]runSamples, error) {
 	byGroup := map[string][]runSamples{}
 	// One set of scan targets and buffers for every row: declared in the
 	// callback, the targets escaped to the heap for each row.
@@ -791,7 +751,7 @@ func fetchRuns(ctx context.Context, conn driver.Conn, name, q string, args []any
 		d             []float32
 		oc, par       []uint8
 	)
-	err := eachRowOf(ctx, conn, q, args, "per-run samples ("+name+")", func(rows driver.Rows) error {
+	err := st.each(ctx, conn, "per-run samples", func(rows driver.Rows) error {
 		if err := rows.Scan(&g, &db, &ob, &pb, &h3); err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 
@@ -835,11 +836,11 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 			w := newWindow(o.Since, o.Until, time.Now())
 			var got [2]map[string][]runSamples
 			for k, name := range []string{"runs.sql", "runs_table.sql"} {
-				q, args, err := perRunSQL(name, &o, w, names, thresholds)
+				st, err := prepare(name, &o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("thresholds", thresholds))
 				if err != nil {
 					t.Fatal(err)
 				}
-				byGroup, err := fetchRuns(ctx, conn, name, q, args, nil)
+				byGroup, err := fetchRuns(ctx, conn, st, nil)
 				if err != nil {
 					t.Fatalf("by %s %+v: %v", by, f, err)
 				}
@@ -877,11 +878,11 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 			fails := make([]map[string][]Failure, len(files))
 			for k, name := range files {
 				groups := map[string]*Group{}
-				name, q, args, err := failuresQuery(&o, w, name)
+				st, err := failuresQuery(&o, w, name)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := failuresFrom(ctx, conn, name, q, args, func(g string) *Group { return groupOf(groups, g) }); err != nil {
+				if err := failuresFrom(ctx, conn, st, func(g string) *Group { return groupOf(groups, g) }); err != nil {
 					t.Fatalf("by %s %+v: %v", by, f, err)
 				}
 				fails[k] = map[string][]Failure{}
@@ -935,11 +936,11 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	name, q, args, err := sourceQuery("timeline", o, w, false)
+	st, err := prepare("timeline_raw.sql", o, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromSamples, err := timelineFrom(ctx, conn, name, q, args)
+	fromSamples, err := timelineFrom(ctx, conn, st)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
@@ -1017,12 +1018,12 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 	// And the intention-to-treat view (itt_runs.sql and itt_raw.sql).
 	var itts [2]map[string]*Group
 	for k, name := range []string{"itt_raw.sql", "itt_runs.sql"} {
-		q, err := query(name, o)
+		st, err := prepare(name, o, w, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		groups := map[string]*Group{}
-		if err := ittFrom(ctx, conn, name, q, []any{w.since, w.until, o.Site, o.Site}, func(g string) *Group { return groupOf(groups, g) }); err != nil {
+		if err := ittFrom(ctx, conn, st, func(g string) *Group { return groupOf(groups, g) }); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		itts[k] = groups

@@ -18,7 +18,7 @@ import (
 // of each trend window × group × batch order holding a kept H2 and a kept
 // H3 request (trendCell).
 func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window) (map[[3]string]uint64, map[trendCell][2]uint64, error) {
-	name, q, args, err := runCountsQuery(o, w)
+	st, err := runCountsQuery(o, w)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -32,7 +32,7 @@ func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window)
 	for i := range n {
 		dest = append(dest, &n[i])
 	}
-	err = eachRowOf(ctx, conn, q, args, "run counts ("+name+")", func(rows driver.Rows) error {
+	err = st.each(ctx, conn, "run counts", func(rows driver.Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -66,26 +66,16 @@ func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window)
 	return counts, byWindow, nil
 }
 
-// runCountsQuery returns the SQL of exactRunCounts, a name for it in
-// errors, and its parameters. Reports from the rollup (the only ones that
-// count runs apart from their point estimates) read run_counts for the
-// window's whole hours (points_runs_counts_rollup.sql, its raw-edge block
-// cut when the window has no partial hour); a selection that keeps other
-// requests than every one of a run's (which run_counts counted) reads the
-// runs table (points_runs_counts.sql).
-func runCountsQuery(o *Options, w window) (name, q string, args []any, err error) {
-	hourly := trendHourly(o)
+// runCountsQuery returns exactRunCounts' query. Reports from the rollup
+// (the only ones that count runs apart from their point estimates) read
+// run_counts for the window's whole hours (points_runs_counts_rollup.sql);
+// a selection that keeps other requests than every one of a run's (which
+// run_counts counted) reads the runs table (points_runs_counts.sql).
+func runCountsQuery(o *Options, w window) (stmt, error) {
 	if o.keptSQL() != "outcomes" {
-		name = "points_runs_counts.sql"
-		q, err = trendQuery(name, o, hourly)
-		return name, q, runsArgs(o, w), err
+		return prepare("points_runs_counts.sql", o, w, nil)
 	}
-	name = "points_runs_counts_rollup.sql"
-	if q, err = trendQuery(name, o, hourly); err != nil {
-		return name, "", nil, err
-	}
-	q = strings.ReplaceAll(q, "/*HOUR BUCKET*/", trendWindow("hour", hourly))
-	return withEdges(name, q, w, nil, []any{o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded), uint8(o.exclusionMask())})
+	return prepare("points_runs_counts_rollup.sql", o, w, nil)
 }
 
 // trendCell is a window × group × batch order of the trend.

@@ -6,24 +6,23 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
-// runFactsQuery returns the SQL of runFacts, a name for it in errors, and
-// its parameters: for reports from the rollup, run_facts_rollup.sql, which
-// reads run_fact_counts for the window's whole hours (its raw-edge block
-// cut when the window has no partial hour); else run_facts.sql.
-func runFactsQuery(o *Options, w window) (name, q string, args []any, err error) {
-	bots := b01(o.IncludeBots)
-	if !(o.rollupAnswers() && o.Source != SourceRaw) {
-		q, err = query("run_facts.sql", o)
-		return "run_facts.sql", q, []any{w.since, w.until, o.Site, o.Site, bots}, err
+// runFactsQuery returns runFacts' query: for reports from the rollup,
+// run_facts_rollup.sql, which reads run_fact_counts for the window's whole
+// hours; else run_facts.sql.
+func runFactsQuery(o *Options, w window) (stmt, error) {
+	since, err := scriptVersion(ScriptErrorsSince)
+	if err != nil {
+		return stmt{}, err
 	}
-	name = "run_facts_rollup.sql"
-	if q, err = query(name, o); err != nil {
-		return name, "", nil, err
+	name := "run_facts.sql"
+	if o.rollupAnswers() && o.Source != SourceRaw {
+		name = "run_facts_rollup.sql"
 	}
-	return withEdges(name, q, w, nil, []any{o.Site, o.Site, bots})
+	return prepare(name, o, w, nil, clickhouse.Named("script_errors_since", since))
 }
 
 // runFacts reads the two sections that come from run_facts, first contact
@@ -33,15 +32,10 @@ func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*Fir
 	if o.Agent {
 		return nil, nil, nil
 	}
-	name, q, args, err := runFactsQuery(o, w)
+	st, err := runFactsQuery(o, w)
 	if err != nil {
 		return nil, nil, err
 	}
-	since, err := versionSQL(ScriptErrorsSince)
-	if err != nil {
-		return nil, nil, err
-	}
-	q = strings.ReplaceAll(q, "/*SINCE*/", since)
 	// A row per group × browser: each run counted once, summed here by
 	// group and by browser for first contact, by browser for the errors.
 	groups, browsers := map[string]*FirstContactCount{}, map[string]*FirstContactCount{}
@@ -58,7 +52,7 @@ func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*Fir
 		c.Never += int(n[4])
 	}
 	errs := map[string]*BrowserScriptErrors{}
-	err = eachRowOf(ctx, conn, q, args, "first contact and script errors ("+name+")", func(rows driver.Rows) error {
+	err = st.each(ctx, conn, "first contact and script errors", func(rows driver.Rows) error {
 		var (
 			grp, browser string
 			n            [12]uint64 // fc_runs … fc_never, se_runs … se_send

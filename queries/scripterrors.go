@@ -34,14 +34,16 @@ type BrowserScriptErrors struct {
 	Send           int    `json:"send"`             // building or sending the report
 }
 
-// versionSQL is a beacon version as the SQL array literal its
+// scriptVersion is a beacon version as the array its
 // splitByChar('.', beacon_version) is compared with: "1.3.0" is [1, 3, 0].
-func versionSQL(v string) (string, error) {
-	parts := strings.Split(v, ".")
-	for _, p := range parts {
-		if _, err := strconv.ParseUint(p, 10, 32); err != nil {
-			return "", fmt.Errorf("beacon version %q: %w", v, err)
+func scriptVersion(v string) ([]uint32, error) {
+	var out []uint32
+	for _, p := range strings.Split(v, ".") {
+		n, err := strconv.ParseUint(p, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("beacon version %q: %w", v, err)
 		}
+		out = append(out, uint32(n))
 	}
-	return "[" + strings.Join(parts, ", ") + "]", nil
+	return out, nil
 }

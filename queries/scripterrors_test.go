@@ -104,15 +104,15 @@ func TestScriptErrorsByBrowser(t *testing.T) {
 	}
 }
 
-func TestVersionSQL(t *testing.T) {
-	for v, want := range map[string]string{"1.3.0": "[1, 3, 0]", "2": "[2]"} {
-		if got, err := versionSQL(v); err != nil || got != want {
-			t.Errorf("versionSQL(%q) = %q, %v; want %q", v, got, err, want)
+func TestScriptVersion(t *testing.T) {
+	for v, want := range map[string][]uint32{"1.3.0": {1, 3, 0}, "2": {2}} {
+		if got, err := scriptVersion(v); err != nil || !slices.Equal(got, want) {
+			t.Errorf("scriptVersion(%q) = %v, %v; want %v", v, got, err, want)
 		}
 	}
 	for _, v := range []string{"", "1.x", "1..0", "-1.0"} {
-		if got, err := versionSQL(v); err == nil {
-			t.Errorf("versionSQL(%q) = %q, want an error", v, got)
+		if got, err := scriptVersion(v); err == nil {
+			t.Errorf("scriptVersion(%q) = %v, want an error", v, got)
 		}
 	}
 }

@@ -10,16 +10,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
-// eachRow runs the SQL file name, whose parameters are the window and the
-// site, and hands every row to scan; what names the figures in errors.
-func eachRow(ctx context.Context, conn driver.Conn, o *Options, w window, name, what string, scan func(driver.Rows) error) error {
-	q, err := query(name, o)
-	if err != nil {
-		return err
-	}
-	return eachRowOf(ctx, conn, q, []any{w.since, w.until, o.Site, o.Site}, what, scan)
-}
-
 // eachRowOf runs q with args and hands every row to scan.
 func eachRowOf(ctx context.Context, conn driver.Conn, q string, args []any, what string, scan func(driver.Rows) error) error {
 	rows, err := conn.Query(ctx, q, args...)

@@ -1,18 +1,27 @@
 package queries
 
 import (
+	"context"
 	"embed"
-	"fmt"
 	"strconv"
 	"strings"
+	"text/template"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/sqltext"
 )
 
 //go:embed sql/*.sql
 var sqlFiles embed.FS
+
+// sqlTemplates is every query file, parsed once: sql/blocks.sql defines
+// the blocks the others share (the selections, the design, the place).
+var sqlTemplates = template.Must(sqltext.Parse(sqlFiles, "sql/*.sql"))
 
 // levelsSQL is percentiles as quantile levels for the SQL files.
 var levelsSQL = func() string {
@@ -42,30 +51,12 @@ var groupExpr = map[string]string{
 	"none":       "materialize('all')", // a column, not a constant: Distributed tables (cluster mode) refuse a constant grouping key
 }
 
-// query returns the embedded SQL file name with o's grouping, the
-// percentile levels and o's design filled in: fixed strings and integers,
-// never user text.
-func query(name string, o *Options) (string, error) {
-	b, err := sqlFiles.ReadFile("sql/" + name)
-	if err != nil {
-		return "", fmt.Errorf("reading embedded %s: %w", name, err)
-	}
-	expr, ok := groupExpr[o.By]
-	if !ok {
-		return "", invalid("unknown grouping %q", o.By)
-	}
-	q := selections.Replace(string(b))
-	return strings.NewReplacer("/*GROUP*/", expr, "/*LEVELS*/", levelsSQL, "/*DESIGN*/", o.designSQL(), "/*PLACE*/", o.placeCond(), "/*KEPT DURATIONS*/", o.keptDurationsSQL(), "/*KEPT*/", o.keptSQL(), "/*BOT BIT*/", botBit, "/*TIMEOUT MS*/", timeoutMS,
-		"/*OUTCOME COUNTS*/", outcomeCountsSQL, "/*MERGE LEVELS*/", curveLevelsSQL).Replace(q), nil
-}
-
-// keptDurationsSQL is /*KEPT DURATIONS*/: the durations of a runs-table
-// row's parallel requests that the selection keeps. Failed requests are
-// left out unless failures are included; but a run with one carries
-// ExcludeFailed (store.classifyRun), which every exclusion mask counts, so
-// unless excluded runs are included no selected run has any, and every
-// duration is kept without reading the error codes (a quarter of the runs
-// table's per-run fetch).
+// keptDurationsSQL is the durations of a runs-table row's parallel
+// requests that the selection keeps. Failed requests are left out unless
+// failures are included; but a run with one carries ExcludeFailed
+// (store.classifyRun), which every exclusion mask counts, so unless
+// excluded runs are included no selected run has any, and every duration
+// is kept without reading the error codes.
 func (o *Options) keptDurationsSQL() string {
 	if o.IncludeFailed || !o.IncludeExcluded {
 		return "durations"
@@ -73,79 +64,14 @@ func (o *Options) keptDurationsSQL() string {
 	return "arrayFilter((d, e) -> e = '', durations, errors)"
 }
 
-// botBit is /*BOT BIT*/: the exclusion bit of a bot's run (store.ExcludeBot),
-// which some sections leave out whatever the selection.
-var botBit = strconv.Itoa(int(store.ExcludeBot))
-
-// timeoutMS is /*TIMEOUT MS*/: what the intention-to-treat view counts a
-// failed request at, the script's request timeout.
-var timeoutMS = strconv.Itoa(beacon.RequestTimeoutMS)
-
-// keptSQL is /*KEPT*/: a runs-table row's outcomes that the selection
-// keeps, as keptDurationsSQL its durations: the outcomes themselves where
-// it keeps every request.
+// keptSQL is a runs-table row's outcomes that the selection keeps, as
+// keptDurationsSQL its durations: the outcomes themselves where it keeps
+// every request.
 func (o *Options) keptSQL() string {
 	if o.IncludeFailed || !o.IncludeExcluded {
 		return "outcomes"
 	}
 	return "arrayFilter((o, e) -> e = '', outcomes, errors)"
-}
-
-// designSQL is /*DESIGN*/: the design, who measured (browsers, or the
-// agent) and where (placeSQL). The rollup and runs tables hold browser rows
-// only and say so in an alias column, so the one condition serves every
-// table.
-func (o *Options) designSQL() string {
-	source := "browser"
-	if o.Agent {
-		source = "agent"
-	}
-	return "(" + o.Design.sql() + " AND source = '" + source + "'" + o.placeSQL() + ")"
-}
-
-// selectionSQL is the report's selection of raw rows, the one definition
-// every raw query uses as /*SELECTION*/: the window, the site, the widening
-// options, the like-for-like headline (exclusion bits that count) and the
-// design. rawArgs binds its parameters, in this order.
-const selectionSQL = `time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
-      AND (? = 1 OR phase = 'parallel')
-      AND (? = 1 OR error = '')
-      AND (? = 1 OR bot = 0)
-      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-      AND /*DESIGN*/`
-
-// runsSelectionSQL is selectionSQL for the runs table (one row per run,
-// its parallel requests as arrays), every runs-table query's
-// /*RUNS SELECTION*/: the window, the site, bots and exclusions (the
-// phase is parallel, and failures are left out of a run's arrays by each
-// file). runsArgs binds its parameters, in this order.
-const runsSelectionSQL = `time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
-      AND (? = 1 OR bot = 0)
-      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-      AND /*DESIGN*/`
-
-// wholeHoursSQL and edgeHoursSQL are every rollup file's two selections,
-// /*WHOLE HOURS*/ and /*EDGE HOURS*/: the rollup's rows of the window's
-// whole hours and the raw rows of the partial hours at its edges, each of
-// the site. withEdges binds their parameters.
-const (
-	wholeHoursSQL = `hour >= toDateTime(?, 'UTC') AND hour < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)`
-	edgeHoursSQL = `((time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC'))
-        OR (time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')))
-      AND (? = '' OR site = ?)`
-)
-
-// selections fills in the selections an SQL file names, before anything
-// else (they hold placeholders of their own).
-var selections = strings.NewReplacer("/*SELECTION*/", selectionSQL, "/*RUNS SELECTION*/", runsSelectionSQL,
-	"/*WHOLE HOURS*/", wholeHoursSQL, "/*EDGE HOURS*/", edgeHoursSQL)
-
-// runsArgs are the parameters of runsSelectionSQL.
-func runsArgs(o *Options, w window) []any {
-	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeBots), b01(o.IncludeExcluded), uint8(o.exclusionMask())}
 }
 
 // window is the report window in the forms the SQL files bind.
@@ -194,75 +120,142 @@ func b01(b bool) uint8 {
 	return 0
 }
 
-// rawArgs are the parameters of selectionSQL.
-func rawArgs(o *Options, w window) []any {
-	return []any{w.since, w.until, o.Site, o.Site, b01(o.IncludeWarmup), b01(o.IncludeFailed), b01(o.IncludeBots),
-		b01(o.IncludeExcluded), uint8(o.exclusionMask())}
+// shape is what a query file's template reads: the structure a report
+// chooses among fixed alternatives (a grouping's expression, whether the
+// window has raw edges, which columns a selection keeps). A value a
+// request chose is never here: params binds those by name.
+type shape struct {
+	Group         string // the grouping's expression (groupExpr)
+	KeptDurations string // a runs-table row's kept durations (keptDurationsSQL)
+	Kept          string // and outcomes (keptSQL)
+	// Edges is whether the window has partial hours, which rollup files
+	// aggregate from raw rows beside the rollup's whole hours.
+	Edges bool
+	// ExactRuns leaves points_rollup.sql's run counts at zero, for the
+	// report counts runs exactly from the runs table; Grafana's panels
+	// merge the rollup's HyperLogLog states instead.
+	ExactRuns bool
+	// MergeLevels are the levels points_rollup.sql reads off the merged
+	// t-digests: the curve levels in the report, the percentiles in
+	// Grafana's panels.
+	MergeLevels string
+	GridLevels  string // the trend's levels in the quantiles files
+	// Hourly chooses the trend's windows (hours, else days); OneWindow
+	// makes every row one window (excluded.sql without a trend).
+	Hourly, OneWindow bool
+	// RunsTable makes excluded.sql read its runs from the runs table.
+	RunsTable bool
+	// DesignAll pools every design; DesignKey matches the design by its
+	// key (Grafana's variable) rather than by its parameters.
+	DesignAll, DesignKey bool
+	// Continent and Country say which place filters apply.
+	Continent, Country bool
 }
 
-// Markers of the raw-edge block in the rollup SQL files: the branch that
-// aggregates the partial hours at the window's edges from raw rows. Its
-// parameters are the files' last, so cutting the block leaves the others
-// in order.
-const edgesBegin, edgesEnd = "/*RAW EDGES*/", "/*END RAW EDGES*/"
-
-// cutEdges returns q, a rollup SQL file, with its raw-edge block kept
-// (markers dropped) or cut out.
-func cutEdges(name, q string, keep bool) (string, error) {
-	before, rest, ok := strings.Cut(q, edgesBegin)
-	block, after, ok2 := strings.Cut(rest, edgesEnd)
-	if !ok || !ok2 {
-		return "", fmt.Errorf("embedded %s has no %s … %s block", name, edgesBegin, edgesEnd)
+// newShape is o's shape over w.
+func newShape(o *Options, w window) (*shape, error) {
+	expr, ok := groupExpr[o.By]
+	if !ok {
+		return nil, invalid("unknown grouping %q", o.By)
 	}
-	if !keep {
-		block = ""
-	}
-	return before + block + after, nil
+	return &shape{
+		Group: expr, KeptDurations: o.keptDurationsSQL(), Kept: o.keptSQL(),
+		Edges: w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1, MergeLevels: curveLevelsSQL,
+		Hourly: trendHourly(o), RunsTable: o.runsTableHolds(), DesignAll: o.Design.All,
+		Continent: isPlaceCode(o.Continent), Country: isPlaceCode(o.Country),
+	}, nil
 }
 
-// withEdges returns q, the rollup SQL file name, with its raw-edge block
-// kept when w has partial hours at its edges and cut when it has none (an
-// empty raw branch still costs a scan), the name it goes by in errors, and
-// its parameters: head, the whole hours, sel; then, for the raw edges,
-// their four bounds and sel again.
-func withEdges(name, q string, w window, head, sel []any) (string, string, []any, error) {
-	edges := w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1
-	q, err := cutEdges(name, q, edges)
+// Levels are the report's percentiles as quantile levels.
+func (*shape) Levels() string { return levelsSQL }
+
+// CurveLevels are the distribution's curve levels.
+func (*shape) CurveLevels() string { return curveLevelsSQL }
+
+// TrendLevels are the trend's percentiles as quantile levels.
+func (*shape) TrendLevels() string { return levelsList(trendLevels) }
+
+// OutcomeCounts counts a runs-table row's kept outcomes, one column each.
+func (*shape) OutcomeCounts() string { return outcomeCountsSQL }
+
+// BotBit is the exclusion bit of a bot's run (store.ExcludeBot), which
+// some sections leave out whatever the selection.
+func (*shape) BotBit() int { return int(store.ExcludeBot) }
+
+// TimeoutMS is what the intention-to-treat view counts a failed request
+// at, the script's request timeout.
+func (*shape) TimeoutMS() int { return beacon.RequestTimeoutMS }
+
+// Window is the trend's window of the time column col: its hour or day,
+// or one window for every row (a column times 0: Distributed tables refuse
+// a constant grouping key).
+func (s *shape) Window(col string) string {
+	if s.OneWindow {
+		return "0 * toUInt32(" + col + ")"
+	}
+	return trendWindow(col, s.Hourly)
+}
+
+// params are the values a report's queries bind by name: the window and
+// its hours, the site, the selection, the design and the place; a file
+// binds those it names. extra adds a query's own (clickhouse.Named).
+func params(o *Options, w window, extra ...any) []any {
+	source := "browser"
+	if o.Agent {
+		source = "agent"
+	}
+	return append([]any{
+		clickhouse.Named("since", w.since), clickhouse.Named("until", w.until),
+		clickhouse.Named("hour_from", w.hourFrom), clickhouse.Named("hour_to", w.hourTo),
+		clickhouse.Named("edge_a0", w.edgeA0), clickhouse.Named("edge_a1", w.edgeA1),
+		clickhouse.Named("edge_b0", w.edgeB0), clickhouse.Named("edge_b1", w.edgeB1),
+		clickhouse.Named("site", o.Site),
+		clickhouse.Named("include_warmup", b01(o.IncludeWarmup)), clickhouse.Named("include_failed", b01(o.IncludeFailed)),
+		clickhouse.Named("include_bots", b01(o.IncludeBots)), clickhouse.Named("include_excluded", b01(o.IncludeExcluded)),
+		clickhouse.Named("exclusions", uint8(o.exclusionMask())),
+		clickhouse.Named("parallel", o.Design.Parallel), clickhouse.Named("bytes", o.Design.Bytes),
+		clickhouse.Named("warmup", o.Design.Warmup), clickhouse.Named("beacon_major", o.Design.BeaconMajor),
+		clickhouse.Named("extra", o.Design.Extra), clickhouse.Named("source", source),
+		clickhouse.Named("continent", o.Continent), clickhouse.Named("country", o.Country),
+	}, extra...)
+}
+
+// stmt is a query ready to run: the file it came from, its SQL and its
+// parameters.
+type stmt struct {
+	name string
+	sql  string
+	args []any
+}
+
+// prepare renders the query file name (in sql/) for o over w; adjust, if
+// not nil, changes the shape first. extra are the file's own parameters.
+func prepare(name string, o *Options, w window, adjust func(*shape), extra ...any) (stmt, error) {
+	s, err := newShape(o, w)
 	if err != nil {
-		return name, "", nil, err
+		return stmt{}, err
 	}
-	args := append(append(head[:len(head):len(head)], w.hourFrom, w.hourTo), sel...)
-	if !edges {
-		return name + " without raw edges", q, args, nil
+	if adjust != nil {
+		adjust(s)
 	}
-	return name, q, append(append(args, w.edgeA0, w.edgeA1, w.edgeB0, w.edgeB1), sel...), nil
+	q, err := sqltext.Render(sqlTemplates, "sql/"+name, s)
+	if err != nil {
+		return stmt{}, err
+	}
+	return stmt{name: name, sql: q, args: params(o, w, extra...)}, nil
 }
 
-// sourceQuery returns the SQL of kind ("points" or "timeline"), a name for
-// it in errors, and its parameters: from raw rows; or from the rollup,
-// with the partial hours at the window's edges aggregated from raw rows —
-// when the window is whole hours the raw-edge block is cut, for an empty
-// raw branch still costs a scan.
-// runsHLL and runsExact fill points_rollup.sql's run counts: the
-// rollup's HyperLogLog states, or zeros where the runs table counts them.
-var (
-	runsHLL   = strings.NewReplacer("/*RUNS MERGE*/", "uniqHLL12Merge(runs_state)", "/*ROLLUP RUNS*/", "runs", "/*EDGE RUNS*/", "uniqHLL12State(run_id)")
-	runsExact = strings.NewReplacer("/*RUNS MERGE*/", "toUInt64(0)", "/*ROLLUP RUNS*/", "toUInt8(0)", "/*EDGE RUNS*/", "toUInt8(0)")
-)
+// each runs s and hands every row to scan; what names the figures in
+// errors, with the file.
+func (s stmt) each(ctx context.Context, conn driver.Conn, what string, scan func(driver.Rows) error) error {
+	return eachRowOf(ctx, conn, s.sql, s.args, what+" ("+s.name+")", scan)
+}
 
-func sourceQuery(kind string, o *Options, w window, useRollup bool) (name, q string, args []any, err error) {
-	if !useRollup {
-		name = kind + "_raw.sql"
-		q, err = query(name, o)
-		return name, q, rawArgs(o, w), err
+// sourceFile is the file of kind ("points", "timeline", "itt") that reads
+// raw rows, or the rollup with the window's partial hours from raw rows.
+func sourceFile(kind string, useRollup bool) string {
+	if useRollup {
+		return kind + "_rollup.sql"
 	}
-	name = kind + "_rollup.sql"
-	if q, err = query(name, o); err != nil {
-		return name, "", nil, err
-	}
-	runs := runsHLL
-	if o.runsTableSelects() { // points() counts the runs exactly (withExactRuns)
-		runs = runsExact
-	}
-	return withEdges(name, runs.Replace(q), w, nil, []any{o.Site, o.Site})
+	return kind + "_raw.sql"
 }

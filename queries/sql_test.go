@@ -1,46 +1,65 @@
 package queries
 
 import (
+	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/ingest/store/sqltext"
 )
 
-// TestSourceQueryBindsEveryParameter checks that each variant of the
-// points and timeline SQL, the rollup's with its raw-edge block cut
-// included, has as many placeholders as sourceQuery binds, and no marker
-// left.
-func TestSourceQueryBindsEveryParameter(t *testing.T) {
-	comment := regexp.MustCompile(`(?m)--.*$`)
+// TestQueryFilesBindByName renders every query file for reports that
+// between them take each of its branches and checks that the SQL names
+// its values only as parameters that params binds: no "?", no marker, and
+// none of the values the request chose (a site, a place, a design's
+// Extra) in the text.
+func TestQueryFilesBindByName(t *testing.T) {
+	files, err := fs.Glob(sqlFiles, "sql/*.sql")
+	if err != nil || len(files) < 30 {
+		t.Fatalf("%d query files, %v", len(files), err)
+	}
 	at := func(h, m int) time.Time { return time.Date(2025, 1, 1, h, m, 0, 0, time.UTC) }
-	for _, tc := range []struct {
-		name         string
-		since, until time.Time
-		rollupArgs   int
-	}{
-		{"whole hours", at(1, 0), at(5, 0), 4},
-		{"partial edges", at(0, 30), at(5, 15), 10},
-		{"no whole hour", at(1, 10), at(1, 50), 10},
-	} {
-		w := newWindow(tc.since, tc.until, tc.until.Add(time.Hour))
-		for _, kind := range []string{"points", "timeline", "itt"} {
-			for _, rollup := range []bool{false, true} {
-				if kind == "itt" && !rollup {
-					continue // itt_raw.sql binds the window and site only (itt.go)
-				}
-				name, q, args, err := sourceQuery(kind, &Options{By: "continent"}, w, rollup)
-				if err != nil {
-					t.Fatalf("%s %s: %v", tc.name, kind, err)
-				}
-				if n := strings.Count(comment.ReplaceAllString(q, ""), "?"); n != len(args) {
-					t.Errorf("%s: %s has %d placeholders, %d parameters", tc.name, name, n, len(args))
-				}
-				if rollup && len(args) != tc.rollupArgs {
-					t.Errorf("%s: %s binds %d parameters, want %d", tc.name, name, len(args), tc.rollupArgs)
-				}
-				if strings.Contains(q, "/*") {
-					t.Errorf("%s: %s keeps a marker:\n%s", tc.name, name, q)
+	chosen := []string{"evil.example", "ZQ", "QZ", "gap=7777"}
+	reports := []Options{
+		{By: "continent"},
+		{By: "country", Site: "evil.example", Continent: "ZQ", Country: "QZ", Design: Design{Parallel: 5, Warmup: 1, BeaconMajor: 1, Extra: "gap=7777", Set: true}},
+		{By: "collector", IncludeFailed: true, IncludeExcluded: true, IncludeWarmup: true, IncludeBots: true, Agent: true},
+		{By: "none", Design: Design{All: true}},
+	}
+	extra := []any{clickhouse.Named("groups", []string{"EU"}), clickhouse.Named("thresholds", []uint32{1}),
+		clickhouse.Named("min_sampling_fraction", 0.5), clickhouse.Named("script_errors_since", []uint32{1, 3})}
+	named := regexp.MustCompile(`@[a-z_0-9]+`)
+	for _, w := range []window{newWindow(at(1, 0), at(5, 0), at(9, 0)), newWindow(at(0, 30), at(5, 15), at(9, 0))} {
+		for _, o := range reports {
+			for _, f := range files {
+				name := strings.TrimPrefix(f, "sql/")
+				for _, oneWindow := range []bool{false, true} {
+					st, err := prepare(name, &o, w, func(s *shape) { s.OneWindow, s.GridLevels = oneWindow, "0.5" }, extra...)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					if err := sqltext.Check(name, st.sql); err != nil {
+						t.Error(err)
+					}
+					bound := map[string]bool{}
+					for _, a := range st.args {
+						bound["@"+a.(driver.NamedValue).Name] = true
+					}
+					for _, p := range named.FindAllString(st.sql, -1) {
+						if !bound[p] {
+							t.Errorf("%s names %s, which params does not bind", name, p)
+						}
+					}
+					for _, v := range chosen {
+						if strings.Contains(st.sql, v) {
+							t.Errorf("%s holds %q, a value the request chose:\n%s", name, v, st.sql)
+						}
+					}
 				}
 			}
 		}

@@ -80,15 +80,6 @@ func levelsList(l []float64) string {
 	return strings.Join(s, ", ")
 }
 
-// trendQuery is a trend SQL file with the grid and the windows filled in.
-func trendQuery(name string, o *Options, hourly bool) (string, error) {
-	q, err := query(name, o)
-	if err != nil {
-		return "", err
-	}
-	return strings.NewReplacer("/*BUCKET*/", trendWindow("time", hourly), "/*TREND LEVELS*/", levelsList(trendLevels)).Replace(q), nil
-}
-
 // setAvailability sets each point's HTTP/3 availability from avail, the
 // runs per window × group that excluded counted (nil where the runs
 // table does not hold the selection: the points keep none).
@@ -263,11 +254,11 @@ func atLevel(curve []float64, q float64) (float64, bool) {
 // trendFromSamples reads sql/trend.sql: a row per window × group ×
 // outcome × batch order.
 func trendFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
-	q, err := trendQuery("trend.sql", o, hourly)
+	st, err := prepare("trend.sql", o, w, func(s *shape) { s.Hourly = hourly })
 	if err != nil {
 		return err
 	}
-	return eachRowOf(ctx, conn, q, rawArgs(o, w), "trend (trend.sql)", func(rows driver.Rows) error {
+	return st.each(ctx, conn, "trend", func(rows driver.Rows) error {
 		var (
 			t            uint32
 			grp, oc, ord string
@@ -285,18 +276,19 @@ func trendFromSamples(ctx context.Context, conn driver.Conn, o *Options, w windo
 // trendFromRuns reads sql/quantiles_runs.sql: a row per window × group ×
 // batch order, both protocols side by side.
 func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
-	return gridRowsFromRuns(ctx, conn, o, w, trendWindow("time", hourly), levelsList(trendLevels), "trend", add)
+	grid := func(s *shape) { s.Hourly, s.GridLevels = hourly, levelsList(trendLevels) }
+	return gridRowsFromRuns(ctx, conn, o, w, grid, "trend", add)
 }
 
-// gridRowsFromRuns reads sql/quantiles_runs.sql with its window and
-// levels filled in, handing add each protocol's curve of a row that has
-// runs of it; what names the reader in an error.
-func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, window, levels, what string, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
-	q, err := gridFromRuns(o, window, levels)
+// gridRowsFromRuns reads sql/quantiles_runs.sql with the windows and
+// levels grid chooses, handing add each protocol's curve of a row that
+// has runs of it; what names the reader in an error.
+func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, grid func(*shape), what string, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+	st, err := prepare("quantiles_runs.sql", o, w, grid)
 	if err != nil {
 		return err
 	}
-	return eachRowOf(ctx, conn, q, runsArgs(o, w), what+" (quantiles_runs.sql)", func(rows driver.Rows) error {
+	return st.each(ctx, conn, what, func(rows driver.Rows) error {
 		var (
 			t              uint32
 			grp, ord       string
@@ -330,11 +322,11 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window
 	if runs == nil {
 		return errors.New("trend: the point estimates did not count the runs per window")
 	}
-	name, q, args, err := gridFromRollup(o, w, trendWindow("w_hour", hourly), levelsList(trendLevels))
+	st, err := prepare("quantiles_rollup.sql", o, w, func(s *shape) { s.Hourly, s.GridLevels = hourly, levelsList(trendLevels) })
 	if err != nil {
 		return err
 	}
-	return eachRowOf(ctx, conn, q, args, "trend ("+name+")", func(rows driver.Rows) error {
+	return st.each(ctx, conn, "trend", func(rows driver.Rows) error {
 		var (
 			c  trendCell
 			oc string
@@ -352,19 +344,4 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window
 		}
 		return nil
 	})
-}
-
-// gridFromRollup is sql/quantiles_rollup.sql with its window expression
-// (over w_hour, the hour) and quantile levels filled in, and its parameters.
-func gridFromRollup(o *Options, w window, window, levels string) (name, q string, args []any, err error) {
-	name, q, args, err = sourceQuery("quantiles", o, w, true)
-	q = strings.NewReplacer("/*WINDOW*/", window, "/*GRID LEVELS*/", levels).Replace(q)
-	return name, q, args, err
-}
-
-// gridFromRuns is sql/quantiles_runs.sql with its window expression (over
-// the column time) and quantile levels filled in.
-func gridFromRuns(o *Options, window, levels string) (string, error) {
-	q, err := query("quantiles_runs.sql", o)
-	return strings.NewReplacer("/*WINDOW*/", window, "/*GRID LEVELS*/", levels).Replace(q), err
 }

@@ -5,12 +5,12 @@
 -- include_failed, include_bots, include_excluded (0/1), the exclusion bits
 -- that count.
 SELECT
-    /*GROUP*/ AS grp,
+    {{.Group}} AS grp,
     toString(outcome) AS oc,
     toString(param_order) AS ord,
-    quantilesTDigest(/*CURVE LEVELS*/)(duration_ms) AS q
+    quantilesTDigest({{.CurveLevels}})(duration_ms) AS q
 FROM samples
-WHERE /*SELECTION*/
+WHERE {{template "selection" .}}
     AND toString(outcome) IN ('h2', 'h3')
 GROUP BY grp, oc, ord
 ORDER BY grp, oc, ord

@@ -7,8 +7,8 @@
 -- Parameters: since, until (unix seconds), site twice.
 SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, count() AS n_runs
 FROM runs
-WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-  AND (? = '' OR site = ?)
-  AND /*PLACE*/
+WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
+  AND (@site = '' OR site = @site)
+  AND {{template "place" .}}
 GROUP BY param_parallel, param_bytes, param_warmup, beacon_major, param_extra
 ORDER BY n_runs DESC, param_parallel, param_bytes, param_warmup, beacon_major, param_extra

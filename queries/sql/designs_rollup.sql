@@ -13,15 +13,15 @@ FROM
 (
     SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, runs AS n
     FROM run_counts
-    WHERE /*WHOLE HOURS*/
-      AND /*PLACE*/
-    /*RAW EDGES*/
+    WHERE {{template "whole hours" .}}
+      AND {{template "place" .}}
+    {{- if .Edges}}
     UNION ALL
     SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, toUInt64(1) AS n
     FROM runs
-    WHERE /*EDGE HOURS*/
-      AND /*PLACE*/
-    /*END RAW EDGES*/
+    WHERE {{template "edge hours" .}}
+      AND {{template "place" .}}
+    {{- end}}
 )
 GROUP BY param_parallel, param_bytes, param_warmup, beacon_major, param_extra
 ORDER BY n_runs DESC, param_parallel, param_bytes, param_warmup, beacon_major, param_extra

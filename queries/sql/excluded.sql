@@ -17,7 +17,7 @@
 -- window comes from here. Parameters: include_bots (0/1) twice, then
 -- since, until (unix seconds), site twice.
 SELECT
-    toUInt32(/*WINDOW*/) AS t,
+    toUInt32({{.Window "run_time"}}) AS t,
     grp,
     count() AS n_runs,
     [
@@ -27,19 +27,19 @@ SELECT
         countIf(bitAnd(x, 8) != 0),
         countIf(bitAnd(x, 16) != 0),
         countIf(bitAnd(x, 32) != 0),
-        countIf(bitAnd(x, /*BOT BIT*/) != 0),
+        countIf(bitAnd(x, {{.BotBit}}) != 0),
         countIf(bitAnd(x, 128) != 0)
     ] AS by_reason,
     countIf(cold_h2 > 0) AS n_cold_h2,
     countIf(cold_h3 > 0) AS n_cold_h3,
-    countIf(h3n > 0 AND (bitAnd(x, /*BOT BIT*/) = 0 OR ? = 1)) AS with_h3,
-    countIf(h3n > 0 AND h3ok = h3n AND (bitAnd(x, /*BOT BIT*/) = 0 OR ? = 1)) AS available,
-    countIf(bitAnd(x, /*BOT BIT*/) = 0 AND to_h2) AS itt_runs_h2,
-    countIf(bitAnd(x, /*BOT BIT*/) = 0 AND h3n > 0) AS itt_runs_h3,
-    countIf(bitAnd(x, /*BOT BIT*/) = 0 AND failed_h2) AS itt_failed_runs_h2,
-    countIf(bitAnd(x, /*BOT BIT*/) = 0 AND failed_h3) AS itt_failed_runs_h3
+    countIf(h3n > 0 AND (bitAnd(x, {{.BotBit}}) = 0 OR @include_bots = 1)) AS with_h3,
+    countIf(h3n > 0 AND h3ok = h3n AND (bitAnd(x, {{.BotBit}}) = 0 OR @include_bots = 1)) AS available,
+    countIf(bitAnd(x, {{.BotBit}}) = 0 AND to_h2) AS itt_runs_h2,
+    countIf(bitAnd(x, {{.BotBit}}) = 0 AND h3n > 0) AS itt_runs_h3,
+    countIf(bitAnd(x, {{.BotBit}}) = 0 AND failed_h2) AS itt_failed_runs_h2,
+    countIf(bitAnd(x, {{.BotBit}}) = 0 AND failed_h3) AS itt_failed_runs_h3
 FROM
 (
-/*RUNS*/
+{{if .RunsTable}}{{template "sql/excluded_runs_table.sql" .}}{{else}}{{template "sql/excluded_runs_samples.sql" .}}{{end}}
 )
 GROUP BY t, grp

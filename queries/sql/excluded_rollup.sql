@@ -12,7 +12,7 @@
 -- then, unless Go cuts the raw-edge block for a window of whole hours, the
 -- two raw edges as four unix seconds and site twice.
 SELECT
-    toUInt32(/*WINDOW*/) AS t,
+    toUInt32({{.Window "t0"}}) AS t,
     grp,
     sum(n) AS n_runs,
     [
@@ -22,32 +22,32 @@ SELECT
         sumIf(n, bitAnd(x, 8) != 0),
         sumIf(n, bitAnd(x, 16) != 0),
         sumIf(n, bitAnd(x, 32) != 0),
-        sumIf(n, bitAnd(x, /*BOT BIT*/) != 0),
+        sumIf(n, bitAnd(x, {{.BotBit}}) != 0),
         sumIf(n, bitAnd(x, 128) != 0)
     ] AS by_reason,
     sum(cold_h2) AS n_cold_h2,
     sum(cold_h3) AS n_cold_h3,
-    sumIf(to_h3, bitAnd(x, /*BOT BIT*/) = 0 OR ? = 1) AS with_h3,
-    toUInt64(sumIf(to_h3 - short, bitAnd(x, /*BOT BIT*/) = 0 OR ? = 1)) AS available,
-    sumIf(to_h2, bitAnd(x, /*BOT BIT*/) = 0) AS itt_runs_h2,
-    sumIf(to_h3, bitAnd(x, /*BOT BIT*/) = 0) AS itt_runs_h3,
-    sumIf(failed_h2, bitAnd(x, /*BOT BIT*/) = 0) AS itt_failed_runs_h2,
-    sumIf(failed_h3, bitAnd(x, /*BOT BIT*/) = 0) AS itt_failed_runs_h3
+    sumIf(to_h3, bitAnd(x, {{.BotBit}}) = 0 OR @include_bots = 1) AS with_h3,
+    toUInt64(sumIf(to_h3 - short, bitAnd(x, {{.BotBit}}) = 0 OR @include_bots = 1)) AS available,
+    sumIf(to_h2, bitAnd(x, {{.BotBit}}) = 0) AS itt_runs_h2,
+    sumIf(to_h3, bitAnd(x, {{.BotBit}}) = 0) AS itt_runs_h3,
+    sumIf(failed_h2, bitAnd(x, {{.BotBit}}) = 0) AS itt_failed_runs_h2,
+    sumIf(failed_h3, bitAnd(x, {{.BotBit}}) = 0) AS itt_failed_runs_h3
 FROM
 (
-    SELECT hour AS t0, /*GROUP*/ AS grp, exclusions AS x, runs AS n, runs_cold_h2 AS cold_h2, runs_cold_h3 AS cold_h3,
+    SELECT hour AS t0, {{.Group}} AS grp, exclusions AS x, runs AS n, runs_cold_h2 AS cold_h2, runs_cold_h3 AS cold_h3,
            runs_to_h2 AS to_h2, runs_to_h3 AS to_h3, runs_failed_h2 AS failed_h2, runs_failed_h3 AS failed_h3, runs_h3_short AS short
     FROM run_counts
-    WHERE /*WHOLE HOURS*/
-      AND /*DESIGN*/
-    /*RAW EDGES*/
+    WHERE {{template "whole hours" .}}
+      AND {{template "design" .}}
+    {{- if .Edges}}
     UNION ALL
-    SELECT time AS t0, /*GROUP*/ AS grp, exclusions AS x, toUInt64(1) AS n, toUInt64(cold_h2 > 0) AS cold_h2, toUInt64(cold_h3 > 0) AS cold_h3,
+    SELECT time AS t0, {{.Group}} AS grp, exclusions AS x, toUInt64(1) AS n, toUInt64(cold_h2 > 0) AS cold_h2, toUInt64(cold_h3 > 0) AS cold_h3,
            toUInt64(has(wants, 2)) AS to_h2, toUInt64(h3n > 0) AS to_h3, toUInt64(has(failed_wants, 2)) AS failed_h2,
            toUInt64(has(failed_wants, 3)) AS failed_h3, toUInt64(h3ok < h3n) AS short
     FROM runs
-    WHERE /*EDGE HOURS*/
-      AND /*DESIGN*/
-    /*END RAW EDGES*/
+    WHERE {{template "edge hours" .}}
+      AND {{template "design" .}}
+    {{- end}}
 )
 GROUP BY t, grp

@@ -10,20 +10,20 @@
 SELECT grp, origin, err, sum(n) AS n
 FROM
 (
-    SELECT /*GROUP*/ AS grp, toString(want) AS origin, error AS err, failures AS n
+    SELECT {{.Group}} AS grp, toString(want) AS origin, error AS err, failures AS n
     FROM failure_counts
-    WHERE /*WHOLE HOURS*/
-      AND (? = 1 OR bot = 0)
-      AND /*DESIGN*/
-    /*RAW EDGES*/
+    WHERE {{template "whole hours" .}}
+      AND (@include_bots = 1 OR bot = 0)
+      AND {{template "design" .}}
+    {{- if .Edges}}
     UNION ALL
-    SELECT /*GROUP*/ AS grp, toString(w) AS origin, e AS err, toUInt64(1) AS n
+    SELECT {{.Group}} AS grp, toString(w) AS origin, e AS err, toUInt64(1) AS n
     FROM runs
     ARRAY JOIN failed_wants AS w, failed_errors AS e
-    WHERE /*EDGE HOURS*/
-      AND (? = 1 OR bot = 0)
-      AND /*DESIGN*/
-    /*END RAW EDGES*/
+    WHERE {{template "edge hours" .}}
+      AND (@include_bots = 1 OR bot = 0)
+      AND {{template "design" .}}
+    {{- end}}
 )
 GROUP BY grp, origin, err
 ORDER BY grp, n DESC, origin, err

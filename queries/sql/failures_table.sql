@@ -7,13 +7,13 @@
 SELECT grp, origin, err, count() AS n
 FROM
 (
-    SELECT /*GROUP*/ AS grp, toString(w) AS origin, e AS err
+    SELECT {{.Group}} AS grp, toString(w) AS origin, e AS err
     FROM runs
     ARRAY JOIN failed_wants AS w, failed_errors AS e
-    WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-      AND (? = '' OR site = ?)
-      AND (? = 1 OR bot = 0)
-      AND /*DESIGN*/
+    WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
+      AND (@site = '' OR site = @site)
+      AND (@include_bots = 1 OR bot = 0)
+      AND {{template "design" .}}
 )
 GROUP BY grp, origin, err
 ORDER BY grp, n DESC, origin, err

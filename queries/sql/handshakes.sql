@@ -13,22 +13,22 @@
 -- its wait holds a round trip the path and the protocol do not cost.
 -- Parameters: since, until (unix seconds), site twice.
 SELECT
-    /*GROUP*/ AS grp,
+    {{.Group}} AS grp,
     toString(got) AS proto,
     if(phase = 'handshake', multiIf(srv_early = 1, '0rtt', srv_resumed = 1, 'resumed', 'full'), '') AS kind,
     countIf(srv_retry = 0) AS n_samples,
-    quantilesTDigestIf(/*LEVELS*/)(duration_ms, srv_retry = 0) AS q,
-    quantilesTDigestIf(/*LEVELS*/)(connect_ms, srv_retry = 0) AS qc,
+    quantilesTDigestIf({{.Levels}})(duration_ms, srv_retry = 0) AS q,
+    quantilesTDigestIf({{.Levels}})(connect_ms, srv_retry = 0) AS qc,
     minIf(duration_ms, srv_retry = 0) AS fastest,
     avgIf(srv_resumed, srv_retry = 0) AS resumed,
     avgIf(srv_early, srv_retry = 0) AS early,
     countIf(srv_retry = 1) AS retried
 FROM samples
-WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-  AND (? = '' OR site = ?)
+WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
+  AND (@site = '' OR site = @site)
   AND reused = 0 AND error = '' AND (got = 'h2' OR got = 'h3')
-  AND bitAnd(exclusions, /*BOT BIT*/) = 0
+  AND bitAnd(exclusions, {{.BotBit}}) = 0
   AND (source = 'browser' OR phase = 'handshake')
-  AND /*DESIGN*/
+  AND {{template "design" .}}
 GROUP BY grp, proto, kind
 ORDER BY grp, proto, kind

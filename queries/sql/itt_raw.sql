@@ -4,18 +4,18 @@
 -- 10 s timeout, so failures weigh on the tail as they weigh on users.
 -- Parameters: since, until (unix seconds), site twice.
 SELECT
-    /*GROUP*/ AS grp,
+    {{.Group}} AS grp,
     toString(want) AS sent_to,
     uniq(run_id) AS n_runs,
     count() AS n_samples,
     countIf(error != '') AS n_failed,
     uniqIf(run_id, error != '') AS n_failed_runs,
-    quantilesTDigest(/*LEVELS*/)(if(error = '', duration_ms, toFloat32(/*TIMEOUT MS*/))) AS q
+    quantilesTDigest({{.Levels}})(if(error = '', duration_ms, toFloat32({{.TimeoutMS}}))) AS q
 FROM samples
-WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-  AND (? = '' OR site = ?)
+WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
+  AND (@site = '' OR site = @site)
   AND phase = 'parallel' AND (want = 'h2' OR want = 'h3')
-  AND bitAnd(exclusions, /*BOT BIT*/) = 0
-  AND /*DESIGN*/
+  AND bitAnd(exclusions, {{.BotBit}}) = 0
+  AND {{template "design" .}}
 GROUP BY grp, sent_to
 ORDER BY grp, sent_to

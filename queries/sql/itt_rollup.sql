@@ -14,26 +14,26 @@ SELECT
     countMerge(samples_state) AS n_samples,
     countMergeIf(samples_state, f = 1) AS n_failed,
     toUInt64(0) AS n_failed_runs,
-    quantilesTDigestMerge(/*LEVELS*/)(duration_state) AS q
+    quantilesTDigestMerge({{.Levels}})(duration_state) AS q
 FROM
 (
-    SELECT /*GROUP*/ AS grp, toString(want) AS sent_to, failed AS f,
+    SELECT {{.Group}} AS grp, toString(want) AS sent_to, failed AS f,
            samples AS samples_state, duration AS duration_state
     FROM itt_rollup
-    WHERE /*WHOLE HOURS*/
+    WHERE {{template "whole hours" .}}
       AND (want = 'h2' OR want = 'h3')
-      AND bot = 0 AND /*DESIGN*/
-    /*RAW EDGES*/
+      AND bot = 0 AND {{template "design" .}}
+    {{- if .Edges}}
     UNION ALL
-    SELECT /*GROUP*/ AS grp, toString(want) AS sent_to, toUInt8(error != '') AS f,
+    SELECT {{.Group}} AS grp, toString(want) AS sent_to, toUInt8(error != '') AS f,
            countState() AS samples_state,
-           quantilesTDigestState(/*LEVELS*/)(if(error = '', duration_ms, toFloat32(/*TIMEOUT MS*/))) AS duration_state
+           quantilesTDigestState({{.Levels}})(if(error = '', duration_ms, toFloat32({{.TimeoutMS}}))) AS duration_state
     FROM samples
-    WHERE /*EDGE HOURS*/
+    WHERE {{template "edge hours" .}}
       AND phase = 'parallel' AND (want = 'h2' OR want = 'h3')
-      AND bitAnd(exclusions, /*BOT BIT*/) = 0 AND /*DESIGN*/
+      AND bitAnd(exclusions, {{.BotBit}}) = 0 AND {{template "design" .}}
     GROUP BY grp, sent_to, f
-    /*END RAW EDGES*/
+    {{- end}}
 )
 GROUP BY grp, sent_to
 ORDER BY grp, sent_to

@@ -19,23 +19,23 @@ FROM
     SELECT
         grp,
         countIf(notEmpty(d_h2)) AS runs_h2, sum(length(d_h2)) AS n_h2, sum(f_h2) AS failed_h2,
-        countIf(f_h2 > 0) AS failed_runs_h2, quantilesTDigestArray(/*LEVELS*/)(d_h2) AS q_h2,
+        countIf(f_h2 > 0) AS failed_runs_h2, quantilesTDigestArray({{.Levels}})(d_h2) AS q_h2,
         countIf(notEmpty(d_h3)) AS runs_h3, sum(length(d_h3)) AS n_h3, sum(f_h3) AS failed_h3,
-        countIf(f_h3 > 0) AS failed_runs_h3, quantilesTDigestArray(/*LEVELS*/)(d_h3) AS q_h3
+        countIf(f_h3 > 0) AS failed_runs_h3, quantilesTDigestArray({{.Levels}})(d_h3) AS q_h3
     FROM
     (
         SELECT
-            /*GROUP*/ AS grp,
-            arrayMap((d, e) -> if(e = '', d, toFloat32(/*TIMEOUT MS*/)), durations, errors) AS ds,
+            {{.Group}} AS grp,
+            arrayMap((d, e) -> if(e = '', d, toFloat32({{.TimeoutMS}})), durations, errors) AS ds,
             arrayFilter((d, w) -> w = 'h2', ds, wants) AS d_h2,
             arrayFilter((d, w) -> w = 'h3', ds, wants) AS d_h3,
             arrayCount((w, e) -> w = 'h2' AND e != '', wants, errors) AS f_h2,
             arrayCount((w, e) -> w = 'h3' AND e != '', wants, errors) AS f_h3
         FROM runs
-        WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-          AND (? = '' OR site = ?)
-          AND bitAnd(exclusions, /*BOT BIT*/) = 0
-          AND /*DESIGN*/
+        WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
+          AND (@site = '' OR site = @site)
+          AND bitAnd(exclusions, {{.BotBit}}) = 0
+          AND {{template "design" .}}
     )
     GROUP BY grp
 )

@@ -5,11 +5,11 @@
 SELECT
     toString(got) AS proto,
     count() AS n_samples,
-    quantilesTDigest(/*LEVELS*/)(duration_ms) AS q
+    quantilesTDigest({{.Levels}})(duration_ms) AS q
 FROM samples
-WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
   AND error = '' AND (got = 'h2' OR got = 'h3')
-  AND (? = 1 OR bot = 0)
-  AND /*PLACE*/
+  AND (@include_bots = 1 OR bot = 0)
+  AND {{template "place" .}}
 GROUP BY proto
 ORDER BY proto

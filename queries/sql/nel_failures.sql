@@ -5,17 +5,17 @@
 -- so no FINAL. Parameters: since, until (unix seconds), include bots (0/1),
 -- the smallest sampling fraction counted.
 SELECT
-    /*GROUP*/ AS grp,
+    {{.Group}} AS grp,
     type AS nel_type,
     toString(phase) AS nel_phase,
     toString(protocol) AS proto,
     count() AS n_reports,
     sum(1 / sampling_fraction) AS estimated
 FROM nel_reports
-WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
+WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
   AND type != 'ok'
-  AND (? = 1 OR bot = 0)
-  AND sampling_fraction >= ? AND sampling_fraction <= 1
-  AND /*PLACE*/
+  AND (@include_bots = 1 OR bot = 0)
+  AND sampling_fraction >= @min_sampling_fraction AND sampling_fraction <= 1
+  AND {{template "place" .}}
 GROUP BY grp, nel_type, nel_phase, proto
 ORDER BY estimated DESC, grp, nel_type, nel_phase, proto

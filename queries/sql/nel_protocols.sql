@@ -9,11 +9,11 @@ SELECT
     sumIf(1 / sampling_fraction, type = 'ok') AS ok_estimated,
     sumIf(1 / sampling_fraction, type != 'ok') AS failed_estimated,
     countIf(type = 'ok' AND probe = 1) AS probe_ok,
-    quantilesTDigestIf(/*LEVELS*/)(elapsed_ms, type = 'ok' AND probe = 1) AS q
+    quantilesTDigestIf({{.Levels}})(elapsed_ms, type = 'ok' AND probe = 1) AS q
 FROM nel_reports
-WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-  AND (? = 1 OR bot = 0)
-  AND sampling_fraction >= ? AND sampling_fraction <= 1
-  AND /*PLACE*/
+WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
+  AND (@include_bots = 1 OR bot = 0)
+  AND sampling_fraction >= @min_sampling_fraction AND sampling_fraction <= 1
+  AND {{template "place" .}}
 GROUP BY proto
 ORDER BY proto

@@ -11,12 +11,12 @@ SELECT
     ord,
     uniq(run_id) AS n_runs,
     count() AS n_samples,
-    quantilesTDigest(/*LEVELS*/)(duration_ms) AS q
+    quantilesTDigest({{.Levels}})(duration_ms) AS q
 FROM
 (
-    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord, run_id, duration_ms
+    SELECT {{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord, run_id, duration_ms
     FROM samples
-    WHERE /*SELECTION*/
+    WHERE {{template "selection" .}}
 )
 GROUP BY grp, oc, ord WITH ROLLUP
 ORDER BY grp, oc, ord

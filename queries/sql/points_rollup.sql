@@ -25,26 +25,26 @@ SELECT
     grp,
     oc,
     ord,
-    /*RUNS MERGE*/ AS n_runs,
+    {{if .ExactRuns}}toUInt64(0){{else}}uniqHLL12Merge(runs_state){{end}} AS n_runs,
     countMerge(samples_state) AS n_samples,
-    quantilesTDigestMerge(/*MERGE LEVELS*/)(duration_state) AS q
+    quantilesTDigestMerge({{.MergeLevels}})(duration_state) AS q
 FROM
 (
-    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
-           /*ROLLUP RUNS*/ AS runs_state, samples AS samples_state, duration AS duration_state
+    SELECT {{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
+           {{if .ExactRuns}}toUInt8(0){{else}}runs{{end}} AS runs_state, samples AS samples_state, duration AS duration_state
     FROM samples_rollup
-    WHERE /*WHOLE HOURS*/
-      AND exclusions = 0 AND /*DESIGN*/
-    /*RAW EDGES*/
+    WHERE {{template "whole hours" .}}
+      AND exclusions = 0 AND {{template "design" .}}
+    {{- if .Edges}}
     UNION ALL
-    SELECT /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
-           /*EDGE RUNS*/ AS runs_state, countState() AS samples_state,
-           quantilesTDigestState(/*LEVELS*/)(duration_ms) AS duration_state
+    SELECT {{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
+           {{if .ExactRuns}}toUInt8(0){{else}}uniqHLL12State(run_id){{end}} AS runs_state, countState() AS samples_state,
+           quantilesTDigestState({{.Levels}})(duration_ms) AS duration_state
     FROM samples
-    WHERE /*EDGE HOURS*/
-      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND /*DESIGN*/
+    WHERE {{template "edge hours" .}}
+      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND {{template "design" .}}
     GROUP BY grp, oc, ord
-    /*END RAW EDGES*/
+    {{- end}}
 )
 GROUP BY grp, oc, ord WITH ROLLUP
 ORDER BY grp, oc, ord

@@ -18,28 +18,28 @@ SELECT
     grp,
     ord,
     countIf(notEmpty(d_h2)) AS runs_h2, sum(length(d_h2)) AS n_h2,
-    quantilesTDigestArray(/*LEVELS*/)(d_h2) AS q_h2,
+    quantilesTDigestArray({{.Levels}})(d_h2) AS q_h2,
     countIf(notEmpty(d_h3)) AS runs_h3, sum(length(d_h3)) AS n_h3,
-    quantilesTDigestArray(/*LEVELS*/)(d_h3) AS q_h3,
+    quantilesTDigestArray({{.Levels}})(d_h3) AS q_h3,
     countIf(notEmpty(d_fb)) AS runs_fb, sum(length(d_fb)) AS n_fb,
-    quantilesTDigestArray(/*LEVELS*/)(d_fb) AS q_fb,
+    quantilesTDigestArray({{.Levels}})(d_fb) AS q_fb,
     countIf(notEmpty(d_other)) AS runs_other, sum(length(d_other)) AS n_other,
-    quantilesTDigestArray(/*LEVELS*/)(d_other) AS q_other,
+    quantilesTDigestArray({{.Levels}})(d_other) AS q_other,
     countIf(kept > 0) AS runs_all, sum(kept) AS n_all
 FROM
 (
     SELECT
-        /*GROUP*/ AS grp,
+        {{.Group}} AS grp,
         toString(param_order) AS ord,
-        /*KEPT DURATIONS*/ AS ds,
-        /*KEPT*/ AS os,
+        {{.KeptDurations}} AS ds,
+        {{.Kept}} AS os,
         length(os) AS kept,
         arrayFilter((d, o) -> o = 'h2', ds, os) AS d_h2,
         arrayFilter((d, o) -> o = 'h3', ds, os) AS d_h3,
         arrayFilter((d, o) -> o = 'wanted_h3_got_h2', ds, os) AS d_fb,
         arrayFilter((d, o) -> o = 'other', ds, os) AS d_other
     FROM runs
-    WHERE /*RUNS SELECTION*/
+    WHERE {{template "runs selection" .}}
 )
 GROUP BY grp, ord
 ORDER BY grp, ord

@@ -14,16 +14,16 @@
 -- windows for the point estimates, and the trend from the rollup takes
 -- its exact runs per window from here instead of a pass of its own.
 -- Parameters: those of runsSelectionSQL (runsArgs).
-SELECT t, grp, ord, count() AS n_any, /*OUTCOME COUNTS*/
+SELECT t, grp, ord, count() AS n_any, {{.OutcomeCounts}}
 FROM
 (
     SELECT
-        toUInt32(/*BUCKET*/) AS t,
-        /*GROUP*/ AS grp,
+        toUInt32({{.Window "time"}}) AS t,
+        {{.Group}} AS grp,
         toString(param_order) AS ord,
-        /*KEPT*/ AS kept
+        {{.Kept}} AS kept
     FROM runs
-    WHERE /*RUNS SELECTION*/
+    WHERE {{template "runs selection" .}}
 )
 WHERE notEmpty(kept)
 GROUP BY t, grp, ord

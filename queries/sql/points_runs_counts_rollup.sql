@@ -15,24 +15,24 @@
 SELECT t, grp, ord, sum(n) AS n_any, sum(h2) AS n_h2, sum(h3) AS n_h3, sum(wanted) AS n_wanted_h3_got_h2, sum(other) AS n_other
 FROM
 (
-    SELECT toUInt32(/*HOUR BUCKET*/) AS t, /*GROUP*/ AS grp, toString(param_order) AS ord, runs AS n,
+    SELECT toUInt32({{.Window "hour"}}) AS t, {{.Group}} AS grp, toString(param_order) AS ord, runs AS n,
            runs_h2 AS h2, runs_h3 AS h3, runs_wanted_h3_got_h2 AS wanted, runs_other AS other
     FROM run_counts
-    WHERE /*WHOLE HOURS*/
-      AND (? = 1 OR bot = 0)
-      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-      AND /*DESIGN*/
-    /*RAW EDGES*/
+    WHERE {{template "whole hours" .}}
+      AND (@include_bots = 1 OR bot = 0)
+      AND (@include_excluded = 1 OR bitAnd(exclusions, @exclusions) = 0)
+      AND {{template "design" .}}
+    {{- if .Edges}}
     UNION ALL
-    SELECT toUInt32(/*BUCKET*/) AS t, /*GROUP*/ AS grp, toString(param_order) AS ord,
+    SELECT toUInt32({{.Window "time"}}) AS t, {{.Group}} AS grp, toString(param_order) AS ord,
            toUInt64(1) AS n, toUInt64(has(outcomes, 1)) AS h2, toUInt64(has(outcomes, 2)) AS h3,
            toUInt64(has(outcomes, 3)) AS wanted, toUInt64(has(outcomes, 0)) AS other
     FROM runs
-    WHERE /*EDGE HOURS*/
-      AND (? = 1 OR bot = 0)
-      AND (? = 1 OR bitAnd(exclusions, ?) = 0)
-      AND /*DESIGN*/
-    /*END RAW EDGES*/
+    WHERE {{template "edge hours" .}}
+      AND (@include_bots = 1 OR bot = 0)
+      AND (@include_excluded = 1 OR bitAnd(exclusions, @exclusions) = 0)
+      AND {{template "design" .}}
+    {{- end}}
 )
 GROUP BY t, grp, ord
 ORDER BY t, grp, ord

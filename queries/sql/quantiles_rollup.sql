@@ -12,27 +12,27 @@
 -- whole hours, site twice, then the two raw edges as four unix seconds and
 -- site twice (cut, with the raw-edge block, for a window of whole hours).
 SELECT
-    toUInt32(/*WINDOW*/) AS t,
+    toUInt32({{.Window "w_hour"}}) AS t,
     grp,
     oc,
     ord,
-    quantilesTDigestMerge(/*GRID LEVELS*/)(duration_state) AS q
+    quantilesTDigestMerge({{.GridLevels}})(duration_state) AS q
 FROM
 (
-    SELECT hour AS w_hour, /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
+    SELECT hour AS w_hour, {{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            duration AS duration_state
     FROM samples_rollup
-    WHERE /*WHOLE HOURS*/
-      AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND /*DESIGN*/
-    /*RAW EDGES*/
+    WHERE {{template "whole hours" .}}
+      AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND {{template "design" .}}
+    {{- if .Edges}}
     UNION ALL
-    SELECT toStartOfHour(time) AS w_hour, /*GROUP*/ AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
-           quantilesTDigestState(/*LEVELS*/)(duration_ms) AS duration_state
+    SELECT toStartOfHour(time) AS w_hour, {{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
+           quantilesTDigestState({{.Levels}})(duration_ms) AS duration_state
     FROM samples
-    WHERE /*EDGE HOURS*/
-      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND /*DESIGN*/
+    WHERE {{template "edge hours" .}}
+      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND {{template "design" .}}
     GROUP BY w_hour, grp, oc, ord
-    /*END RAW EDGES*/
+    {{- end}}
 )
 GROUP BY t, grp, oc, ord
 ORDER BY t, grp, oc, ord

@@ -10,25 +10,25 @@
 -- with runs). /*KEPT DURATIONS*/ and /*KEPT*/ are each run's durations and
 -- outcomes the selection keeps (as in points_runs.sql). Parameters: those of runsSelectionSQL (runsArgs).
 SELECT
-    toUInt32(/*WINDOW*/) AS t,
+    toUInt32({{.Window "time"}}) AS t,
     grp,
     ord,
     countIf(notEmpty(d_h2)) AS runs_h2,
-    quantilesTDigestArray(/*GRID LEVELS*/)(d_h2) AS q_h2,
+    quantilesTDigestArray({{.GridLevels}})(d_h2) AS q_h2,
     countIf(notEmpty(d_h3)) AS runs_h3,
-    quantilesTDigestArray(/*GRID LEVELS*/)(d_h3) AS q_h3
+    quantilesTDigestArray({{.GridLevels}})(d_h3) AS q_h3
 FROM
 (
     SELECT
         time,
-        /*GROUP*/ AS grp,
+        {{.Group}} AS grp,
         toString(param_order) AS ord,
-        /*KEPT DURATIONS*/ AS ds,
-        /*KEPT*/ AS os,
+        {{.KeptDurations}} AS ds,
+        {{.Kept}} AS os,
         arrayFilter((d, o) -> o = 'h2', ds, os) AS d_h2,
         arrayFilter((d, o) -> o = 'h3', ds, os) AS d_h3
     FROM runs
-    WHERE /*RUNS SELECTION*/
+    WHERE {{template "runs selection" .}}
 )
 GROUP BY t, grp, ord
 ORDER BY t, grp, ord

@@ -31,9 +31,9 @@
 -- seconds), site twice, include_bots (0/1).
 WITH
     h3_wanted = 1 AS fc,
-    /*DESIGN*/ AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= /*SINCE*/ AS se
+    {{template "design" .}} AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= @script_errors_since AS se
 SELECT
-    /*GROUP*/ AS grp,
+    {{.Group}} AS grp,
     if(browser = '', 'unknown', browser) AS run_browser,
     countIf(fc) AS fc_runs,
     countIf(fc AND param_warmup = 0) AS fc_not_measured,
@@ -48,9 +48,9 @@ SELECT
     sumIf(script_errors_timing, se) AS se_timing,
     sumIf(script_errors_send, se) AS se_send
 FROM run_facts
-WHERE time >= toDateTime(?, 'UTC') AND time < toDateTime(?, 'UTC')
-  AND (? = '' OR site = ?)
-  AND (? = 1 OR bot = 0)
-  AND /*PLACE*/
+WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
+  AND (@site = '' OR site = @site)
+  AND (@include_bots = 1 OR bot = 0)
+  AND {{template "place" .}}
   AND (fc OR se)
 GROUP BY grp, run_browser

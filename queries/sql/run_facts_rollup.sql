@@ -9,7 +9,7 @@
 -- then, unless Go cuts the raw-edge block for a window of whole hours, the
 -- two raw edges as four unix seconds, site twice, include_bots.
 WITH
-    /*DESIGN*/ AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= /*SINCE*/ AS se
+    {{template "design" .}} AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= @script_errors_since AS se
 SELECT
     grp,
     run_browser,
@@ -27,18 +27,18 @@ SELECT
     sumIf(e_send, se) AS se_send
 FROM
 (
-    SELECT /*GROUP*/ AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
+    SELECT {{.Group}} AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
            beacon_major, param_extra, beacon_version, source, continent, country,
            runs AS n, runs_h3_wanted AS h3_wanted, runs_first_h3 AS first_h3, runs_upgraded AS upgraded, runs_never_h3 AS never_h3,
            runs_with_errors AS with_errors, errors_idle AS e_idle, errors_warmup AS e_warmup, errors_batch AS e_batch,
            errors_timing AS e_timing, errors_send AS e_send
     FROM run_fact_counts
-    WHERE /*WHOLE HOURS*/
-      AND (? = 1 OR bot = 0)
-      AND /*PLACE*/
-    /*RAW EDGES*/
+    WHERE {{template "whole hours" .}}
+      AND (@include_bots = 1 OR bot = 0)
+      AND {{template "place" .}}
+    {{- if .Edges}}
     UNION ALL
-    SELECT /*GROUP*/ AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
+    SELECT {{.Group}} AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
            beacon_major, param_extra, beacon_version, source, continent, country,
            toUInt64(1) AS n, toUInt64(h3_wanted) AS h3_wanted,
            toUInt64(h3_wanted AND first_known AND first_h3) AS first_h3,
@@ -48,9 +48,9 @@ FROM
            toUInt64(script_errors_idle) AS e_idle, toUInt64(script_errors_warmup) AS e_warmup, toUInt64(script_errors_batch) AS e_batch,
            toUInt64(script_errors_timing) AS e_timing, toUInt64(script_errors_send) AS e_send
     FROM run_facts
-    WHERE /*EDGE HOURS*/
-      AND (? = 1 OR bot = 0)
-      AND /*PLACE*/
-    /*END RAW EDGES*/
+    WHERE {{template "edge hours" .}}
+      AND (@include_bots = 1 OR bot = 0)
+      AND {{template "place" .}}
+    {{- end}}
 )
 GROUP BY grp, run_browser

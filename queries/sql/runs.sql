@@ -21,7 +21,7 @@ SELECT
 FROM
 (
     SELECT
-        /*GROUP*/ AS grp,
+        {{.Group}} AS grp,
         run_id,
         duration_ms,
         toUInt8(outcome) AS oc,
@@ -31,7 +31,7 @@ FROM
     -- The run sample is taken first, in PREWHERE, so the other columns
     -- are read only for the runs kept (a third of the time at 10 M rows).
     PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
-             < transform(/*GROUP*/, CAST(? AS Array(String)), CAST(? AS Array(UInt64)), toUInt64(1000000))
-    WHERE /*SELECTION*/
+             < transform({{.Group}}, CAST(@groups AS Array(String)), CAST(@thresholds AS Array(UInt64)), toUInt64(1000000))
+    WHERE {{template "selection" .}}
 )
 GROUP BY grp, run_id

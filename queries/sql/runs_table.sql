@@ -22,13 +22,13 @@ SELECT
 FROM
 (
     SELECT
-        /*GROUP*/ AS grp,
-        /*KEPT DURATIONS*/ AS ds,
-        arrayMap(x -> toUInt8(x), /*KEPT*/) AS os,
+        {{.Group}} AS grp,
+        {{.KeptDurations}} AS ds,
+        arrayMap(x -> toUInt8(x), {{.Kept}}) AS os,
         toUInt8(param_order = 'h3first') AS h3_first
     FROM runs
     PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
-             < transform(/*GROUP*/, CAST(? AS Array(String)), CAST(? AS Array(UInt64)), toUInt64(1000000))
-    WHERE /*RUNS SELECTION*/
+             < transform({{.Group}}, CAST(@groups AS Array(String)), CAST(@thresholds AS Array(UInt64)), toUInt64(1000000))
+    WHERE {{template "runs selection" .}}
 )
 WHERE notEmpty(ds)

@@ -6,6 +6,6 @@ SELECT
     toString(outcome) AS oc,
     count() AS n
 FROM samples
-WHERE /*SELECTION*/
+WHERE {{template "selection" .}}
 GROUP BY h, oc
 ORDER BY h, oc

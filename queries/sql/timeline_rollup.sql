@@ -9,16 +9,16 @@ FROM
 (
     SELECT hour AS h, toString(outcome) AS oc, samples AS samples_state
     FROM samples_rollup
-    WHERE /*WHOLE HOURS*/
-      AND exclusions = 0 AND /*DESIGN*/
-    /*RAW EDGES*/
+    WHERE {{template "whole hours" .}}
+      AND exclusions = 0 AND {{template "design" .}}
+    {{- if .Edges}}
     UNION ALL
     SELECT toStartOfHour(time) AS h, toString(outcome) AS oc, countState() AS samples_state
     FROM samples
-    WHERE /*EDGE HOURS*/
-      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND /*DESIGN*/
+    WHERE {{template "edge hours" .}}
+      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND {{template "design" .}}
     GROUP BY h, oc
-    /*END RAW EDGES*/
+    {{- end}}
 )
 GROUP BY h, oc
 ORDER BY h, oc

@@ -6,14 +6,14 @@
 -- (unix seconds), site twice, include_warmup, include_failed,
 -- include_bots, include_excluded (0/1), the exclusion bits that count.
 SELECT
-    toUInt32(/*BUCKET*/) AS t,
-    /*GROUP*/ AS grp,
+    toUInt32({{.Window "time"}}) AS t,
+    {{.Group}} AS grp,
     toString(outcome) AS oc,
     toString(param_order) AS ord,
     uniqExact(run_id) AS n_runs,
-    quantilesTDigest(/*TREND LEVELS*/)(duration_ms) AS q
+    quantilesTDigest({{.TrendLevels}})(duration_ms) AS q
 FROM samples
-WHERE /*SELECTION*/
+WHERE {{template "selection" .}}
     AND toString(outcome) IN ('h2', 'h3')
 GROUP BY t, grp, oc, ord
 ORDER BY t, grp, oc, ord

@@ -1,0 +1,54 @@
+-- The blocks every query file shares. Values are bound by name (@since …,
+-- params in sql.go); the blocks choose only among fixed structure.
+
+-- "selection" is the report's selection of raw rows: the window, the site,
+-- the widening options, the like-for-like headline (the exclusion bits
+-- that count) and the design.
+{{- define "selection"}}time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
+      AND (@site = '' OR site = @site)
+      AND (@include_warmup = 1 OR phase = 'parallel')
+      AND (@include_failed = 1 OR error = '')
+      AND (@include_bots = 1 OR bot = 0)
+      AND (@include_excluded = 1 OR bitAnd(exclusions, @exclusions) = 0)
+      AND {{template "design" .}}
+{{- end}}
+
+-- "runs selection" is the selection for the runs table (one row per run,
+-- its parallel requests as arrays): the window, the site, bots and
+-- exclusions; the phase is parallel, and each file leaves failures out of
+-- a run's arrays.
+{{- define "runs selection"}}time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')
+      AND (@site = '' OR site = @site)
+      AND (@include_bots = 1 OR bot = 0)
+      AND (@include_excluded = 1 OR bitAnd(exclusions, @exclusions) = 0)
+      AND {{template "design" .}}
+{{- end}}
+
+-- "whole hours" and "edge hours" are every rollup file's two selections:
+-- the rollup's rows of the window's whole hours and the raw rows of the
+-- partial hours at its edges, each of the site.
+{{- define "whole hours"}}hour >= toDateTime(@hour_from, 'UTC') AND hour < toDateTime(@hour_to, 'UTC')
+      AND (@site = '' OR site = @site)
+{{- end}}
+{{- define "edge hours"}}((time >= toDateTime(@edge_a0, 'UTC') AND time < toDateTime(@edge_a1, 'UTC'))
+        OR (time >= toDateTime(@edge_b0, 'UTC') AND time < toDateTime(@edge_b1, 'UTC')))
+      AND (@site = '' OR site = @site)
+{{- end}}
+
+-- "design" is the design, who measured (browsers, or the agent) and where
+-- ("place filters"). The rollup and runs tables hold browser rows only and
+-- say so in an alias column, so the one condition serves every table.
+{{- define "design"}}({{if .DesignAll}}1{{else if .DesignKey}}{{template "design key"}} = @design{{else -}}
+(param_parallel = @parallel AND param_bytes = @bytes AND param_warmup = @warmup AND beacon_major = @beacon_major AND param_extra = @extra)
+{{- end}} AND source = @source{{template "place filters" .}})
+{{- end}}
+
+-- "design key" is a design in ParseDesign's form ("5,0,2,1" or
+-- "5,0,2,1,gap=100"), as the designs list and Grafana's variable name it.
+{{- define "design key"}}concat(toString(param_parallel), ',', toString(param_bytes), ',', toString(param_warmup), ',', toString(beacon_major), if(param_extra = '', '', concat(',', param_extra)))
+{{- end}}
+
+-- "place" is the place alone, for the files that read every design (first
+-- contact, the designs, NEL): a condition, (1) for the world.
+{{- define "place"}}(1{{template "place filters" .}}){{end}}
+{{- define "place filters"}}{{if .Continent}} AND continent = @continent{{end}}{{if .Country}} AND country = @country{{end}}{{end}}
