@@ -21,20 +21,21 @@ const module = "github.com/h3rum/h3rum/"
 // queries → the collector that wires them: a package imports only
 // packages of a lower rank. beacon, the wire format, is below every room.
 var rank = map[string]int{
-	"beacon":             0,
-	"ingest/access":      1,
-	"ingest/nel":         1,
-	"ingest/spool":       1,
-	"ingest/store/local": 2,
-	"collector/origin":   2,
-	"ingest/store":       3,
-	"ingest":             4,
-	"queries":            4,
-	"collector/agent":    4,
-	"collector/lab":      5,
-	"collector/serve":    6,
-	"collector/labrun":   7,
-	"collector/cmd":      8, // every binary
+	"beacon":               0,
+	"ingest/access":        1,
+	"ingest/nel":           1,
+	"ingest/spool":         1,
+	"ingest/store/sqltext": 1,
+	"ingest/store/local":   2,
+	"collector/origin":     2,
+	"ingest/store":         3,
+	"ingest":               4,
+	"queries":              4,
+	"collector/agent":      4,
+	"collector/lab":        5,
+	"collector/serve":      6,
+	"collector/labrun":     7,
+	"collector/cmd":        8, // every binary
 }
 
 // support is test and build support: imported by tests, benchmarks and
