@@ -25,7 +25,7 @@ type Curves struct {
 // HTTP/3's gain lives, and every reported percentile among them.
 var curveLevels = []float64{1, 2, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 92, 94, 95, 96, 97, 98, 99, 99.5, 99.9}
 
-// curveLevelsSQL is curveLevels as quantile levels, /*CURVE LEVELS*/.
+// curveLevelsSQL is curveLevels as quantile levels, the files' .CurveLevels.
 var curveLevelsSQL = func() string {
 	s := make([]string, len(curveLevels))
 	for i, p := range curveLevels {

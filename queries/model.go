@@ -10,7 +10,7 @@ import (
 const ReportVersion = 1
 
 // Percentiles reported for every protocol, in percent: the one list. The
-// SQL files take it as /*LEVELS*/ (the rollup's t-digest states were built
+// SQL files take it as .Levels (the rollup's t-digest states were built
 // with the same levels, see the samples_rollup migration).
 var percentiles = [...]float64{50, 75, 90, 95, 99}
 

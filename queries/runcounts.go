@@ -152,8 +152,9 @@ type windowRuns = handoff[map[trendCell][2]uint64]
 // of, in its columns' order after n_any.
 var runCountOutcomes = []store.Outcome{store.OutcomeH2, store.OutcomeH3, store.OutcomeWantedH3GotH2, store.OutcomeOther}
 
-// outcomeCountsSQL is /*OUTCOME COUNTS*/: per outcome of runCountOutcomes,
-// the runs whose kept outcomes hold its code in the outcomes column's Enum8.
+// outcomeCountsSQL is points_runs_counts.sql's .OutcomeCounts: per outcome
+// of runCountOutcomes, the runs whose kept outcomes hold its code in the
+// outcomes column's Enum8.
 var outcomeCountsSQL = func() string {
 	var b strings.Builder
 	for i, oc := range runCountOutcomes {

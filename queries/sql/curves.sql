@@ -1,9 +1,6 @@
 -- Quantile curves per group × outcome × batch order from raw samples: the
--- distribution view's curves (curves.go), of the same selection as the
--- point estimates. /*CURVE LEVELS*/ is curveLevels, filled in by Go.
--- Parameters: since, until (unix seconds), site twice, include_warmup,
--- include_failed, include_bots, include_excluded (0/1), the exclusion bits
--- that count.
+-- distribution view's curves (curves.go) at the curve levels, of the same
+-- selection as the point estimates.
 SELECT
     {{.Group}} AS grp,
     toString(outcome) AS oc,

@@ -1,13 +1,10 @@
 -- designs.sql for reports that are not from raw rows: the same exact run
 -- counts per design, from run_counts (store migration 0051: every run of
 -- the runs table counted by hour, site, region and design) for the
--- window's whole hours, and from the runs table for the partial hours at
--- its edges, as designs.sql reads it. A few thousand rows a day where the
--- runs table holds a row a run; the designs come first in every report,
--- so their time is the report's. /*PLACE*/ is the report's place, if any.
--- Parameters: the first whole hour, the end of whole hours, site twice;
--- then, unless Go cuts the raw-edge block for a window of whole hours, the
--- two raw edges as four unix seconds and site twice.
+-- window's whole hours, and in the .Edges block from the runs table for
+-- the partial hours at its edges, as designs.sql reads it. A few thousand
+-- rows a day where the runs table holds a row a run; the designs come
+-- first in every report, so their time is the report's.
 SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, sum(n) AS n_runs
 FROM
 (

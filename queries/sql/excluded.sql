@@ -1,21 +1,20 @@
 -- Per group, the runs of the report's design: how many there are, how many
 -- carry each exclusion reason (a run counts once under every reason it
 -- has; store.ExclusionNames gives the order), and HTTP/3 availability per
--- run: of the runs with an H3 batch (bots' only with include_bots), those
+-- run: of the runs with an H3 batch (bots' only with @include_bots), those
 -- whose every batch request to the H3 origin was served over h3 (a failed
 -- or timed-out request counts against). Cold runs are also counted by the
 -- origin of their cold requests, so a bias such as a browser's background
 -- QUIC handshake shows on its side. And the intention-to-treat view's
 -- exact run counts (itt.go; the rollup holds HyperLogLog states): the
 -- non-bot runs that sent requests to each origin, and those of them with a
--- failed one. The runs subquery, filled in by Go, reads the runs table,
--- one row per run (excluded_runs_table.sql, store migration 0028), or by
--- collector, a per-sample column, the samples grouped by run
--- (excluded_runs_samples.sql). By the trend's window too (/*WINDOW*/,
--- filled in by Go: the hour or day of the runs table's run_time, one
--- window from the samples): Go sums the windows, and the trend's availability per
--- window comes from here. Parameters: include_bots (0/1) twice, then
--- since, until (unix seconds), site twice.
+-- failed one. The runs come from the runs table, one row per run
+-- (excluded_runs_table.sql, store migration 0028), or, by collector, a
+-- per-sample column, from the samples grouped by run
+-- (excluded_runs_samples.sql); .RunsTable chooses. By the trend's window
+-- too (.Window over run_time: the runs table's hour or day, one window
+-- from the samples): Go sums the windows, and the trend's availability
+-- per window comes from here.
 SELECT
     toUInt32({{.Window "run_time"}}) AS t,
     grp,

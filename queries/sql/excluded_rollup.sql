@@ -1,16 +1,13 @@
 -- excluded.sql for reports from the rollup: the same counts per trend
 -- window × group, from run_counts (store migration 0051: runs counted by
 -- hour with what this section counts of them) for the window's whole
--- hours, and from the runs table for the partial hours at its edges, as
--- excluded_runs_table.sql reads it. A row of run_counts is runs of one
--- exclusions value, so the conditions on a run's exclusion bits (the
--- reasons, bots' runs left out of availability and the intention-to-treat
--- view) weigh whole rows. with_h3 − short are the runs whose every request
--- to the H3 origin was served over h3. /*WINDOW*/ is the trend's window
--- over t0, the hour or the run's time. Parameters: include_bots (0/1)
--- twice, then the first whole hour, the end of whole hours, site twice;
--- then, unless Go cuts the raw-edge block for a window of whole hours, the
--- two raw edges as four unix seconds and site twice.
+-- hours, and in the .Edges block from the runs table for the partial
+-- hours at its edges, as excluded_runs_table.sql reads it. A row of
+-- run_counts is runs of one exclusions value, so the conditions on a
+-- run's exclusion bits (the reasons, bots' runs left out of availability
+-- and the intention-to-treat view) weigh whole rows. with_h3 − short are
+-- the runs whose every request to the H3 origin was served over h3. The
+-- trend's window is taken over t0, the hour or the run's time.
 SELECT
     toUInt32({{.Window "t0"}}) AS t,
     grp,

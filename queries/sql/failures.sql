@@ -1,6 +1,5 @@
 -- Failed requests per group, origin and error code (never part of the
 -- percentiles unless failures are included).
--- Parameters: since, until, site twice, include_warmup, include_bots.
 SELECT grp, origin, err, count() AS n
 FROM
 (

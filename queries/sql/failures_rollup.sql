@@ -2,11 +2,8 @@
 -- requests per group, origin and error code, from failure_counts (store
 -- migration 0053: the runs table's failures counted by hour, region,
 -- design, bot, origin and code, a few hundred rows a day) for the window's
--- whole hours, and from the runs table for the partial hours at its
--- edges, as failures_table.sql reads it. Parameters: the first whole hour,
--- the end of whole hours, site twice, include_bots; then, unless Go cuts
--- the raw-edge block for a window of whole hours, the two raw edges as
--- four unix seconds and the same three.
+-- whole hours, and in the .Edges block from the runs table for the
+-- partial hours at its edges, as failures_table.sql reads it.
 SELECT grp, origin, err, sum(n) AS n
 FROM
 (

@@ -3,7 +3,7 @@
 -- row per run, and for most runs two empty arrays, instead of every sample
 -- of the window or every run's error codes. For reports whose selection
 -- the runs table holds (parallel batches of browser runs, a grouping it
--- has). Parameters: since, until, site twice, include_bots.
+-- has).
 SELECT grp, origin, err, count() AS n
 FROM
 (

@@ -11,7 +11,6 @@
 -- to. A request whose connection paid a QUIC Retry's round trip (the
 -- server's word, srv_retry) is counted apart and left out of the figures:
 -- its wait holds a round trip the path and the protocol do not cost.
--- Parameters: since, until (unix seconds), site twice.
 SELECT
     {{.Group}} AS grp,
     toString(got) AS proto,

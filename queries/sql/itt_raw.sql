@@ -1,8 +1,7 @@
 -- Intention to treat: every parallel request of the design's non-bot runs,
 -- whatever their other exclusions, by the origin it was sent to rather than
 -- the protocol it got. A failed or timed-out request counts at the script's
--- 10 s timeout, so failures weigh on the tail as they weigh on users.
--- Parameters: since, until (unix seconds), site twice.
+-- request timeout, so failures weigh on the tail as they weigh on users.
 SELECT
     {{.Group}} AS grp,
     toString(want) AS sent_to,

@@ -1,12 +1,12 @@
 -- itt_raw.sql from the hourly rollup of every parallel request by the
 -- origin it was sent to (want) and whether it failed, a failure's duration
--- at the 10 s timeout (itt_rollup, store migration 0054: samples_rollup's
--- states under a key without batch order, outcome and exclusions but the
--- bot's, an eighth of its rows): whole hours from it, the partial hours at
--- either edge from raw rows into the same states (parameters and the
--- raw-edge block as in points_rollup.sql). Its run counts are 0: the
--- excluded section counts the runs exactly (excluded_rollup.sql), where
--- merging HyperLogLog states took half this query's time.
+-- at the script's timeout (itt_rollup, store migration 0054:
+-- samples_rollup's states under a key without batch order, outcome and
+-- exclusions but the bot's, an eighth of its rows): whole hours from it,
+-- and in the .Edges block the partial hours at either edge from raw rows
+-- into the same states, as points_rollup.sql. Its run counts are 0: the
+-- excluded section counts the runs exactly (excluded_rollup.sql), and
+-- merging HyperLogLog states here would cost more than the rest.
 SELECT
     grp,
     sent_to,

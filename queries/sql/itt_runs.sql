@@ -3,9 +3,8 @@
 -- row per run instead of every sample of the window, and exact run counts.
 -- For groupings the runs table has (not by collector, a per-sample column;
 -- not the agent's runs). Each origin's requests are aggregated side by side,
--- a failure at the script's 10 s timeout, and turned into itt_raw.sql's
--- rows (a group × origin each) at the end. Parameters: since, until (unix
--- seconds), site twice.
+-- a failure at the script's timeout, and turned into itt_raw.sql's rows (a
+-- group × origin each) at the end.
 SELECT
     grp,
     o.1 AS sent_to,

@@ -1,7 +1,6 @@
 -- The beacon's view of the same requests, beside NEL's elapsed times: every
 -- successful probe request (warm-ups included, as NEL sees them) of every
--- site, by the protocol it used. Parameters: since, until (unix seconds),
--- include bots (0/1).
+-- site, by the protocol it used.
 SELECT
     toString(got) AS proto,
     count() AS n_samples,

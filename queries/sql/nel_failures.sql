@@ -2,8 +2,8 @@
 -- origins, by group, NEL type, phase and protocol, each report weighted by
 -- the inverse of the sampling fraction it was sent under: the estimated
 -- number of failed requests it stands for. Rows are stored once at ingest,
--- so no FINAL. Parameters: since, until (unix seconds), include bots (0/1),
--- the smallest sampling fraction counted.
+-- so no FINAL. Binds @min_sampling_fraction, the smallest fraction ingest
+-- accepts (nel.go says why).
 SELECT
     {{.Group}} AS grp,
     type AS nel_type,

@@ -1,8 +1,8 @@
 -- NEL by protocol: successful and failed requests estimated from the
 -- reports (each weighted by 1 / sampling fraction), and the elapsed time
 -- browsers reported for successful /probe requests — present only where
--- success sampling is on. Parameters: since, until (unix seconds), include
--- bots (0/1), the smallest sampling fraction counted.
+-- success sampling is on. Binds @min_sampling_fraction, as
+-- nel_failures.sql.
 SELECT
     toString(protocol) AS proto,
     countIf(type = 'ok') AS ok_reports,

@@ -1,10 +1,6 @@
 -- Point estimates per group × outcome × batch order from raw samples; WITH
 -- ROLLUP adds the totals of every group × outcome (order ''), of every group
 -- (outcome '') and a grand total (group '').
--- /*GROUP*/ is replaced by a fixed expression chosen in Go (groupExpr),
--- never by user input. Parameters: since, until (unix seconds), site twice,
--- include_warmup, include_failed, include_bots, include_excluded (0/1), the
--- exclusion bits that count (all but bot when bots are included).
 SELECT
     grp,
     oc,

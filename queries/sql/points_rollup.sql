@@ -1,26 +1,21 @@
 -- Point estimates per group × outcome × batch order from the hourly rollup,
--- for the default selection: the like-for-like headline (parallel, successful requests of
--- runs without exclusions) of one design. Whole hours inside the
--- window come from samples_rollup; the partial hours at either edge are
--- aggregated from raw samples into the same states, so the window is exact.
--- Parameters: first whole hour, end of whole hours, site twice, then the
--- two raw edges [since, first whole hour) and [end of whole hours, until)
--- as four unix seconds, then site twice. For a window of whole hours Go
--- cuts the raw-edge block and its parameters, the last six: the rollup
--- answers alone (an empty raw branch still costs a scan). WITH ROLLUP adds
--- the totals of every group × outcome (order ''), of every group (outcome
--- '') and a grand total (group '').
--- /*RUNS MERGE*/, /*ROLLUP RUNS*/ and /*EDGE RUNS*/ are the run counts:
--- the rollup's HyperLogLog states for Grafana's panels (runsHLL); zeros
--- for the report (runsExact), which counts runs exactly from the runs table
--- (points_runs_counts.sql): merging the states was two thirds of this
--- query's time at 10 M samples on 18.16 (150-200 of 200-250 ms).
--- /*MERGE LEVELS*/ are the levels read off the merged t-digests: in the
--- report, the distribution's curve levels (curveLevels, which hold every
--- reported percentile), so that its curves come from this pass and not
--- from a second merge of the same states; in Grafana's panels, the
--- percentiles. The raw edges' states keep /*LEVELS*/, the rollup column's
--- type.
+-- for the default selection: the like-for-like headline (parallel,
+-- successful requests of runs without exclusions) of one design. Whole
+-- hours inside the window come from samples_rollup; the .Edges block
+-- aggregates the partial hours at either edge from raw samples into the
+-- same states, so the window is exact. A window of whole hours has no
+-- such block and the rollup answers alone (an empty raw branch still costs
+-- a scan). WITH ROLLUP adds the totals of every group × outcome (order
+-- ''), of every group (outcome '') and a grand total (group '').
+-- Run counts are the rollup's HyperLogLog states for Grafana's panels;
+-- with .ExactRuns, zeros for the report, which counts runs exactly from
+-- the runs table (points_runs_counts.sql) rather than merge the states,
+-- the costliest part of this query. .MergeLevels are the levels read off
+-- the merged t-digests: in the report, the distribution's curve levels
+-- (which hold every reported percentile), so that its curves come from
+-- this pass and not from a second merge of the same states; in Grafana's
+-- panels, the percentiles. The raw edges' states keep .Levels, the rollup
+-- column's type.
 SELECT
     grp,
     oc,

@@ -8,12 +8,10 @@
 -- by side (h2, h3, the fallback, other), and the runs and samples of all
 -- outcomes together; Go derives the totals points_raw.sql gets from WITH
 -- ROLLUP (a run has one batch order, so an outcome's runs over both orders
--- are a sum). /*KEPT DURATIONS*/ and /*KEPT*/ are each run's durations and
--- outcomes the selection keeps (Options.keptDurationsSQL, keptSQL): the
--- arrays themselves unless a run's failed requests must be left out, for
--- a mask over them that the filters below take in was a tenth of this
--- query's time on 18.16 (137 against 150 ms at 10 M samples). Parameters: since, until, site twice, include_bots,
--- include_excluded, the exclusion bits that count.
+-- are a sum). .KeptDurations and .Kept are each run's durations and
+-- outcomes the selection keeps: the arrays themselves unless a run's
+-- failed requests must be left out, sparing every run a mask over them
+-- that the filters below would take in.
 SELECT
     grp,
     ord,

@@ -1,17 +1,13 @@
 -- points_runs_counts.sql for reports from the rollup: the same exact run
 -- counts, per trend window × group × batch order, from run_counts (store
 -- migration 0051: runs counted by hour and the keys these reports select
--- by, a few thousand rows a day) for the window's whole hours, and from the
--- runs table for the partial hours at its edges, so the window is exact.
--- The rollup's selection keeps every request of a run (no failures, no
--- excluded runs: Options.keptSQL is the outcomes column), which is what
--- run_counts counted: the runs with a parallel request, and per outcome
--- those with one of it, in Go's order (runCountOutcomes).
--- /*HOUR BUCKET*/ is /*BUCKET*/ over
--- run_counts' hour column. Parameters: first whole hour, end of whole
--- hours, site twice, include_bots, include_excluded, the exclusion bits
--- that count; then, unless Go cuts the raw-edge block for a window of
--- whole hours, the two raw edges as four unix seconds and the same five.
+-- by, a few thousand rows a day) for the window's whole hours, and in the
+-- .Edges block from the runs table for the partial hours at its edges, so
+-- the window is exact. The rollup's selection keeps every request of a
+-- run (no failures, no excluded runs: .Kept is the outcomes column),
+-- which is what run_counts counted: the runs with a parallel request, and
+-- per outcome those with one of it, in Go's order (runCountOutcomes). The
+-- trend's window is taken over run_counts' hour column.
 SELECT t, grp, ord, sum(n) AS n_any, sum(h2) AS n_h2, sum(h3) AS n_h3, sum(wanted) AS n_wanted_h3_got_h2, sum(other) AS n_other
 FROM
 (

@@ -3,12 +3,12 @@
 -- from the rollup: one row per run instead of every sample, and each
 -- cell's runs counted without uniqExact over run ids. One row per window ×
 -- group × batch order, the H2 and H3 cells side by side, at the levels of
--- /*GRID LEVELS*/: the trend's by hour or day (/*WINDOW*/ over time), the
--- curves' over the whole window (/*WINDOW*/ 0; half the time of
--- curves.sql at 10 M samples on 18.16, 0.45 against 0.95 s). A cell's runs
--- are those with a kept request of its protocol (a curve is drawn only
--- with runs). /*KEPT DURATIONS*/ and /*KEPT*/ are each run's durations and
--- outcomes the selection keeps (as in points_runs.sql). Parameters: those of runsSelectionSQL (runsArgs).
+-- .GridLevels: the trend's by hour or day (.Window over time), the
+-- curves' over the whole window (.OneWindow), which is cheaper than
+-- curves.sql over the samples. A cell's runs are those with a kept
+-- request of its protocol (a curve is drawn only with runs). .KeptDurations
+-- and .Kept are each run's durations and outcomes the selection keeps (as
+-- in points_runs.sql).
 SELECT
     toUInt32({{.Window "time"}}) AS t,
     grp,

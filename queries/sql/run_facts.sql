@@ -21,14 +21,12 @@
 -- run, by the stage it was in (samples.script_errors_*, store migration
 -- 0047), whatever phase the run reached. Runs of the report's design
 -- whatever their exclusions, for a run a script error cut short is one the
--- headline leaves out; beacon ScriptErrorsSince and later (filled in by
--- Go as an array): older scripts always report none. A run
--- cut short before its first sample has no row.
+-- headline leaves out; of beacon @script_errors_since (ScriptErrorsSince,
+-- as an array of version numbers) and later: older scripts always report
+-- none. A run cut short before its first sample has no row.
 --
--- Both: bots' runs only with include_bots. One pass where each section's
--- own took 25–60 ms at 10 M samples on 18.16 (both ~90 ms in a complete
--- report, beside its other queries). Parameters: since, until (unix
--- seconds), site twice, include_bots (0/1).
+-- Both: bots' runs only with @include_bots. One pass is cheaper than one
+-- per section.
 WITH
     h3_wanted = 1 AS fc,
     {{template "design" .}} AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= @script_errors_since AS se

@@ -1,13 +1,11 @@
 -- run_facts.sql for reports from the rollup: the same two sections counted
 -- by group × browser, from run_fact_counts (store migration 0052: browser
 -- runs counted by hour with what these sections count of them) for the
--- window's whole hours, and from run_facts for the partial hours at its
--- edges, as run_facts.sql reads it. fc: runs with a request to the H3
--- origin; se: runs of the report's design and of beacon /*SINCE*/ or
--- later, whose errors run_fact_counts holds as sums. Parameters: the first
--- whole hour, the end of whole hours, site twice, include_bots (0/1);
--- then, unless Go cuts the raw-edge block for a window of whole hours, the
--- two raw edges as four unix seconds, site twice, include_bots.
+-- window's whole hours, and in the .Edges block from run_facts for the
+-- partial hours at its edges, as run_facts.sql reads it. fc: runs with a
+-- request to the H3 origin; se: runs of the report's design and of beacon
+-- @script_errors_since or later, whose errors run_fact_counts holds as
+-- sums.
 WITH
     {{template "design" .}} AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= @script_errors_since AS se
 SELECT

@@ -2,16 +2,15 @@
 -- one row per run, its samples packed into strings — durations as 4 bytes
 -- each (a Float32's little-endian bytes), outcome codes and parallel
 -- flags as a byte each, in the same order — which Go reads without
--- clickhouse-go's per-value scanning: a row per sample took twice the CPU
--- in Go, and arrays through reflection three times (at 150 000 samples).
--- reinterpretAsString drops a value's trailing zero bytes; concat and
--- substring put them back (toString(FixedString) would drop them again). Outcome codes are the Enum8 values of the
+-- clickhouse-go's per-value scanning, far cheaper than a row per sample or
+-- arrays through reflection. reinterpretAsString drops a value's trailing
+-- zero bytes; concat and substring put them back (toString(FixedString)
+-- would drop them again). Outcome codes are the Enum8 values of the
 -- outcome column (store.Outcome). A group with more runs than the cap is
--- thinned to a uniform sample of runs by a hash of run_id (threshold per
--- group, out of 1 000 000); the hash reads the UUID's bytes, which 18.16's
--- hash functions do not take directly.
--- Parameters: groups (Array(String)), thresholds (Array(UInt64)), since,
--- until, site twice, include_warmup, include_failed, include_bots, include_excluded, the exclusion bits that count.
+-- thinned to a uniform sample of runs by a hash of run_id: @groups and
+-- @thresholds give each group's threshold, out of 1 000 000. The hash
+-- reads the UUID's bytes, which 18.16's hash functions do not take
+-- directly.
 SELECT
     grp,
     arrayStringConcat(arrayMap(x -> substring(concat(reinterpretAsString(x), '\0\0\0\0'), 1, 4), groupArray(duration_ms))) AS d,
@@ -29,7 +28,7 @@ FROM
         toUInt8(param_order = 'h3first') AS h3first
     FROM samples
     -- The run sample is taken first, in PREWHERE, so the other columns
-    -- are read only for the runs kept (a third of the time at 10 M rows).
+    -- are read only for the runs kept.
     PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
              < transform({{.Group}}, CAST(@groups AS Array(String)), CAST(@thresholds AS Array(UInt64)), toUInt64(1000000))
     WHERE {{template "selection" .}}

@@ -1,18 +1,16 @@
 -- runs.sql from the runs table: one row per run holding its parallel
 -- samples as arrays (store migration 0039), so the bootstrap reads a run
 -- instead of its 13 samples. The same selection, the same sample of runs
--- (the same hash of run_id against the same thresholds) and the same
+-- (the same hash of run_id against @groups and @thresholds) and the same
 -- columns, for reports whose selection the runs table holds: parallel
 -- batches of browser runs (not warm-ups, not by collector, a per-sample
 -- column, not the agent's). A run's failed requests are left out of its
 -- arrays unless failures are included, and a run left with none is not
 -- returned, as runs.sql returns no such run. bot is the run's, as on each
 -- of its samples. As runs.sql, one row per run, its samples packed into
--- strings, here without parallel flags (p empty: all are). /*KEPT DURATIONS*/
--- and /*KEPT*/ are each run's durations and outcomes the selection keeps
--- (as in points_runs.sql). Parameters:
--- groups (Array(String)), thresholds (Array(UInt64)), since, until, site
--- twice, include_bots, include_excluded, the exclusion bits that count.
+-- strings, here without parallel flags (p empty: all are). .KeptDurations
+-- and .Kept are each run's durations and outcomes the selection keeps (as
+-- in points_runs.sql).
 SELECT
     grp,
     arrayStringConcat(arrayMap(x -> substring(concat(reinterpretAsString(x), '\0\0\0\0'), 1, 4), ds)) AS d,

@@ -1,6 +1,6 @@
 -- Samples per hour and outcome for the default selection: whole hours from
--- the rollup, the partial edge hours from raw rows (parameters and the
--- raw-edge block as in points_rollup.sql).
+-- the rollup, the partial edge hours from raw rows (the .Edges block, as
+-- in points_rollup.sql).
 SELECT
     h,
     oc,

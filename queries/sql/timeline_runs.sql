@@ -1,11 +1,10 @@
 -- timeline_raw.sql from the runs table: each run's parallel requests are
 -- elements of its arrays (store migration 0039), so the window's runs are
 -- read instead of its samples, counted per hour and outcome side by side
--- (a quarter less work than an ARRAY JOIN of every request) and turned
--- into timeline_raw.sql's rows. For raw reports whose selection the runs
--- table holds: parallel batches of browser runs, a grouping it has.
--- Parameters: include_failed four times, since, until, site twice,
--- include_bots, include_excluded, the exclusion bits that count.
+-- (less work than an ARRAY JOIN of every request) and turned into
+-- timeline_raw.sql's rows. For raw reports whose selection the runs table
+-- holds: parallel batches of browser runs, a grouping it has. A failed
+-- request counts only when failures are included, as in timeline_raw.sql.
 SELECT h, c.1 AS oc, c.2 AS n
 FROM
 (

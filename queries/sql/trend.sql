@@ -1,10 +1,7 @@
 -- The trend's percentiles: per window × group × outcome × batch order, the
--- runs and a grid of quantiles (trend.go reads the report's percentiles
--- and their rank intervals off it), from the same selection as the point
--- estimates. /*BUCKET*/ (toStartOfHour or toStartOfDay) and /*TREND
--- LEVELS*/ are fixed strings filled in by Go. Parameters: since, until
--- (unix seconds), site twice, include_warmup, include_failed,
--- include_bots, include_excluded (0/1), the exclusion bits that count.
+-- runs and a grid of quantiles at .TrendLevels (trend.go reads the
+-- report's percentiles and their rank intervals off it), from the same
+-- selection as the point estimates. .Window is the trend's hour or day.
 SELECT
     toUInt32({{.Window "time"}}) AS t,
     {{.Group}} AS grp,
