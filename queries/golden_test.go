@@ -29,6 +29,8 @@ var goldenCases = []struct {
 	{name: "rollup-country-whole-hours", o: Options{By: "country", Since: time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC), Until: time.Date(2025, 1, 2, 23, 0, 0, 0, time.UTC)}},
 	{name: "rollup-none-site", o: Options{By: "none", Site: "other.org"}},
 	{name: "raw-country", o: Options{By: "country", Source: SourceRaw}},
+	{name: "raw-failed-excluded", o: Options{By: "country", Source: SourceRaw, IncludeFailed: true, IncludeExcluded: true}},
+	{name: "raw-bots-excluded", o: Options{By: "continent", Source: SourceRaw, IncludeBots: true, IncludeExcluded: true}},
 	{name: "raw-asn-continent", o: Options{By: "asn", Continent: "EU"}},
 	{name: "raw-subdivision-country", o: Options{By: "subdivision", Country: "US"}},
 	{name: "browser-widened", o: Options{By: "browser", IncludeFailed: true, IncludeExcluded: true, IncludeBots: true}},

@@ -10,10 +10,10 @@ FROM
 (
     SELECT
         toStartOfHour(time) AS h,
-        sum(arrayCount((o, e) -> o = 'h2' AND (e = '' OR @include_bots = 1), outcomes, errors)) AS n_h2,
-        sum(arrayCount((o, e) -> o = 'h3' AND (e = '' OR @include_bots = 1), outcomes, errors)) AS n_h3,
-        sum(arrayCount((o, e) -> o = 'wanted_h3_got_h2' AND (e = '' OR @include_bots = 1), outcomes, errors)) AS n_fb,
-        sum(arrayCount((o, e) -> o = 'other' AND (e = '' OR @include_bots = 1), outcomes, errors)) AS n_other
+        sum(arrayCount((o, e) -> o = 'h2' AND (e = '' OR @include_failed = 1), outcomes, errors)) AS n_h2,
+        sum(arrayCount((o, e) -> o = 'h3' AND (e = '' OR @include_failed = 1), outcomes, errors)) AS n_h3,
+        sum(arrayCount((o, e) -> o = 'wanted_h3_got_h2' AND (e = '' OR @include_failed = 1), outcomes, errors)) AS n_fb,
+        sum(arrayCount((o, e) -> o = 'other' AND (e = '' OR @include_failed = 1), outcomes, errors)) AS n_other
     FROM runs
     WHERE {{template "runs selection" .}}
     GROUP BY h
