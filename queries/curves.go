@@ -10,6 +10,17 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
+func init() {
+	register(section{
+		name: "curves", part: completePart, cost: heavy,
+		files: []string{"curves.sql", "quantiles_runs.sql"},
+		reads: []source{fromRaw, fromRunsTable}, // and the rollup's, read with the point estimates
+		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+			return curves(ctx, conn, &rep.opts, rep.win, rep.rollupCurves, rep.groups.get)
+		},
+	})
+}
+
 // Curves are one group's H2 and H3 request-duration quantile curves: the
 // duration in ms at each of Levels (percent), order-balanced as the
 // headline's percentiles are (order.go), from ClickHouse's t-digest. They

@@ -9,6 +9,18 @@ import (
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
+func init() {
+	register(section{
+		name: "excluded", part: completePart, cost: light, headline: true, // availability per run
+		files: []string{"excluded.sql", "excluded_rollup.sql", "excluded_runs_samples.sql", "excluded_runs_table.sql"},
+		reads: []source{fromRaw, fromRollup, fromRunsTable},
+		run: func(ctx context.Context, rep *Report, conn driver.Conn) (err error) {
+			rep.perRun, rep.windowAvail, err = excluded(ctx, conn, &rep.opts, rep.win, rep.groups.get)
+			return err
+		},
+	})
+}
+
 // perRunCounts are what excluded counts for other sections: availability
 // per run, and the intention-to-treat view's runs by origin (h2, h3).
 type perRunCounts struct {

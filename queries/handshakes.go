@@ -7,6 +7,17 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
+func init() {
+	register(section{
+		name: "handshakes", part: completePart, cost: light,
+		files: []string{"handshakes.sql"},
+		reads: []source{fromRaw},
+		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+			return handshakes(ctx, conn, &rep.opts, rep.win, rep.groups.get)
+		},
+	})
+}
+
 // Handshake is one protocol's requests on new connections in a group: what
 // a first request costs (sql/handshakes.sql). It is kept apart from the
 // headline, which compares warm connections only.

@@ -6,6 +6,18 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
+func init() {
+	register(section{
+		name: "itt", part: completePart, cost: light,
+		files: []string{"itt_raw.sql", "itt_rollup.sql", "itt_runs.sql"},
+		reads: []source{fromRaw, fromRollup, fromRunsTable},
+		run: func(ctx context.Context, rep *Report, conn driver.Conn) (err error) {
+			rep.ittFromRollup, err = itt(ctx, conn, &rep.opts, rep.win, rep.groups.get)
+			return err
+		},
+	})
+}
+
 // ITT is the intention-to-treat view of a group: every request by the
 // origin it was sent to, failures at the timeout (sql/itt_*.sql). It answers
 // "what did a visitor get by being sent to the H3 origin", fallbacks,

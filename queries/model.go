@@ -69,6 +69,7 @@ type Report struct {
 	// What AddRuns needs to complete a report made by Estimate.
 	opts          Options
 	win           window
+	useRollup     bool // the point estimates come from the rollup
 	groups        *groupSet
 	perRun        map[*Group]perRunCounts        // from excluded, set once the bootstrap and the intention-to-treat view are done
 	ittFromRollup bool                           // the intention-to-treat view came from the rollup, without run counts

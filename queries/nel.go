@@ -12,6 +12,17 @@ import (
 	"github.com/h3rum/h3rum/ingest/nel"
 )
 
+func init() {
+	register(section{
+		name: "nel", part: completePart, cost: light,
+		files: []string{"nel_failures.sql", "nel_protocols.sql", "nel_beacon.sql"},
+		reads: []source{fromNEL, fromRaw},
+		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+			return nelSection(ctx, conn, &rep.opts, rep.win, rep)
+		},
+	})
+}
+
 // The NEL section: what browsers' Network Error Logging reported about the
 // two origins (the nel_reports table), beside the beacon's own figures.
 // NEL reports are about the origins, not a site's pages, so the section

@@ -220,26 +220,6 @@ func isPlaceCode(s string) bool {
 	return len(s) == 2 && 'A' <= s[0] && s[0] <= 'Z' && 'A' <= s[1] && s[1] <= 'Z'
 }
 
-// placeSQL is the continent and country filter, part of /*DESIGN*/ so
-// that every query of the report (raw rows, the rollup, the runs table)
-// applies it. A code is two capital letters (Validate), written as a
-// literal like the design's numbers: it cannot hold a quote, and binding
-// it instead would add two parameters to each of the report's queries.
-func (o *Options) placeSQL() string {
-	var b strings.Builder
-	if isPlaceCode(o.Continent) {
-		b.WriteString(" AND continent = '" + o.Continent + "'")
-	}
-	if isPlaceCode(o.Country) {
-		b.WriteString(" AND country = '" + o.Country + "'")
-	}
-	return b.String()
-}
-
-// placeCond is /*PLACE*/, the place alone for the files that read every
-// design (first contact, the designs, NEL): a condition, (1) for the world.
-func (o *Options) placeCond() string { return "(1" + o.placeSQL() + ")" }
-
 // percentileList names the report's percentiles: "50, 75, 90, 95, 99".
 func percentileList() string {
 	s := make([]string, len(percentiles))

@@ -10,6 +10,18 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
+func init() {
+	register(section{
+		name: "run_facts", part: completePart, cost: heavy,
+		files: []string{"run_facts.sql", "run_facts_rollup.sql"},
+		reads: []source{fromRollup, fromRunsTable},
+		run: func(ctx context.Context, rep *Report, conn driver.Conn) (err error) {
+			rep.FirstContact, rep.ScriptErrors, err = runFacts(ctx, conn, &rep.opts, rep.win)
+			return err
+		},
+	})
+}
+
 // runFactsQuery returns runFacts' query: for reports from the rollup,
 // run_facts_rollup.sql, which reads run_fact_counts for the window's whole
 // hours; else run_facts.sql.

@@ -10,6 +10,97 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
+// A section is one part of the report. The file that declares it (one
+// per section) holds its queries, reads their rows into the model and
+// says what it costs; the report runs every registered section, in lanes
+// by cost (lanes), and lists them in its stages.
+type section struct {
+	name string
+	// part is when it runs: with the estimate (the dashboard's first
+	// paint), as the bootstrap, or in the complete report.
+	part part
+	// files are its query files in sql/, and reads the sources they read
+	// (TestSectionsDeclareTheirFiles checks both against the files).
+	files []string
+	reads []source
+	// cost is how much of ClickHouse it takes at scale: the lanes deal
+	// heavy sections apart, so that no two run one after the other.
+	cost cost
+	// headline keeps it in a headline-only report (Options.Headline).
+	headline bool
+	run      func(ctx context.Context, rep *Report, conn driver.Conn) error
+}
+
+// part is when a section runs.
+type part int
+
+const (
+	estimatePart part = iota // Estimate's, in registration order
+	runsPart                 // the bootstrap, after the point estimates
+	completePart             // the complete report's, beside the bootstrap
+)
+
+// cost is a section's cost class.
+type cost int
+
+const (
+	light cost = iota // counts or digests over the window's hours
+	heavy             // a pass over every run of the window
+)
+
+// source is a kind of table a section's queries read.
+type source string
+
+const (
+	fromRaw       source = "raw"        // samples
+	fromRollup    source = "rollup"     // the hourly tables
+	fromRunsTable source = "runs table" // runs and run_facts, a row per run
+	fromNEL       source = "nel"        // nel_reports
+)
+
+// registered is every section, in the order of their files; each file
+// registers its own from init, so that adding a section is adding a file.
+var registered []section
+
+func register(s section) { registered = append(registered, s) }
+
+// sectionsOf returns the registered sections of part p that rep runs.
+func (rep *Report) sectionsOf(p part) []section {
+	var out []section
+	for _, s := range registered {
+		if s.part == p && (!rep.opts.Headline || s.part != completePart || s.headline) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// lanes deals the complete report's sections into two lanes beside the
+// bootstrap's, heavy ones alternating first, then light ones, so that
+// ClickHouse works on up to three of the report's queries at once and no
+// lane holds two heavy sections where the other holds none.
+func lanes(secs []section) (a, b []section) {
+	var light []section
+	for _, s := range secs {
+		switch {
+		case s.cost != heavy:
+			light = append(light, s)
+		case len(a) <= len(b):
+			a = append(a, s)
+		default:
+			b = append(b, s)
+		}
+	}
+	for _, s := range light {
+		if len(b) <= len(a) {
+			b = append(b, s)
+		} else {
+			a = append(a, s)
+		}
+	}
+	return a, b
+}
+
 // eachRowOf runs q with args and hands every row to scan.
 func eachRowOf(ctx context.Context, conn driver.Conn, q string, args []any, what string, scan func(driver.Rows) error) error {
 	rows, err := conn.Query(ctx, q, args...)

@@ -87,8 +87,8 @@ type window struct {
 // runs to the present (until at or after now) takes its last, current
 // hour from the rollup too: it holds every row stored so far, so nothing
 // later than until unless stored since now (the moment the report began),
-// and reading that hour's raw rows instead was half the point estimates'
-// ClickHouse CPU (186 against 90 ms at 10 M samples).
+// and reading that hour's raw rows instead is the costlier half of the
+// point estimates.
 func newWindow(since, until, now time.Time) window {
 	w := window{since: uint32(since.Unix()), until: uint32(until.Unix())}
 	from := since.Truncate(time.Hour)
@@ -141,7 +141,8 @@ type shape struct {
 	MergeLevels string
 	GridLevels  string // the trend's levels in the quantiles files
 	// Hourly chooses the trend's windows (hours, else days); OneWindow
-	// makes every row one window (excluded.sql without a trend).
+	// makes every row one window (the curves; excluded.sql over the
+	// samples, which gives the trend no availability).
 	Hourly, OneWindow bool
 	// RunsTable makes excluded.sql read its runs from the runs table.
 	RunsTable bool

@@ -12,6 +12,18 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
+func init() {
+	register(section{
+		name: "trend", part: completePart, cost: heavy,
+		files: []string{"trend.sql", "quantiles_rollup.sql", "quantiles_runs.sql"},
+		reads: []source{fromRaw, fromRollup, fromRunsTable},
+		run: func(ctx context.Context, rep *Report, conn driver.Conn) (err error) {
+			rep.Trend, err = trend(ctx, conn, &rep.opts, rep.win, rep.windowRuns)
+			return err
+		},
+	})
+}
+
 // Trend is H3 − H2 over time: per window (an hour, or a day for reports
 // longer than TrendHourlyUpTo) and group, the difference at each reported
 // percentile with an approximate interval, and HTTP/3 availability.

@@ -1,0 +1,182 @@
+package queries
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+func init() {
+	register(section{
+		name: "runs", part: runsPart, cost: heavy, headline: true,
+		files: []string{"runs.sql", "runs_table.sql"},
+		reads: []source{fromRaw, fromRunsTable},
+		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+			// The fetch starts once the groups' runs are counted, which the
+			// exact counts from the rollup are before the point estimates;
+			// the bootstrap, once those are in the groups.
+			counts, err := rep.groupRuns.wait(ctx)
+			if err != nil {
+				return err
+			}
+			return perRun(ctx, conn, &rep.opts, rep.win, counts, func(ctx context.Context) ([]*Group, error) {
+				_, err := rep.pointsDone.wait(ctx)
+				return rep.groups.all(), err
+			})
+		},
+	})
+}
+
+// hashScale is the modulus of the run-sampling hash in runs.sql and
+// runs_table.sql.
+const hashScale = 1000000
+
+// perRun fetches the runs of the groups counts names (each sampled down
+// to MaxRunsPerGroup; counts nil: the groups' own, once done returns
+// them) and, once done returns the groups with their point estimates,
+// computes confidence intervals, the paired view and availability.
+func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, counts map[string]groupRuns, done func(context.Context) ([]*Group, error)) error {
+	if counts == nil {
+		groups, err := done(ctx)
+		if err != nil {
+			return err
+		}
+		counts = map[string]groupRuns{}
+		for _, g := range groups {
+			counts[g.Group] = groupRuns{runs: g.Runs, point: g.H2 != nil || g.H3 != nil || g.WantedH3GotH2 != nil}
+		}
+	}
+	var names []string
+	var thresholds []uint32
+	expect := map[string]int{} // runs each group should return: its cap, give or take the hash's spread
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		c := counts[name]
+		if !c.point {
+			continue
+		}
+		names = append(names, name)
+		th := uint32(hashScale)
+		if c.runs > o.MaxRunsPerGroup {
+			th = uint32(math.Ceil(float64(hashScale) * float64(o.MaxRunsPerGroup) / float64(c.runs)))
+		}
+		thresholds = append(thresholds, th)
+		expect[name] = min(c.runs, o.MaxRunsPerGroup) + min(c.runs, o.MaxRunsPerGroup)/8
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	st, err := perRunQuery(o, w, names, thresholds)
+	if err != nil {
+		return err
+	}
+	byGroup, err := fetchRuns(ctx, conn, st, expect)
+	if err != nil {
+		return err
+	}
+	groups, err := done(ctx)
+	if err != nil {
+		return err
+	}
+	byName := map[string]*Group{}
+	for _, g := range groups {
+		if g.H2 != nil || g.H3 != nil || g.WantedH3GotH2 != nil {
+			byName[g.Group] = g
+			g.Sampled = g.Runs > o.MaxRunsPerGroup
+		}
+	}
+	// Groups are independent: bootstrap them on all cores, the largest
+	// first so that the cores finish together.
+	order := slices.SortedFunc(maps.Keys(byGroup), func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(byGroup[b]), len(byGroup[a])), cmp.Compare(a, b))
+	})
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for _, name := range order {
+		g, runs := byName[name], byGroup[name]
+		if g == nil || ctx.Err() != nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			// Row order varies; sort runs so that the bootstrap is
+			// reproducible for a given seed.
+			slices.SortFunc(runs, compareRuns)
+			g.BootstrapRuns = len(runs)
+			analyse(ctx, g, runs, o)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("computing confidence intervals: %w", err)
+	}
+	return nil
+}
+
+// perRunQuery returns the query that fetches the runs of groups names,
+// each sampled below its threshold: from the runs table, one row per run,
+// when it holds the selection (parallel batches of browser runs, a grouping
+// it has); else from the samples.
+func perRunQuery(o *Options, w window, names []string, thresholds []uint32) (stmt, error) {
+	name := "runs_table.sql"
+	if !o.runsTableSelects() {
+		name = "runs.sql"
+	}
+	return prepare(name, o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("thresholds", thresholds))
+}
+
+// fetchRuns runs st, a per-run query (runs.sql or runs_table.sql), and
+// returns each group's runs in the order ClickHouse sent them. The query
+// sends one row per run, its samples packed into strings (runs.sql says
+// how). expect, if not nil, is about how many runs each group has, so
+// that its slice is allocated once.
+func fetchRuns(ctx context.Context, conn driver.Conn, st stmt, expect map[string]int) (map[string][]runSamples, error) {
+	byGroup := map[string][]runSamples{}
+	// One set of scan targets and buffers for every row: declared in the
+	// callback, the targets escaped to the heap for each row.
+	var (
+		g, db, ob, pb string
+		h3            uint8
+		d             []float32
+		oc, par       []uint8
+	)
+	err := st.each(ctx, conn, "per-run samples", func(rows driver.Rows) error {
+		if err := rows.Scan(&g, &db, &ob, &pb, &h3); err != nil {
+			return err
+		}
+		n := len(ob)
+		if n == 0 || len(db) != 4*n || (pb != "" && len(pb) != n) {
+			return fmt.Errorf("a run of group %q with %d bytes of durations, %d outcomes and %d parallel flags", g, len(db), n, len(pb))
+		}
+		d, oc, par = d[:0], append(oc[:0], ob...), par[:0]
+		for i := 0; i < len(db); i += 4 {
+			d = append(d, math.Float32frombits(binary.LittleEndian.Uint32([]byte(db[i:i+4]))))
+		}
+		if pb == "" {
+			for range n {
+				par = append(par, 1)
+			}
+		} else {
+			par = append(par, pb...)
+		}
+		run := splitRun(d, oc, par)
+		run.h3First = h3 == 1
+		runs, ok := byGroup[g]
+		if !ok && expect[g] > 0 {
+			runs = make([]runSamples, 0, expect[g])
+		}
+		byGroup[g] = append(runs, run)
+		return nil
+	})
+	return byGroup, err
+}

@@ -1,0 +1,71 @@
+package queries
+
+import (
+	"context"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+func init() {
+	register(section{
+		name: "timeline", part: estimatePart, cost: light,
+		files: []string{"timeline_raw.sql", "timeline_rollup.sql", "timeline_runs.sql"},
+		reads: []source{fromRaw, fromRollup, fromRunsTable},
+		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+			o := &rep.opts
+			tl, err := timeline(ctx, conn, o, rep.win, o.rollupAnswers() && o.Source != SourceRaw)
+			rep.Timeline = tl
+			return err
+		},
+	})
+}
+
+// timeline reads selected samples per hour and outcome: raw reports from
+// the runs table when it holds the selection.
+func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool) ([]Hour, error) {
+	name := sourceFile("timeline", useRollup)
+	if !useRollup && o.runsTableSelects() {
+		name = "timeline_runs.sql"
+	}
+	st, err := prepare(name, o, w, nil)
+	if err != nil {
+		return nil, err
+	}
+	return timelineFrom(ctx, conn, st)
+}
+
+// timelineFrom reads a timeline query.
+func timelineFrom(ctx context.Context, conn driver.Conn, st stmt) ([]Hour, error) {
+	out := []Hour{}
+	err := st.each(ctx, conn, "timeline", func(rows driver.Rows) error {
+		var (
+			h       time.Time
+			outcome string
+			n       uint64
+		)
+		if err := rows.Scan(&h, &outcome, &n); err != nil {
+			return err
+		}
+		h = h.UTC()
+		if len(out) == 0 || !out[len(out)-1].Hour.Equal(h) {
+			out = append(out, Hour{Hour: h})
+		}
+		last := &out[len(out)-1]
+		switch outcome {
+		case OutcomeH2:
+			last.H2 += int(n)
+		case OutcomeH3:
+			last.H3 += int(n)
+		case OutcomeWantedH3GotH2:
+			last.WantedH3GotH2 += int(n)
+		default:
+			last.Other += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
