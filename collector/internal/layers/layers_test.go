@@ -30,6 +30,7 @@ var rank = map[string]int{
 	"collector/origin":     2,
 	"ingest/store":         3,
 	"ingest":               4,
+	"queries/stats":        1,
 	"queries":              4,
 	"collector/agent":      4,
 	"collector/lab":        5,
@@ -123,6 +124,31 @@ var goList = func() func(t *testing.T) []byte {
 		return out
 	}
 }()
+
+// pure are rooms that compute on plain data, with what none of their
+// dependencies, direct or not, may be: a database driver, the network or
+// the package that serves them, so that they can be tested on slices and
+// used without a server.
+var pure = map[string][]string{
+	"queries/stats": {"database/", "net", "github.com/ClickHouse/", module + "queries", module + "ingest/"},
+}
+
+// TestPureRooms checks pure's rooms against every package they depend on.
+func TestPureRooms(t *testing.T) {
+	for pkg, banned := range pure {
+		out, err := exec.Command("go", "list", "-f", "{{join .Deps \"\\n\"}}", module+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, b := range banned {
+				if dep == b || strings.HasPrefix(dep, strings.TrimSuffix(b, "/")+"/") {
+					t.Errorf("%s depends on %s: it must not depend on %s", pkg, dep, b)
+				}
+			}
+		}
+	}
+}
 
 func isSupport(pkg string) bool {
 	_, room := rankOf(pkg)
