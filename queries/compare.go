@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
 // A comparison asks whether HTTP/3's advantage moved between two windows,
@@ -188,11 +190,11 @@ func changeInterval(before, after Verdict) (lo, hi, mdc float64, ok bool) {
 		after.CILowMS == nil || after.CIHighMS == nil {
 		return 0, 0, 0, false
 	}
-	seB := (*before.CIHighMS - *before.CILowMS) / (2 * zLevel)
-	seA := (*after.CIHighMS - *after.CILowMS) / (2 * zLevel)
+	seB := stats.SE(*before.CILowMS, *before.CIHighMS)
+	seA := stats.SE(*after.CILowMS, *after.CIHighMS)
 	se := math.Hypot(seB, seA)
 	d := *after.DiffMS - *before.DiffMS
-	return d - zLevel*se, d + zLevel*se, (zLevel + zPower) * se, true
+	return d - stats.Margin(se), d + stats.Margin(se), stats.MDE(se), true
 }
 
 func (g *GroupChange) text(p float64) string {

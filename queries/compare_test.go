@@ -13,6 +13,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/h3rum/h3rum/queries/stats"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -31,7 +32,7 @@ func TestChangeInterval(t *testing.T) {
 			name:   "gain",
 			before: Verdict{DiffMS: f(0), CILowMS: f(-1.96), CIHighMS: f(1.96), Runs: 1000},
 			after:  Verdict{DiffMS: f(-20), CILowMS: f(-21.96), CIHighMS: f(-18.04), Runs: 900},
-			lo:     -20 - 1.96*math.Sqrt2, hi: -20 + 1.96*math.Sqrt2, mdc: (zLevel + zPower) * math.Sqrt2, ok: true,
+			lo:     -20 - 1.96*math.Sqrt2, hi: -20 + 1.96*math.Sqrt2, mdc: stats.MDE(1) * math.Sqrt2, ok: true,
 			wantChange: ChangeH3Gained, wantTextPrefix: "AS: HTTP/3 gained 20 ms at p95",
 		},
 		{
@@ -39,7 +40,7 @@ func TestChangeInterval(t *testing.T) {
 			before: Verdict{DiffMS: f(-30), CILowMS: f(-40), CIHighMS: f(-20), Runs: 500},
 			after:  Verdict{DiffMS: f(0), CILowMS: f(-10), CIHighMS: f(10), Runs: 500},
 			lo:     30 - 1.96*math.Hypot(10/1.96, 10/1.96), hi: 30 + 1.96*math.Hypot(10/1.96, 10/1.96),
-			mdc: (zLevel + zPower) * math.Hypot(10/1.96, 10/1.96), ok: true,
+			mdc: stats.MDE(1) * math.Hypot(10/1.96, 10/1.96), ok: true,
 			wantChange: ChangeH3Lost, wantTextPrefix: "AS: HTTP/3 lost 30 ms at p95",
 		},
 		{
@@ -48,7 +49,7 @@ func TestChangeInterval(t *testing.T) {
 			before: Verdict{DiffMS: f(-10), CILowMS: f(-15), CIHighMS: f(-5), Runs: 500},
 			after:  Verdict{DiffMS: f(-12), CILowMS: f(-17), CIHighMS: f(-7), Runs: 500},
 			lo:     -2 - 1.96*math.Hypot(5/1.96, 5/1.96), hi: -2 + 1.96*math.Hypot(5/1.96, 5/1.96),
-			mdc: (zLevel + zPower) * math.Hypot(5/1.96, 5/1.96), ok: true,
+			mdc: stats.MDE(1) * math.Hypot(5/1.96, 5/1.96), ok: true,
 			wantChange: ChangeNone, wantTextPrefix: "AS: no change detectable at p95",
 		},
 		{
@@ -60,7 +61,7 @@ func TestChangeInterval(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lo, hi, mdc, ok := changeInterval(c.before, c.after)
-			// zLevel is 1.95996…, not 1.96: the cases are written with 1.96.
+			// z₀.₉₇₅ is 1.95996…, not 1.96: the cases are written with 1.96.
 			if ok != c.ok || math.Abs(lo-c.lo) > 0.01 || math.Abs(hi-c.hi) > 0.01 || math.Abs(mdc-c.mdc) > 0.01 {
 				t.Errorf("changeInterval = [%.3f, %.3f], MDC %.3f, %v; want [%.3f, %.3f], %.3f, %v", lo, hi, mdc, ok, c.lo, c.hi, c.mdc, c.ok)
 			}

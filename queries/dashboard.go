@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
 //go:embed assets/dashboard.html assets/dashboard.js assets/dashboard.css
@@ -247,7 +249,7 @@ func niceMax(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
-	return niceStep(v)
+	return stats.NiceStep(v)
 }
 
 // axes draws a y axis with five ticks and the baseline.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
 // LiveRun is the message /api/live sends for each accepted run.
@@ -61,7 +62,7 @@ func NewLiveRun(run store.Run) LiveRun {
 			return nil
 		}
 		slices.Sort(v)
-		x := quantile7(v, 0.5)
+		x := stats.Quantile(v, 0.5)
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil
 		}

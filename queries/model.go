@@ -4,15 +4,17 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
 // ReportVersion is the version of the JSON shape (see REPORT.md).
 const ReportVersion = 1
 
-// Percentiles reported for every protocol, in percent: the one list. The
-// SQL files take it as .Levels (the rollup's t-digest states were built
-// with the same levels, see the samples_rollup migration).
-var percentiles = [...]float64{50, 75, 90, 95, 99}
+// Percentiles reported for every protocol, in percent: the one list,
+// stats.Percentiles. The SQL files take it as .Levels (the rollup's
+// t-digest states were built with the same levels, see the samples_rollup
+// migration).
+var percentiles = stats.Percentiles
 
 // Outcome names, as the samples' outcome column spells them: the
 // classification of a request by the origin it was sent to (want) and the

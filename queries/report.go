@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
 // Run computes the report for opts (validated and defaulted in place of a
@@ -244,16 +246,9 @@ func pointDiffs(h2, h3 *Stats) []Diff {
 	out := make([]Diff, len(percentiles))
 	for i, p := range percentiles {
 		a, b := h2.Percentiles[i], h3.Percentiles[i]
-		out[i] = Diff{P: p, MS: round3(b.MS - a.MS), Pct: round3(pctChange(a.MS, b.MS)), Insufficient: a.Insufficient || b.Insufficient}
+		out[i] = Diff{P: p, MS: round3(b.MS - a.MS), Pct: round3(stats.PctChange(a.MS, b.MS)), Insufficient: a.Insufficient || b.Insufficient}
 	}
 	return out
-}
-
-func pctChange(h2, h3 float64) float64 {
-	if h2 == 0 {
-		return 0
-	}
-	return 100 * (h3 - h2) / h2
 }
 
 // round3 rounds to 0.001 (a microsecond, or a thousandth of a percent).

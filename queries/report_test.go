@@ -24,6 +24,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries/stats"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -806,10 +807,10 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 	ex := synth.Exclusions(rows)
 	checked := 0 // durations compared with the generated ones
 	ctx := context.Background()
-	sorted := func(byGroup map[string][]runSamples) map[string][]runSamples {
+	sorted := func(byGroup map[string][]stats.Run) map[string][]stats.Run {
 		for _, runs := range byGroup {
-			slices.SortFunc(runs, func(a, b runSamples) int {
-				return cmp.Or(compareRuns(a, b), cmp.Compare(b01(a.h3First), b01(b.h3First)))
+			slices.SortFunc(runs, func(a, b stats.Run) int {
+				return cmp.Or(stats.CompareRuns(a, b), cmp.Compare(b01(a.H3First), b01(b.H3First)))
 			})
 		}
 		return byGroup
@@ -834,7 +835,7 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 				thresholds = append(thresholds, uint32(hashScale/(1+2*(i%2))))
 			}
 			w := newWindow(o.Since, o.Until, time.Now())
-			var got [2]map[string][]runSamples
+			var got [2]map[string][]stats.Run
 			for k, name := range []string{"runs.sql", "runs_table.sql"} {
 				st, err := prepare(name, &o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("thresholds", thresholds))
 				if err != nil {
@@ -862,7 +863,7 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 					}
 				}
 				for _, run := range got[0][g] {
-					fetched = slices.Concat(fetched, run.h2, run.h3, run.fbDur, run.other)
+					fetched = slices.Concat(fetched, run.H2, run.H3, run.Fallback, run.Other)
 				}
 				slices.Sort(want)
 				slices.Sort(fetched)
@@ -896,8 +897,8 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 				}
 			}
 			comparePoints(t, ctx, conn, &o, w, fmt.Sprintf("by %s %+v", by, f))
-			if !maps.EqualFunc(got[0], got[1], func(a, b []runSamples) bool {
-				return slices.EqualFunc(a, b, func(x, y runSamples) bool { return compareRuns(x, y) == 0 && x.h3First == y.h3First })
+			if !maps.EqualFunc(got[0], got[1], func(a, b []stats.Run) bool {
+				return slices.EqualFunc(a, b, func(x, y stats.Run) bool { return stats.CompareRuns(x, y) == 0 && x.H3First == y.H3First })
 			}) {
 				for g := range got[0] {
 					t.Errorf("by %s %+v: group %s: %d runs from the samples, %d from the runs table", by, f, g, len(got[0][g]), len(got[1][g]))

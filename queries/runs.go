@@ -13,6 +13,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
 func init() {
@@ -111,7 +113,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, counts 
 			defer func() { <-sem; wg.Done() }()
 			// Row order varies; sort runs so that the bootstrap is
 			// reproducible for a given seed.
-			slices.SortFunc(runs, compareRuns)
+			slices.SortFunc(runs, stats.CompareRuns)
 			g.BootstrapRuns = len(runs)
 			analyse(ctx, g, runs, o)
 		}()
@@ -140,8 +142,8 @@ func perRunQuery(o *Options, w window, names []string, thresholds []uint32) (stm
 // sends one row per run, its samples packed into strings (runs.sql says
 // how). expect, if not nil, is about how many runs each group has, so
 // that its slice is allocated once.
-func fetchRuns(ctx context.Context, conn driver.Conn, st stmt, expect map[string]int) (map[string][]runSamples, error) {
-	byGroup := map[string][]runSamples{}
+func fetchRuns(ctx context.Context, conn driver.Conn, st stmt, expect map[string]int) (map[string][]stats.Run, error) {
+	byGroup := map[string][]stats.Run{}
 	// One set of scan targets and buffers for every row: declared in the
 	// callback, the targets escaped to the heap for each row.
 	var (
@@ -170,10 +172,10 @@ func fetchRuns(ctx context.Context, conn driver.Conn, st stmt, expect map[string
 			par = append(par, pb...)
 		}
 		run := splitRun(d, oc, par)
-		run.h3First = h3 == 1
+		run.H3First = h3 == 1
 		runs, ok := byGroup[g]
 		if !ok && expect[g] > 0 {
-			runs = make([]runSamples, 0, expect[g])
+			runs = make([]stats.Run, 0, expect[g])
 		}
 		byGroup[g] = append(runs, run)
 		return nil

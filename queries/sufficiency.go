@@ -2,44 +2,27 @@ package queries
 
 import (
 	"fmt"
-	"math"
-	"slices"
 	"strings"
+
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
-// MinTailRuns is K of the sufficiency rule: percentile p of an outcome is
-// shown with a confidence interval only when runs × (1 − p/100) ≥ K, that
-// is, when about K runs lie beyond it; below that its estimate is flagged
-// insufficient and its interval is null, and so is the H3 − H2 difference
-// at p. The cluster bootstrap's coverage is governed by that tail count,
-// whatever p. In simulation (TestIntervalCoverage; REPORT.md, "Small
-// samples") K = 15 covered 93.7–94.4 % at every threshold; K = 10 was on
-// the edge (93.0 %, and 92.9 % with a stronger per-run effect), K = 5 at
-// 91–93 %.
-const MinTailRuns = 15
+// MinTailRuns is K of the sufficiency rule (stats.MinTailRuns): an
+// interval at percentile p needs runs × (1 − p/100) ≥ K.
+const MinTailRuns = stats.MinTailRuns
 
 // ExactBelowSamples is the size under which an outcome's percentiles are
-// exact type-7 quantiles computed in Go on its fetched samples instead of
-// ClickHouse's t-digest — when the group's runs were all fetched (not
-// thinned to MaxRunsPerGroup) and the fetched samples are all of its
-// samples. At 200 samples the t-digest's p99 was 11 % high; from 10 000 on
-// its rank error (REPORT.md, "Accuracy") is at most 0.1 % at p99, and the
-// Go side sorts at most this many values per outcome.
-const ExactBelowSamples = 10000
-
-// runsNeeded is the fewest runs with which percentile p (in percent) gets
-// an interval.
-func runsNeeded(p float64) int {
-	return int(math.Ceil(MinTailRuns*100/(100-p) - 1e-9))
-}
+// exact (stats.ExactBelowSamples) when its group's runs were all fetched
+// (not thinned to MaxRunsPerGroup) and they hold all of its samples.
+const ExactBelowSamples = stats.ExactBelowSamples
 
 // sufficient reports whether runs are enough for an interval at p.
-func sufficient(runs int, p float64) bool { return runs >= runsNeeded(p) }
+func sufficient(runs int, p float64) bool { return stats.Sufficient(runs, p) }
 
 // minRunCap is the smallest MaxRunsPerGroup that can show every percentile:
 // what the highest one needs. A lower cap would hide p99 in exactly the
 // groups with the most data.
-func minRunCap() int { return runsNeeded(percentiles[len(percentiles)-1]) }
+func minRunCap() int { return stats.RunsNeeded(percentiles[len(percentiles)-1]) }
 
 // sufficiencyText states the rule and what each percentile needs.
 func sufficiencyText() string {
@@ -49,7 +32,7 @@ func sufficiencyText() string {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		fmt.Fprintf(&b, " p%g %d runs", p, runsNeeded(p))
+		fmt.Fprintf(&b, " p%g %d runs", p, stats.RunsNeeded(p))
 	}
 	return b.String()
 }
@@ -67,29 +50,28 @@ func (s *Stats) markSufficiency(runs int) {
 }
 
 // settle completes the outcomes of g from its fetched runs, before any
-// interval is computed: exact percentiles (order-balanced, order.go) where
-// ExactBelowSamples allows,
-// and the sufficiency of H2 and H3 judged on the runs their intervals are
-// computed from (exactly counted; the group's runs unless it was thinned).
-// The fallback and other outcomes have no intervals and keep the flags
-// their reported runs gave them.
-func settle(g *Group, runs []runSamples) {
+// interval is computed: exact percentiles (stats.Exact, order-balanced)
+// where ExactBelowSamples allows, and the sufficiency of H2 and H3 judged
+// on the runs their intervals are computed from (exactly counted; the
+// group's runs unless it was thinned). The fallback and other outcomes
+// have no intervals and keep the flags their reported runs gave them.
+func settle(g *Group, runs []stats.Run) {
 	for _, o := range []struct {
 		s    *Stats
-		vals func(*runSamples) []float64
+		kind stats.Kind
 		ci   bool
 	}{
-		{g.H2, func(r *runSamples) []float64 { return r.h2 }, true},
-		{g.H3, func(r *runSamples) []float64 { return r.h3 }, true},
-		{g.WantedH3GotH2, func(r *runSamples) []float64 { return r.fbDur }, false},
-		{g.Other, func(r *runSamples) []float64 { return r.other }, false},
+		{g.H2, stats.KindH2, true},
+		{g.H3, stats.KindH3, true},
+		{g.WantedH3GotH2, stats.KindFallback, false},
+		{g.Other, stats.KindOther, false},
 	} {
 		if o.s == nil {
 			continue
 		}
 		n, total := 0, 0
 		for i := range runs {
-			if v := o.vals(&runs[i]); len(v) > 0 {
+			if v := runs[i].Samples(o.kind); len(v) > 0 {
 				n, total = n+1, total+len(v)
 			}
 		}
@@ -97,17 +79,15 @@ func settle(g *Group, runs []runSamples) {
 		// selections disagree: then the t-digest of the full selection
 		// stays.
 		if !g.Sampled && total == o.s.Samples && total < ExactBelowSamples {
-			var all [2][]float64 // by batch order
-			for i := range runs {
-				k := orderH2First
-				if runs[i].h3First {
-					k = orderH3First
-				}
-				all[k] = append(all[k], o.vals(&runs[i])...)
+			ps := make([]float64, len(o.s.Percentiles))
+			for i, p := range o.s.Percentiles {
+				ps[i] = p.P
 			}
-			slices.Sort(all[0])
-			slices.Sort(all[1])
-			exactBalanced(&all, o.s)
+			if qs, ok := stats.Exact(runs, o.kind, ps); ok {
+				for i := range o.s.Percentiles {
+					o.s.Percentiles[i].MS = round3(qs[i])
+				}
+			}
 			o.s.Exact = true
 		}
 		o.s.fetchedRuns = n

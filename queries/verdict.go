@@ -7,24 +7,16 @@ import (
 	"strings"
 
 	"github.com/h3rum/h3rum/beacon"
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
-// The power rule turns a group's H3 − H2 difference at one percentile and
-// its bootstrap interval into an answer in words, and says what the runs
-// at hand can and cannot tell apart. The report's verdicts use it, and so
-// can anything that must decide whether a difference is detectable with a
-// given number of runs.
-//
-// Verdict: the difference is declared when its 95 % interval (the cluster
-// bootstrap's, bootstrap.go) excludes zero; each group is judged at its own
-// 95 % (REPORT.md, "Verdicts", says why no correction across groups).
-//
-// Minimum detectable effect: the bootstrap's spread gives a standard error,
-// SE = (interval width) / (2 z₀.₉₇₅), and MDE = (z₀.₉₇₅ + z₀.₈₀) SE ≈ 2.80 SE is
-// the true difference that an interval of that width excludes zero for in
-// 80 % of data sets. A percentile's standard error shrinks as 1/√runs, so
-// with m runs instead of n the MDE is MDE·√(n/m), and an effect E needs
-// n·(MDE/E)² runs. TestPowerRuleBySimulation checks both rates.
+// A verdict is the power rule (stats/power.go) applied to a group's H3 − H2
+// difference at one percentile and its bootstrap interval, said in words,
+// with what the runs at hand can and cannot tell apart. The report's
+// verdicts use it, and so can anything that must decide whether a
+// difference is detectable with a given number of runs. Each group is
+// judged at its own 95 % (REPORT.md, "Verdicts", says why no correction
+// across groups).
 
 // Verdicts, as Verdict.Verdict spells them.
 const (
@@ -38,10 +30,10 @@ const (
 
 // Defaults of VerdictRule, and the rule's fixed levels.
 const (
-	DefaultVerdictP = 95   // Dropbox's headline percentile: HTTP/3's gain lives in the tail
-	DefaultEffectMS = 10   // the effect of interest for "how many more runs"
-	VerdictLevel    = 0.95 // the bootstrap intervals' (interval, bootstrap.go), which the verdict reads
-	VerdictPower    = 0.80
+	DefaultVerdictP = 95          // Dropbox's headline percentile: HTTP/3's gain lives in the tail
+	DefaultEffectMS = 10          // the effect of interest for "how many more runs"
+	VerdictLevel    = stats.Level // the bootstrap intervals', which the verdict reads
+	VerdictPower    = stats.Power
 )
 
 // The range of an effect (Options.EffectMS). Below a browser's timer
@@ -52,19 +44,6 @@ const (
 	MinEffectMS = 0.1
 	MaxEffectMS = beacon.RequestTimeoutMS
 )
-
-// maxRunsToDetect bounds RunsToDetect: 2^53, the largest count a float64
-// holds exactly, far beyond any site's runs.
-const maxRunsToDetect = 1 << 53
-
-// zLevel and zPower are the standard normal quantiles of the rule:
-// z₀.₉₇₅ ≈ 1.960 (a two-sided 95 % interval) and z₀.₈₀ ≈ 0.842 (80 % power).
-var (
-	zLevel = normalQuantile(1 - (1-VerdictLevel)/2)
-	zPower = normalQuantile(VerdictPower)
-)
-
-func normalQuantile(q float64) float64 { return math.Sqrt2 * math.Erfinv(2*q-1) }
 
 // VerdictRule says what a verdict judges. The zero value judges p95, asks
 // about 10 ms and takes DefaultMinRuns.
@@ -137,7 +116,7 @@ type Verdict struct {
 func (r VerdictRule) Judge(g *Group) Verdict {
 	r = r.withDefaults()
 	v := Verdict{Group: g.Group, P: r.P, Level: VerdictLevel, Power: VerdictPower, EffectMS: r.EffectMS,
-		RunsForInterval: max(runsNeeded(r.P), r.MinRuns)}
+		RunsForInterval: max(stats.RunsNeeded(r.P), r.MinRuns)}
 	runs := func(s *Stats) int {
 		if s.fetchedRuns > 0 && !g.Sampled {
 			return s.fetchedRuns
@@ -175,11 +154,11 @@ func (r VerdictRule) Judge(g *Group) Verdict {
 	default:
 		lo, hi := *d.CILowMS, *d.CIHighMS
 		v.CILowMS, v.CIHighMS = ptr(lo), ptr(hi)
-		v.MDEMS = ptr(mde(lo, hi))
-		switch {
-		case hi < 0:
+		v.MDEMS = ptr(stats.MDE(stats.SE(lo, hi)))
+		switch stats.Decide(lo, hi) {
+		case stats.Faster:
 			v.Verdict = VerdictFaster
-		case lo > 0:
+		case stats.Slower:
 			v.Verdict = VerdictSlower
 		default:
 			v.Verdict = VerdictNoDifference
@@ -193,37 +172,28 @@ func (r VerdictRule) Judge(g *Group) Verdict {
 	return v
 }
 
-// mde is the minimum detectable effect at 80 % power of a difference whose
-// 95 % interval is [lo, hi].
-func mde(lo, hi float64) float64 {
-	se := (hi - lo) / (2 * zLevel)
-	return (zLevel + zPower) * se
-}
-
 // MDEAt is the minimum detectable effect, in ms, that runs runs would
-// give: the MDE scales as 1/√runs. ok is false without an MDE.
+// give (stats.MDEAt). ok is false without an MDE.
 func (v *Verdict) MDEAt(runs int) (ms float64, ok bool) {
-	if v.MDEMS == nil || v.Runs <= 0 || runs <= 0 {
+	if v.MDEMS == nil {
 		return 0, false
 	}
-	return *v.MDEMS * math.Sqrt(float64(v.Runs)/float64(runs)), true
+	return stats.MDEAt(*v.MDEMS, v.Runs, runs)
 }
 
 // RunsToDetect is how many runs in all would detect a difference of
-// effectMS (either sign) with 80 % power at the verdict's percentile:
-// Runs·(MDE/effect)², never fewer than an interval needs. ok is false
-// without an MDE, for an effect that is not positive, or for one so small
-// against the MDE that the count would pass maxRunsToDetect.
+// effectMS (either sign) with 80 % power at the verdict's percentile
+// (stats.RunsToDetect), never fewer than an interval needs. ok is false
+// without an MDE, or when stats.RunsToDetect has no count.
 func (v *Verdict) RunsToDetect(effectMS float64) (runs int, ok bool) {
-	effectMS = math.Abs(effectMS)
-	if v.MDEMS == nil || v.Runs <= 0 || !(effectMS > 0) || math.IsInf(effectMS, 0) {
+	if v.MDEMS == nil {
 		return 0, false
 	}
-	n := float64(v.Runs) * math.Pow(*v.MDEMS/effectMS, 2)
-	if !(n < maxRunsToDetect) {
-		return 0, false // no count of runs is advice; and int(n) would be undefined
+	n, ok := stats.RunsToDetect(*v.MDEMS, v.Runs, effectMS)
+	if !ok {
+		return 0, false
 	}
-	return max(int(math.Ceil(n-1e-9)), v.RunsForInterval), true
+	return max(n, v.RunsForInterval), true
 }
 
 // text says v in one line, e.g. "AS: HTTP/3 faster at p95 by 146 ms (95 %
@@ -272,6 +242,7 @@ func (v *Verdict) text() string {
 // verdictRuleText states the power rule and what it means across n
 // judged groups.
 func verdictRuleText(n int) string {
+	zLevel, zPower := stats.Z()
 	s := fmt.Sprintf("each group judged at its own 95 %% interval; smallest detectable difference at 80 %% power = "+
 		"(%.2f + %.2f) × SE, SE = interval width / %.2f, shrinking as 1/√runs", zLevel, zPower, 2*zLevel)
 	if n > 1 {
