@@ -78,7 +78,7 @@ func BenchmarkIngest(b *testing.B) {
 		if err := p.Start(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		srv := httptest.NewServer(&Handler{Sink: p})
+		srv := httptest.NewServer(&Handler{Sink: p, RateLimit: Unlimited})
 		var next, failed atomic.Int64
 		var wg sync.WaitGroup
 		cpu0 = cpuNow(b, chPID)

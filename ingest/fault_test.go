@@ -37,7 +37,7 @@ func TestFaultClickHouseStop(t *testing.T) {
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(&Handler{Sink: p})
+	srv := httptest.NewServer(&Handler{Sink: p, RateLimit: Unlimited})
 	t.Cleanup(srv.Close)
 
 	const workers, maxPerWorker = 4, 8000

@@ -28,9 +28,24 @@ type Sink interface {
 	Accept(ctx context.Context, run store.Run) error
 }
 
-// DefaultAgentRateLimit is the reports per second an agent connection may
-// send when Handler.AgentRateLimit is not set.
-const DefaultAgentRateLimit = 50
+// The Handler's defaults, which `h3rum serve`'s flags show.
+const (
+	// DefaultRateLimit is the sustained reports per second one client
+	// address may send, to each of /beacon and /reports.
+	DefaultRateLimit = 10
+	// DefaultAgentRateLimit is the reports per second one agent
+	// connection may send.
+	DefaultAgentRateLimit = 50
+	// DefaultConcurrencyWait is how long a report waits for a decoding
+	// slot before it is answered 503.
+	DefaultConcurrencyWait = 2 * time.Second
+	// DefaultWSPingInterval is how often an idle agent WebSocket is pinged.
+	DefaultWSPingInterval = 30 * time.Second
+)
+
+// Unlimited, as a Handler's RateLimit, turns the per-address rate limit
+// off (behind a proxy that is not trusted, every client shares one address).
+const Unlimited = -1
 
 // Handler receives reports: POST /beacon from browsers (with its CORS
 // preflight, OPTIONS /beacon), GET /ingest/ws, a WebSocket for
@@ -61,8 +76,9 @@ type Handler struct {
 	// Clients.TrustedProxies; empty ignores such headers.
 	GeoHeader string
 	// RateLimit is the sustained reports per second allowed per client
-	// address (per /64 for IPv6) on POST /beacon; 0 means unlimited. It is
-	// applied before the body is read.
+	// address (per /64 for IPv6) on POST /beacon, and apart from it on
+	// POST /reports; it is applied before the body is read. Default
+	// DefaultRateLimit; negative (Unlimited) turns it off.
 	RateLimit float64
 	// RateBurst is how many reports a client may send at once. Default
 	// RateLimit rounded up, at least 1.
@@ -84,7 +100,8 @@ type Handler struct {
 	// not throttle. Share one with the report endpoints.
 	Failures *access.Failures
 	// WSPingInterval is how often the server pings an idle WebSocket; a
-	// connection silent for two intervals is closed. Default 30 s.
+	// connection silent for two intervals is closed. Default
+	// DefaultWSPingInterval.
 	WSPingInterval time.Duration
 	// MaxConcurrency is how many reports are decoded and enriched at once.
 	// It keeps a burst of reports from taking every core away from the
@@ -92,7 +109,7 @@ type Handler struct {
 	// at least 1.
 	MaxConcurrency int
 	// ConcurrencyWait is how long a report waits for a decoding slot before
-	// it is answered 503 with Retry-After. Default 2 s.
+	// it is answered 503 with Retry-After. Default DefaultConcurrencyWait.
 	ConcurrencyWait time.Duration
 	// Logger receives connection-level events; per-request errors are only
 	// counted. Nil discards.
@@ -144,8 +161,8 @@ func (h *Handler) init() {
 	if h.Sink == nil {
 		errs = append(errs, errors.New("ingest handler: no Sink"))
 	}
-	if h.RateLimit < 0 || math.IsNaN(h.RateLimit) || math.IsInf(h.RateLimit, 0) {
-		errs = append(errs, fmt.Errorf("ingest handler: rate limit %v must be a positive number or 0", h.RateLimit))
+	if math.IsNaN(h.RateLimit) || math.IsInf(h.RateLimit, 0) {
+		errs = append(errs, fmt.Errorf("ingest handler: rate limit %v must be a number (negative: unlimited)", h.RateLimit))
 	}
 	if h.AgentRateLimit < 0 || math.IsNaN(h.AgentRateLimit) || math.IsInf(h.AgentRateLimit, 0) {
 		errs = append(errs, fmt.Errorf("ingest handler: agent rate limit %v must be a positive number or 0", h.AgentRateLimit))
@@ -170,9 +187,9 @@ func (h *Handler) init() {
 	for _, f := range append(beacon.DecodeFields(), fieldNone) {
 		h.m.rejectedFields.WithLabelValues(f)
 	}
-	if h.RateLimit > 0 {
-		h.limiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)
-		h.nelLimiter = access.NewLimiter(h.RateLimit, h.RateBurst, h.RateClients)
+	if rate := h.rateLimit(); rate > 0 {
+		h.limiter = access.NewLimiter(rate, h.RateBurst, h.RateClients)
+		h.nelLimiter = access.NewLimiter(rate, h.RateBurst, h.RateClients)
 	}
 	h.beaconEP = endpoint{rejected: h.m.rejected, originAllowed: h.originAllowed, cors: h.cors,
 		originRefusal: "origin %.100q may not send reports", limiter: h.limiter, maxBody: h.maxBody}
@@ -185,6 +202,14 @@ func (h *Handler) init() {
 	h.mux = http.NewServeMux()
 	h.routes(h.mux)
 	h.initErr = errors.Join(errs...)
+}
+
+// rateLimit is RateLimit resolved: 0 is the default, negative none.
+func (h *Handler) rateLimit() float64 {
+	if h.RateLimit == 0 {
+		return DefaultRateLimit
+	}
+	return max(h.RateLimit, 0)
 }
 
 func (h *Handler) routes(mux *http.ServeMux) {
@@ -305,7 +330,7 @@ func (h *Handler) acquire(ctx context.Context) bool {
 	}
 	wait := h.ConcurrencyWait
 	if wait <= 0 {
-		wait = 2 * time.Second
+		wait = DefaultConcurrencyWait
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()

@@ -190,7 +190,7 @@ func labelledSeries(t *testing.T, reg *prometheus.Registry, metric, label, value
 // puts in its keys.
 func TestHandlerCountsRefusalsByField(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h := &Handler{Sink: &recordingSink{}, Registerer: reg}
+	h := &Handler{Sink: &recordingSink{}, RateLimit: Unlimited, Registerer: reg}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	post := func(body []byte) (int, string) {
@@ -737,5 +737,22 @@ func TestRefusalBeforeBodyKeepsHTTP2Connection(t *testing.T) {
 	defer mu.Unlock()
 	if conns != 1 {
 		t.Errorf("%d connections for four requests, want 1 (a refusal closed the connection)", conns)
+	}
+}
+
+// A zero RateLimit is the default limit, like every other zero setting;
+// only a negative one (Unlimited) turns it off.
+func TestHandlerRateLimitZeroIsDefault(t *testing.T) {
+	for _, tc := range []struct {
+		rate    float64
+		limited bool
+	}{{0, true}, {3, true}, {Unlimited, false}} {
+		h := &Handler{Sink: &recordingSink{}, RateLimit: tc.rate}
+		if err := h.Init(); err != nil {
+			t.Fatalf("RateLimit %v: %v", tc.rate, err)
+		}
+		if limited := h.limiter != nil && h.nelLimiter != nil; limited != tc.limited {
+			t.Errorf("RateLimit %v: limited %v, want %v", tc.rate, limited, tc.limited)
+		}
 	}
 }

@@ -33,7 +33,13 @@ const (
 	DefaultBatchRows     = 20000                  // sample rows that trigger an insert
 	DefaultFlushInterval = time.Second            // longest a run waits in memory
 	DefaultCommitDelay   = 500 * time.Microsecond // group commit's wait for more reports
+	DefaultQueueRuns     = 4096                   // runs held in memory before the batcher reads the spool
+	DefaultInsertTimeout = 30 * time.Second       // one insert attempt's bound, retried after it
 )
+
+// NoCommitDelay, as a Pipeline's CommitDelay, acknowledges each report as
+// soon as its own fsync is done.
+const NoCommitDelay time.Duration = -1
 
 // Pipeline takes enriched runs (and uploads of Network Error Logging
 // reports, AcceptNEL) to ClickHouse without losing any it has
@@ -68,11 +74,11 @@ type Pipeline struct {
 	// waiting, for more to share its write and fsync (group commit with a
 	// commit delay). Under a load of reports each fsync then serves more
 	// of them; a lone report is acknowledged that much later. Default
-	// DefaultCommitDelay; negative turns it off.
+	// DefaultCommitDelay; negative (NoCommitDelay) turns it off.
 	CommitDelay time.Duration
 	// QueueRuns is the capacity of the in-memory queue, in runs. When it is
 	// full, runs are still accepted into the spool and read back from disk.
-	// Default 4096.
+	// Default DefaultQueueRuns.
 	QueueRuns int
 	// SpoolMaxBytes is the disk budget of the spool; beyond it Accept
 	// returns ErrBusy. Default spool.DefaultMaxBytes (1 GiB).
@@ -91,7 +97,7 @@ type Pipeline struct {
 	// cluster by address (store.DB.DialServer): an insert in doubt is
 	// completed shard by shard. Without it, one is only checked.
 	ClusterDial func(ctx context.Context, addr string) (driver.Conn, error)
-	// InsertTimeout bounds one insert attempt. Default 30 s.
+	// InsertTimeout bounds one insert attempt. Default DefaultInsertTimeout.
 	InsertTimeout time.Duration
 	// Ready, when set, holds back every insert until it is closed: the
 	// store is unreachable or its schema is being migrated. Runs are
@@ -170,7 +176,7 @@ func (p *Pipeline) insertTimeout() time.Duration {
 	if p.InsertTimeout > 0 {
 		return p.InsertTimeout
 	}
-	return 30 * time.Second
+	return DefaultInsertTimeout
 }
 
 // Start recovers the spool — checking every segment left by an earlier
@@ -191,7 +197,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	}
 	queueRuns := p.QueueRuns
 	if queueRuns <= 0 {
-		queueRuns = 4096
+		queueRuns = DefaultQueueRuns
 	}
 	p.queue = make(chan queued, queueRuns)
 	m, err := newPipelineMetrics(p.Registerer, func() float64 { return float64(len(p.queue)) })

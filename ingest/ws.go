@@ -26,7 +26,7 @@ func (h *Handler) pingInterval() time.Duration {
 	if h.WSPingInterval > 0 {
 		return h.WSPingInterval
 	}
-	return 30 * time.Second
+	return DefaultWSPingInterval
 }
 
 // authorized checks the agent token from "Authorization: Bearer …", in
