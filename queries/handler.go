@@ -29,8 +29,9 @@ const CookieName = "h3rum_report"
 
 // The Handler's defaults, which `h3rum serve`'s flags show.
 const (
-	DefaultMaxConcurrent = 2               // reports computed at once
-	DefaultQueueWait     = 2 * time.Second // a report's wait for its turn before 503
+	DefaultMaxConcurrent = 2                // reports computed at once
+	DefaultQueueWait     = 2 * time.Second  // a report's wait for its turn before 503
+	DefaultTimeout       = 30 * time.Second // one report computation's bound
 )
 
 // Handler serves GET /api/report (JSON), GET /dashboard (HTML with SVG
@@ -66,7 +67,7 @@ type Handler struct {
 	QueueWait time.Duration
 	// Hub feeds /api/live; nil answers 404 there.
 	Hub *Hub
-	// Timeout bounds one report computation. Default 30 s.
+	// Timeout bounds one report computation. Default DefaultTimeout.
 	Timeout time.Duration
 	// Logger receives report failures and live-client events; nil discards.
 	Logger *slog.Logger
@@ -118,7 +119,7 @@ func (h *Handler) timeout() time.Duration {
 	if h.Timeout > 0 {
 		return h.Timeout
 	}
-	return 30 * time.Second
+	return DefaultTimeout
 }
 
 // fail answers with a one-line plain-text reason.

@@ -88,14 +88,21 @@ var ErrHubClosed = errors.New("live feed closed: the collector is shutting down"
 // buffer was full.
 var ErrTooSlow = errors.New("too slow: dropped")
 
+// The Hub's defaults.
+const (
+	DefaultClientBuffer = 64  // messages queued per live client
+	DefaultMaxClients   = 256 // live clients at once
+)
+
 // Hub fans accepted runs out to live clients. Publish never blocks: each
 // client has a bounded buffer, and a client whose buffer is full is
 // dropped (and counted) rather than slowing ingestion. The zero value is
 // ready to use.
 type Hub struct {
-	// ClientBuffer is the number of messages queued per client. Default 64.
+	// ClientBuffer is the number of messages queued per client. Default
+	// DefaultClientBuffer.
 	ClientBuffer int
-	// MaxClients bounds concurrent subscribers. Default 256.
+	// MaxClients bounds concurrent subscribers. Default DefaultMaxClients.
 	MaxClients int
 
 	mu        sync.Mutex
@@ -154,11 +161,11 @@ func (h *Hub) Stats() HubStats {
 func (h *Hub) Subscribe() (*Subscription, error) {
 	size := h.ClientBuffer
 	if size <= 0 {
-		size = 64
+		size = DefaultClientBuffer
 	}
 	maxClients := h.MaxClients
 	if maxClients <= 0 {
-		maxClients = 256
+		maxClients = DefaultMaxClients
 	}
 	c := make(chan []byte, size)
 	s := &Subscription{C: c, c: c, done: make(chan struct{})}
