@@ -43,6 +43,10 @@ const (
 	// DefaultMaxUnvalidatedHandshakes: see Server.MaxUnvalidatedHandshakes.
 	DefaultMaxUnvalidatedHandshakes = 256
 	DefaultMaxRequestsPerAddr       = 1024
+	// DefaultMetricsAddr is where `h3rum serve` exposes /metrics unless
+	// told otherwise. A Server's zero MetricsAddr opens no listener: a
+	// fixed port in every Server would collide in tests and embedders.
+	DefaultMetricsAddr = "localhost:9464"
 
 	// maxMaxProbeBytes bounds MaxProbeBytes: the server keeps that many
 	// random bytes in memory.
@@ -300,7 +304,8 @@ type Server struct {
 	// MetricsAddr is the host:port of a plain-HTTP listener that serves
 	// /metrics (Prometheus) and nothing else, for a private network or
 	// loopback: it has no TLS and no per-address cap. Start fails when it
-	// is set and there is no Gatherer. Default "": no metrics listener.
+	// is set and there is no Gatherer. Default "": no metrics listener
+	// (`h3rum serve` defaults to DefaultMetricsAddr).
 	MetricsAddr string
 	// MetricsHosts are further host names the metrics listener answers
 	// to. It answers a request only when its Host cannot be a web page's
