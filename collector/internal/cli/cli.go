@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrHelp marks a -h whose flag list was printed: exit status 0.
@@ -90,6 +93,41 @@ func (l *List) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// Seconds is a flag holding a time.Duration written as whole seconds, for
+// settings the web writes in seconds (Alt-Svc's ma=, NEL's max_age). Name
+// the unit in the usage as `seconds` so that -h shows it.
+type Seconds time.Duration
+
+func (s *Seconds) String() string { return strconv.FormatInt(int64(time.Duration(*s)/time.Second), 10) }
+func (s *Seconds) Set(v string) error {
+	d, err := wholeUnits(v, time.Second)
+	*s = Seconds(d)
+	return err
+}
+
+// Days is a flag holding a time.Duration written as whole days. Name the
+// unit in the usage as `days` so that -h shows it.
+type Days time.Duration
+
+func (d *Days) String() string { return strconv.FormatInt(int64(time.Duration(*d)/(24*time.Hour)), 10) }
+func (d *Days) Set(v string) error {
+	t, err := wholeUnits(v, 24*time.Hour)
+	*d = Days(t)
+	return err
+}
+
+// wholeUnits parses an integer count of unit, as flag.Int would.
+func wholeUnits(v string, unit time.Duration) (time.Duration, error) {
+	n, err := strconv.ParseInt(v, 0, 64)
+	if err != nil {
+		return 0, errors.New("parse error")
+	}
+	if n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit) {
+		return 0, errors.New("value out of range")
+	}
+	return time.Duration(n) * unit, nil
 }
 
 // LogFlags are the logging flags every command shares.
