@@ -78,7 +78,7 @@ func (r *run) startCollector(ctx context.Context, geo string) (stop func(), err 
 	cmd := exec.Command(exe, "serve",
 		"--addr", fmt.Sprintf(":%d", h3Port), "--h2-addr", fmt.Sprintf(":%d", h2Port),
 		"--h3-host", h3Host, "--h2-host", h2Host, "--data-dir", r.dir, "--geoip-db", geo,
-		"--rate-limit", "0", "--metrics-addr", "", "--flush-interval", "200ms", "--agent-token", r.token)
+		"--rate-limit", "-1", "--metrics-addr", "", "--flush-interval", "200ms", "--agent-token", r.token)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// No Pdeathsig: it follows the forking thread, here one of the
 	// runtime's, not this process.

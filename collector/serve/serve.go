@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -40,50 +39,36 @@ const (
 	RoleIngest = "ingest" // reports, ClickHouse and the report endpoints; no /probe
 )
 
-// Config is a collector. Each field is the `h3rum serve` flag its comment
-// names, whose help gives its meaning and default; Validate's messages
-// name those flags.
+// Config is a collector: the settings of the packages it runs, each
+// owned by its package (a zero field means that package's default), and
+// what only serve decides. Each setting is the `h3rum serve` flag its
+// comment names; Validate's messages name those flags.
 type Config struct {
-	// Origin is the two origins (--addr … --metrics-addr). Validate sets
-	// AltSvcMaxAge, NEL, TrustedProxies and DataDir from the fields below;
-	// Run sets Handler, Registerer, Logger, NoProbe and HealthDetail.
+	// Origin is the two origins (--addr … --metrics-addr, --alt-svc-*,
+	// --nel-max-age … --nel-endpoint). Validate sets DataDir and
+	// TrustedProxies, and NEL by Role; Run sets Handler, Registerer,
+	// Logger, NoProbe and HealthDetail.
 	Origin origin.Server
 	// Store is --clickhouse, --data-dir and --cluster; Run sets Start and
 	// Logger.
 	Store store.Options
+	// Ingest takes the reports (--sites … --ingest-concurrency,
+	// --nel-hosts). Its Clients are the one rule for client addresses
+	// (--trusted-proxies, --client-ip-header) that the origins and the
+	// report endpoints follow too. Validate fills NELHosts; Run sets
+	// Sink, Enricher, Origins, Failures, NELSink, Logger and Registerer.
+	Ingest ingest.Handler
+	// Pipeline makes reports durable and inserts them (--batch-rows …
+	// --retention). Run sets Conn, Dir, Cluster, ClusterDial, Ready,
+	// Feed, Logger and Registerer.
+	Pipeline ingest.Pipeline
+	// Queries answers the report endpoints (--report-token,
+	// --open-reports, --report-concurrency). Run sets Conn, Clients,
+	// Failures, Hub and Logger.
+	Queries queries.Handler
 
-	AltSvcMaxAge int // --alt-svc-max-age, seconds
-
-	// Network Error Logging (see origin.NEL)
-	NELMaxAge          int // --nel-max-age, seconds; 0: no NEL headers
-	NELSuccessFraction float64
-	NELFailureFraction float64
-	NELSubdomains      bool
-	NELEndpoint        string
-	NELHosts           []string // --nel-hosts (default: origin.Server.NELHosts)
-
-	// ingest
-	Sites          []string
-	TrustedProxies []netip.Prefix
-	ClientIPHeader string
-	GeoHeader      string
-	GeoIPDB        string // --geoip-db, comma-separated
-	ASNDB          string
-	RateLimit      float64
-	MaxBeaconBytes int64
-	AgentToken     string // the token itself (cmd/h3rum reads --agent-token-file)
-	AgentRateLimit float64
-	Concurrency    int // --ingest-concurrency
-	BatchRows      int
-	FlushInterval  time.Duration
-	CommitDelay    time.Duration // 0: none
-	SpoolMaxBytes  int64
-	RetentionDays  int // --retention
-
-	// queries
-	ReportToken       string // the token itself (cmd/h3rum reads --report-token-file)
-	OpenReports       bool   // answer the report endpoints without a token (access.CheckOpen)
-	ReportConcurrency int
+	GeoIPDB string // --geoip-db, comma-separated
+	ASNDB   string // --asn-db
 
 	Role      string // RoleAll, RoleProbe or RoleIngest
 	IngestURL string // where a probe-only collector's demo sends reports
@@ -95,6 +80,10 @@ type Config struct {
 	// Ready, when set (tests), is called once the origins listen.
 	Ready func(*Started)
 }
+
+// MaxCommitDelay bounds --commit-delay: a lone report is acknowledged that
+// much later.
+const MaxCommitDelay = time.Second
 
 // Started is a collector that listens, as Config.Ready sees it.
 type Started struct {
@@ -131,75 +120,70 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--role %q: want all, probe or ingest", c.Role))
 	}
-	if c.AltSvcMaxAge <= 0 {
-		errs = append(errs, errors.New("--alt-svc-max-age must be positive"))
-	}
-	if c.Concurrency < 0 {
+	ih, pipe, qh := &c.Ingest, &c.Pipeline, &c.Queries
+	if ih.MaxConcurrency < 0 {
 		errs = append(errs, errors.New("--ingest-concurrency must not be negative"))
 	}
-	if c.RateLimit < 0 {
-		errs = append(errs, errors.New("--rate-limit must not be negative"))
+	if ih.AgentRateLimit < 0 {
+		errs = append(errs, errors.New("--agent-rate-limit must not be negative"))
 	}
-	if c.AgentRateLimit <= 0 {
-		errs = append(errs, errors.New("--agent-rate-limit must be positive"))
+	if qh.MaxConcurrent < 0 {
+		errs = append(errs, errors.New("--report-concurrency must not be negative"))
 	}
-	if c.ReportConcurrency <= 0 {
-		errs = append(errs, errors.New("--report-concurrency must be positive"))
-	}
-	if err := (&access.Clients{Header: c.ClientIPHeader}).Validate(); err != nil {
+	if err := ih.Clients.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("--client-ip-header: %w", err))
 	}
-	if len(c.TrustedProxies) == 0 {
+	if len(ih.Clients.TrustedProxies) == 0 {
 		// Headers only trusted proxies may set would be believed from no one.
-		if c.GeoHeader != "" {
+		if ih.GeoHeader != "" {
 			errs = append(errs, errors.New("--geo-header is believed only from --trusted-proxies; give the CDN's address ranges"))
 		}
-		if !strings.EqualFold(c.ClientIPHeader, access.DefaultClientIPHeader) {
+		if !strings.EqualFold(ih.Clients.Header, access.DefaultClientIPHeader) {
 			errs = append(errs, errors.New("--client-ip-header is read only from --trusted-proxies; give their address ranges"))
 		}
 	}
-	if c.MaxBeaconBytes < 1024 {
+	if ih.MaxBodyBytes != 0 && ih.MaxBodyBytes < 1024 {
 		errs = append(errs, errors.New("--max-beacon-bytes must be at least 1024"))
 	}
-	if c.BatchRows <= 0 {
-		errs = append(errs, errors.New("--batch-rows must be positive"))
+	if pipe.BatchRows < 0 {
+		errs = append(errs, errors.New("--batch-rows must not be negative"))
 	}
-	if c.FlushInterval <= 0 {
-		errs = append(errs, errors.New("--flush-interval must be positive"))
+	if pipe.FlushInterval < 0 {
+		errs = append(errs, errors.New("--flush-interval must not be negative"))
 	}
-	if c.CommitDelay < 0 || c.CommitDelay > time.Second {
-		errs = append(errs, errors.New("--commit-delay must be between 0 and 1s"))
+	if pipe.CommitDelay > MaxCommitDelay {
+		errs = append(errs, fmt.Errorf("--commit-delay must be at most %v (negative: none)", MaxCommitDelay))
 	}
-	if c.SpoolMaxBytes < 1<<20 {
+	if pipe.SpoolMaxBytes != 0 && pipe.SpoolMaxBytes < 1<<20 {
 		errs = append(errs, errors.New("--spool-max-bytes must be at least 1 MiB"))
 	}
-	if c.RetentionDays < 0 {
+	if pipe.Retention < 0 {
 		errs = append(errs, errors.New("--retention must not be negative"))
 	}
-	for _, tok := range []struct{ name, value string }{{"report-token", c.ReportToken}, {"agent-token", c.AgentToken}} {
+	for _, tok := range []struct{ name, value string }{{"report-token", qh.Token}, {"agent-token", ih.AgentToken}} {
 		if tok.value != "" && len(tok.value) < MinTokenBytes {
 			errs = append(errs, fmt.Errorf("--%s is %d bytes; use at least %d (e.g. openssl rand -hex 32)", tok.name, len(tok.value), MinTokenBytes))
 		}
 	}
-	if c.OpenReports {
+	if qh.AllowOpen {
 		switch {
-		case c.ReportToken != "":
+		case qh.Token != "":
 			errs = append(errs, errors.New("--open-reports answers without a token: give it or --report-token, not both"))
 		case c.Role == RoleProbe:
 			errs = append(errs, errors.New("--open-reports: --role probe serves no reports"))
 		default:
-			if err := access.CheckOpen([]string{c.Origin.Addr, c.Origin.H2Addr}, c.TrustedProxies); err != nil {
+			if err := access.CheckOpen([]string{c.Origin.Addr, c.Origin.H2Addr}, ih.Clients.TrustedProxies); err != nil {
 				errs = append(errs, fmt.Errorf("--open-reports: %w", err))
 			}
 		}
 	}
-	c.Origin.AltSvcMaxAge = time.Duration(c.AltSvcMaxAge) * time.Second
-	if c.NELMaxAge < 0 {
+	if c.Origin.NEL.MaxAge < 0 {
 		errs = append(errs, errors.New("--nel-max-age must not be negative"))
 	}
 	c.Origin.NEL = c.nel()
-	c.Origin.TrustedProxies = c.TrustedProxies
+	c.Origin.TrustedProxies = ih.Clients.TrustedProxies
 	c.Origin.DataDir = c.Store.DataDir
+	ih.NELHosts = c.Origin.NELHosts(ih.NELHosts)
 	if err := c.Origin.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -210,10 +194,11 @@ func (c *Config) Validate() error {
 }
 
 // nel is the origins' NEL policy: none for an ingest-only process (it has
-// no probe) or a probe-only one with nowhere to send reports.
+// no probe) or a probe-only one with nowhere to send reports. Validate may
+// run more than once, so it must be idempotent.
 func (c *Config) nel() origin.NEL {
-	n := origin.NEL{MaxAge: time.Duration(max(c.NELMaxAge, 0)) * time.Second, SuccessFraction: c.NELSuccessFraction,
-		FailureFraction: c.NELFailureFraction, IncludeSubdomains: c.NELSubdomains, Endpoint: c.NELEndpoint}
+	n := c.Origin.NEL
+	n.MaxAge = max(n.MaxAge, 0) // a negative one is reported by Validate on its own
 	switch c.Role {
 	case RoleIngest:
 		return origin.NEL{}
@@ -354,20 +339,10 @@ func (c *Config) startIngest(ctx context.Context, mux *http.ServeMux, geo *inges
 				func() float64 { return float64(local.RefusedDials()) }))
 	}
 
-	pipe := &ingest.Pipeline{
-		Conn:          db.Conn,
-		Dir:           spool,
-		BatchRows:     c.BatchRows,
-		FlushInterval: c.FlushInterval,
-		CommitDelay:   cmp.Or(c.CommitDelay, -1), // --commit-delay 0 is none; the Pipeline reads 0 as its default
-		SpoolMaxBytes: c.SpoolMaxBytes,
-		Retention:     time.Duration(c.RetentionDays) * 24 * time.Hour,
-		Cluster:       c.Store.Cluster,
-		ClusterDial:   db.DialServer,
-		Ready:         ready,
-		Logger:        log,
-		Registerer:    reg,
-	}
+	pipe := &c.Pipeline
+	pipe.Conn, pipe.Dir = db.Conn, spool
+	pipe.Cluster, pipe.ClusterDial = c.Store.Cluster, db.DialServer
+	pipe.Ready, pipe.Logger, pipe.Registerer = ready, log, reg
 	hub := &queries.Hub{}
 	pipe.Feed = hub
 	ih, err := c.registerIngest(mux, db.Conn, pipe, hub, geo, log, reg)
@@ -436,46 +411,24 @@ func demoOrigin(host, addr string) string {
 // registerIngest adds the report endpoints (/beacon, /ingest/ws, /reports) and the
 // query endpoints (/api/report, /api/live, /dashboard) to mux.
 func (c *Config) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (*ingest.Handler, error) {
-	clients := access.Clients{TrustedProxies: c.TrustedProxies, Header: c.ClientIPHeader}
 	origins, err := access.ParseOrigins(c.Origin.AllowOrigins) // the probe's CORS rule, checked by Validate
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
 	failures := access.NewFailures() // one throttle for every token
-	ih := &ingest.Handler{
-		Sink:           pipe,
-		Enricher:       &ingest.Enricher{GeoIP: geo},
-		Sites:          c.Sites,
-		Origins:        origins,
-		Clients:        clients,
-		GeoHeader:      c.GeoHeader,
-		RateLimit:      c.RateLimit,
-		MaxBodyBytes:   c.MaxBeaconBytes,
-		AgentToken:     c.AgentToken,
-		AgentRateLimit: c.AgentRateLimit,
-		Failures:       failures,
-		MaxConcurrency: c.Concurrency,
-		NELSink:        pipe,
-		NELHosts:       c.Origin.NELHosts(c.NELHosts),
-		Logger:         log,
-		Registerer:     reg,
-	}
+	ih := &c.Ingest
+	ih.Sink, ih.NELSink = pipe, pipe
+	ih.Enricher = &ingest.Enricher{GeoIP: geo}
+	ih.Origins, ih.Failures = origins, failures
+	ih.Logger, ih.Registerer = log, reg
 	if err := ih.Init(); err != nil {
 		return nil, &ConfigError{err}
 	}
 	mux.Handle("/beacon", ih)
 	mux.Handle("/ingest/ws", ih)
 	mux.Handle("/reports", ih)
-	qh := &queries.Handler{
-		Conn:          conn,
-		Token:         c.ReportToken,
-		AllowOpen:     c.OpenReports,
-		Clients:       clients,
-		Failures:      failures,
-		MaxConcurrent: c.ReportConcurrency,
-		Hub:           hub,
-		Logger:        log,
-	}
+	qh := &c.Queries
+	qh.Conn, qh.Clients, qh.Failures, qh.Hub, qh.Logger = conn, ih.Clients, failures, hub, log
 	qh.Register(mux)
 	return ih, nil
 }

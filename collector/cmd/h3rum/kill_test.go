@@ -54,7 +54,7 @@ func startServeProcessOn(t testing.TB, cpus, dataDir string, args ...string) *se
 		t.Fatal(err)
 	}
 	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--h2-addr", "127.0.0.1:0", "--data-dir", dataDir,
-		"--log-format", "json", "--rate-limit", "0", "--metrics-addr", "127.0.0.1:0"}, args...)
+		"--log-format", "json", "--rate-limit", "-1", "--metrics-addr", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(bin, args...)
 	if cpus != "" {
 		cmd = exec.Command("taskset", append([]string{"-c", cpus, bin}, args...)...)

@@ -181,7 +181,7 @@ func TestNELFlags(t *testing.T) {
 		}
 	}
 	c, _ := parse("--h3-host", "h3.example", "--h2-host", "h2.example")
-	if got := c.Origin.NELHosts(c.NELHosts); len(got) != 2 || got[0] != "h3.example" || got[1] != "h2.example" {
+	if got := c.Origin.NELHosts(c.Ingest.NELHosts); len(got) != 2 || got[0] != "h3.example" || got[1] != "h2.example" {
 		t.Errorf("NEL hosts %v, want the two origins' hosts", got)
 	}
 }

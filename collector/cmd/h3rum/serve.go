@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/collector/internal/cli"
@@ -36,13 +35,16 @@ func (c *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.H3Host, "h3-host", "", "H3 origin host name, e.g. h3.rumtest.example.com (requests for the H2 host get 421)")
 	fs.StringVar(&s.H2Host, "h2-host", "", "H2 origin host name, e.g. h2.rumtest.example.com (requests for the H3 host get 421)")
 	fs.IntVar(&s.AltSvcPort, "alt-svc-port", 0, "UDP port advertised in Alt-Svc (default: the --addr port; set it behind a load balancer)")
-	fs.IntVar(&c.AltSvcMaxAge, "alt-svc-max-age", int(origin.DefaultAltSvcMaxAge/time.Second), "Alt-Svc ma= in seconds")
-	fs.IntVar(&c.NELMaxAge, "nel-max-age", int(origin.DefaultNELMaxAge/time.Second), "max_age in seconds of the Network Error Logging policy both origins send (0: send no NEL headers)")
-	fs.Float64Var(&c.NELSuccessFraction, "nel-success-fraction", origin.DefaultNELSuccessFraction, "share of successful requests to the origins that browsers report through NEL (0 to 1)")
-	fs.Float64Var(&c.NELFailureFraction, "nel-failure-fraction", origin.DefaultNELFailureFraction, "share of failed requests to the origins that browsers report through NEL (0 to 1)")
-	fs.BoolVar(&c.NELSubdomains, "nel-include-subdomains", false, "extend the NEL policy to subdomains of the origins' hosts (browsers then report their DNS failures)")
-	fs.StringVar(&c.NELEndpoint, "nel-endpoint", "", "https URL browsers upload NEL reports to (default: each origin reports to the other origin's /reports; with --role probe, --ingest-url's /reports)")
-	fs.Var((*cli.List)(&c.NELHosts), "nel-hosts", "comma-separated host names NEL reports may be about; reports about other hosts are dropped (default: --h3-host and --h2-host; neither set: any)")
+	s.AltSvcMaxAge = origin.DefaultAltSvcMaxAge
+	fs.Var((*cli.Seconds)(&s.AltSvcMaxAge), "alt-svc-max-age", "Alt-Svc ma= in `seconds`")
+	// The origins' zero NEL sends none; serve sends a day's policy unless told.
+	s.NEL.MaxAge = origin.DefaultNELMaxAge
+	fs.Var((*cli.Seconds)(&s.NEL.MaxAge), "nel-max-age", "max_age in `seconds` of the Network Error Logging policy both origins send (0: send no NEL headers)")
+	fs.Float64Var(&s.NEL.SuccessFraction, "nel-success-fraction", origin.DefaultNELSuccessFraction, "share of successful requests to the origins that browsers report through NEL (0 to 1)")
+	fs.Float64Var(&s.NEL.FailureFraction, "nel-failure-fraction", origin.DefaultNELFailureFraction, "share of failed requests to the origins that browsers report through NEL (0 to 1)")
+	fs.BoolVar(&s.NEL.IncludeSubdomains, "nel-include-subdomains", false, "extend the NEL policy to subdomains of the origins' hosts (browsers then report their DNS failures)")
+	fs.StringVar(&s.NEL.Endpoint, "nel-endpoint", "", "https URL browsers upload NEL reports to (default: each origin reports to the other origin's /reports; with --role probe, --ingest-url's /reports)")
+	fs.Var((*cli.List)(&c.Ingest.NELHosts), "nel-hosts", "comma-separated host names NEL reports may be about; reports about other hosts are dropped (default: --h3-host and --h2-host; neither set: any)")
 	fs.StringVar(&s.CertFile, "tls-cert", "", "H3 origin certificate chain (PEM); reloaded when it changes")
 	fs.StringVar(&s.KeyFile, "tls-key", "", "H3 origin private key (PEM)")
 	fs.StringVar(&s.H2CertFile, "h2-tls-cert", "", "H2 origin certificate chain (PEM); default: --tls-cert")
@@ -63,34 +65,37 @@ func (c *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.MaxUnvalidatedHandshakes, "max-quic-handshakes", origin.DefaultMaxUnvalidatedHandshakes, "QUIC handshakes from not yet validated addresses allowed in progress at once; from this many on, every new QUIC connection must answer a Retry first (one more round trip), which forged source addresses never do; one client address may hold a sixteenth of them")
 	fs.Var((*cli.List)(&s.MetricsHosts), "metrics-hosts", "comma-separated host names the metrics listener answers to besides IP addresses, dotless names and names under .localhost, .internal, .local, .home.arpa and .cluster.local")
 	fs.StringVar(&s.CollectorID, "collector-id", "", "this collector's name (its POP), e.g. fra-1: lower-case letters, digits, hyphens, at most 32; stored with every sample its probe served, so reports can split by it (by=collector)")
-	fs.StringVar(&s.MetricsAddr, "metrics-addr", "localhost:9464", "plain-HTTP address of /metrics (Prometheus), kept off the public origins; empty: no metrics")
+	fs.StringVar(&s.MetricsAddr, "metrics-addr", origin.DefaultMetricsAddr, "plain-HTTP address of /metrics (Prometheus), kept off the public origins; empty: no metrics")
 	c.store.register(fs)
 	c.log.Register(fs)
 	fs.StringVar(&c.Role, "role", serve.RoleAll, "what this process does: all (probe and ingest in one process: simplest, but ingest load can disturb the probe's timings), probe (only the origins, /probe and the script: for edge hosts; no ClickHouse), or ingest (reports, ClickHouse and the report endpoints; no /probe)")
 	fs.StringVar(&c.IngestURL, "ingest-url", "", "with --role probe: the ingest collector's origin, e.g. https://ingest.rumtest.example.com, used as the demo page's script endpoint")
 
-	fs.Var((*cli.List)(&c.Sites), "sites", "comma-separated site values (the script's site= or data-site) accepted by /beacon (default: any)")
-	fs.Var((*access.Prefixes)(&c.TrustedProxies), "trusted-proxies", "comma-separated CIDR prefixes or addresses of the load balancers, CDNs or reverse proxies in front of the collector; only from them are --client-ip-header and --geo-header believed")
-	fs.StringVar(&c.ClientIPHeader, "client-ip-header", access.DefaultClientIPHeader, "the one header trusted proxies put the client address in: X-Forwarded-For, Forwarded, or a CDN's single-address header such as CF-Connecting-IP (read right to left, skipping trusted hops)")
-	fs.StringVar(&c.GeoHeader, "geo-header", "", "request header with the client's country set by a CDN among --trusted-proxies, e.g. CF-IPCountry")
+	ih := &c.Ingest
+	fs.Var((*cli.List)(&ih.Sites), "sites", "comma-separated site values (the script's site= or data-site) accepted by /beacon (default: any)")
+	fs.Var((*access.Prefixes)(&ih.Clients.TrustedProxies), "trusted-proxies", "comma-separated CIDR prefixes or addresses of the load balancers, CDNs or reverse proxies in front of the collector; only from them are --client-ip-header and --geo-header believed")
+	fs.StringVar(&ih.Clients.Header, "client-ip-header", access.DefaultClientIPHeader, "the one header trusted proxies put the client address in: X-Forwarded-For, Forwarded, or a CDN's single-address header such as CF-Connecting-IP (read right to left, skipping trusted hops)")
+	fs.StringVar(&ih.GeoHeader, "geo-header", "", "request header with the client's country set by a CDN among --trusted-proxies, e.g. CF-IPCountry")
 	fs.StringVar(&c.GeoIPDB, "geoip-db", "", "GeoIP2/GeoLite2 City or Country, or DB-IP Lite city mmdb file; comma-separated to ask several in turn (DB-IP ships IPv4 and IPv6 files)")
 	fs.StringVar(&c.ASNDB, "asn-db", "", "GeoLite2 ASN mmdb file")
-	fs.Float64Var(&c.RateLimit, "rate-limit", 10, "reports per second allowed per client address (0: unlimited)")
-	fs.Int64Var(&c.MaxBeaconBytes, "max-beacon-bytes", beacon.MaxReportBytes, "largest /beacon body, in bytes")
-	fs.IntVar(&c.Concurrency, "ingest-concurrency", 0, "reports decoded at once (default: half the cores, at least 1), so a burst of reports leaves CPU for the probe")
-	fs.StringVar(&c.AgentToken, "agent-token", "", "bearer token for agents on /ingest/ws, at least 32 bytes (empty: WebSocket ingest off); on the command line every local user sees it: prefer H3RUM_AGENT_TOKEN or --agent-token-file")
+	fs.Float64Var(&ih.RateLimit, "rate-limit", ingest.DefaultRateLimit, "reports per second allowed per client address (negative: unlimited)")
+	fs.Int64Var(&ih.MaxBodyBytes, "max-beacon-bytes", beacon.MaxReportBytes, "largest /beacon body, in bytes")
+	fs.IntVar(&ih.MaxConcurrency, "ingest-concurrency", 0, "reports decoded at once (default: half the cores, at least 1), so a burst of reports leaves CPU for the probe")
+	fs.StringVar(&ih.AgentToken, "agent-token", "", "bearer token for agents on /ingest/ws, at least 32 bytes (empty: WebSocket ingest off); on the command line every local user sees it: prefer H3RUM_AGENT_TOKEN or --agent-token-file")
 	fs.StringVar(&c.agentTokenFile, "agent-token-file", "", "file holding --agent-token (surrounding white space trimmed); refused if others may read it")
-	fs.Float64Var(&c.AgentRateLimit, "agent-rate-limit", ingest.DefaultAgentRateLimit, "reports per second allowed per agent connection (agents are exempt from --rate-limit)")
-	fs.IntVar(&c.BatchRows, "batch-rows", ingest.DefaultBatchRows, "sample rows per ClickHouse insert")
-	fs.DurationVar(&c.FlushInterval, "flush-interval", ingest.DefaultFlushInterval, "longest a sample waits before it is inserted (jittered ±20%)")
-	fs.DurationVar(&c.CommitDelay, "commit-delay", ingest.DefaultCommitDelay, "how long the spool waits for more reports to share one fsync before acknowledging any (0: none)")
-	fs.Int64Var(&c.SpoolMaxBytes, "spool-max-bytes", spool.DefaultMaxBytes, "disk budget of the spool that holds samples while ClickHouse is slow or down")
-	fs.IntVar(&c.RetentionDays, "retention", 0, "days of samples to keep, enforced by dropping month partitions (0: keep all)")
+	fs.Float64Var(&ih.AgentRateLimit, "agent-rate-limit", ingest.DefaultAgentRateLimit, "reports per second allowed per agent connection (agents are exempt from --rate-limit)")
+	p := &c.Pipeline
+	fs.IntVar(&p.BatchRows, "batch-rows", ingest.DefaultBatchRows, "sample rows per ClickHouse insert")
+	fs.DurationVar(&p.FlushInterval, "flush-interval", ingest.DefaultFlushInterval, "longest a sample waits before it is inserted (jittered ±20%)")
+	fs.DurationVar(&p.CommitDelay, "commit-delay", ingest.DefaultCommitDelay, "how long the spool waits for more reports to share one fsync before acknowledging any (negative: none)")
+	fs.Int64Var(&p.SpoolMaxBytes, "spool-max-bytes", spool.DefaultMaxBytes, "disk budget of the spool that holds samples while ClickHouse is slow or down")
+	fs.Var((*cli.Days)(&p.Retention), "retention", "`days` of samples to keep, enforced by dropping month partitions (0: keep all)")
 
-	fs.StringVar(&c.ReportToken, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it and without --open-reports they answer 403); on the command line every local user sees it: prefer H3RUM_REPORT_TOKEN or --report-token-file")
+	q := &c.Queries
+	fs.StringVar(&q.Token, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it and without --open-reports they answer 403); on the command line every local user sees it: prefer H3RUM_REPORT_TOKEN or --report-token-file")
 	fs.StringVar(&c.reportTokenFile, "report-token-file", "", "file holding --report-token (surrounding white space trimmed); refused if others may read it")
-	fs.BoolVar(&c.OpenReports, "open-reports", false, "answer /api/report, /api/live and /dashboard without a token, to requests from this machine to localhost; only with every listener on loopback and no --trusted-proxies (a pass-through proxy or ssh -L on this host would expose them)")
-	fs.IntVar(&c.ReportConcurrency, "report-concurrency", queries.DefaultMaxConcurrent, fmt.Sprintf("reports computed at once; others wait %v, then get 503", queries.DefaultQueueWait))
+	fs.BoolVar(&q.AllowOpen, "open-reports", false, "answer /api/report, /api/live and /dashboard without a token, to requests from this machine to localhost; only with every listener on loopback and no --trusted-proxies (a pass-through proxy or ssh -L on this host would expose them)")
+	fs.IntVar(&q.MaxConcurrent, "report-concurrency", queries.DefaultMaxConcurrent, fmt.Sprintf("reports computed at once; others wait %v, then get 503", queries.DefaultQueueWait))
 }
 
 // validate resolves the token files, checks the flags as a whole and fills
@@ -101,12 +106,12 @@ func (c *serveFlags) validate() error {
 		errs = append(errs, err)
 	}
 	c.Store = c.store.options(nil, false)
-	reportToken := c.ReportToken != "" || c.reportTokenFile != ""
+	reportToken := c.Queries.Token != "" || c.reportTokenFile != ""
 	for _, tok := range []struct {
 		name  string
 		value *string
 		file  string
-	}{{"report-token", &c.ReportToken, c.reportTokenFile}, {"agent-token", &c.AgentToken, c.agentTokenFile}} {
+	}{{"report-token", &c.Queries.Token, c.reportTokenFile}, {"agent-token", &c.Ingest.AgentToken, c.agentTokenFile}} {
 		// A refused token (a short one is named by where it came from) is
 		// left out of the Config.
 		var err error
@@ -115,7 +120,7 @@ func (c *serveFlags) validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if c.OpenReports && reportToken && c.ReportToken == "" { // a token Resolve refused
+	if c.Queries.AllowOpen && reportToken && c.Queries.Token == "" { // a token Resolve refused
 		errs = append(errs, errors.New("--open-reports answers without a token: give it or --report-token, not both"))
 	}
 	if err := c.Validate(); err != nil {

@@ -48,7 +48,7 @@ func startServe(t testing.TB, args ...string) *testServe {
 	t.Helper()
 	dataDir := t.TempDir()
 	base := []string{"--addr", "localhost:0", "--h2-addr", "localhost:0", "--data-dir", dataDir,
-		"--flush-interval", "200ms", "--rate-limit", "0", "--shutdown-timeout", "5s", "--metrics-addr", "localhost:0"}
+		"--flush-interval", "200ms", "--rate-limit", "-1", "--shutdown-timeout", "5s", "--metrics-addr", "localhost:0"}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c serveFlags
 	c.register(fs)
@@ -575,7 +575,7 @@ func TestTokenSources(t *testing.T) {
 				if err := c.validate(); err != nil {
 					t.Fatal(err)
 				}
-				got := map[string]string{"report-token": c.ReportToken, "agent-token": c.AgentToken}[name]
+				got := map[string]string{"report-token": c.Queries.Token, "agent-token": c.Ingest.AgentToken}[name]
 				if got != secret {
 					t.Errorf("--%s from the %s = %q, want %q", name, src.how, got, secret)
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/collector/internal/cli"
+	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/local"
 )
@@ -22,7 +23,7 @@ type storeFlags struct {
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.clickhouse, "clickhouse", local.DSN, `ClickHouse DSN (clickhouse://user:pass@host:9000/db), or "local": the server h3rum serve runs under --data-dir`)
-	fs.StringVar(&s.dataDir, "data-dir", "./var", "directory for h3rum's state: certificates, spool, local ClickHouse")
+	fs.StringVar(&s.dataDir, "data-dir", origin.DefaultDataDir, "directory for h3rum's state: certificates, spool, local ClickHouse")
 	fs.StringVar(&s.cluster, "cluster", "", "cluster mode: the ClickHouse cluster (a remote_servers name) that --clickhouse's server belongs to; tables are replicated per shard behind Distributed tables (see deploy/README.md)")
 }
 
