@@ -39,6 +39,8 @@ func TestServeBadInputExitsBeforeListening(t *testing.T) {
 		{"bad environment", nil, [2]string{"H3RUM_BATCH_ROWS", "abc"}, "H3RUM_BATCH_ROWS"},
 		{"negative retention", []string{"--retention", "-1"}, [2]string{}, "--retention"},
 		{"negative flush interval", []string{"--flush-interval", "-1ms"}, [2]string{}, "--flush-interval"},
+		{"rate limit zero", []string{"--rate-limit", "0"}, [2]string{}, "write -1"},
+		{"commit delay zero", []string{"--commit-delay", "0s"}, [2]string{}, "write -1ns"},
 		{"commit delay over a second", nil, [2]string{"H3RUM_COMMIT_DELAY", "2s"}, "--commit-delay"},
 		{"short report token", []string{"--report-token", "s3cret"}, [2]string{}, "--report-token is 6 bytes"},
 		{"short agent token", nil, [2]string{"H3RUM_AGENT_TOKEN", "0123456789abcdef0123456789abcde"}, "--agent-token is 31 bytes"},

@@ -123,6 +123,15 @@ func (c *serveFlags) validate() error {
 	if c.Queries.AllowOpen && reportToken && c.Queries.Token == "" { // a token Resolve refused
 		errs = append(errs, errors.New("--open-reports answers without a token: give it or --report-token, not both"))
 	}
+	// Zero once meant "unlimited" and "none" for these two; it means the
+	// default now, so an explicit zero is refused rather than quietly
+	// taking the other meaning.
+	if c.Ingest.RateLimit == 0 {
+		errs = append(errs, errors.New("--rate-limit 0: for no limit write -1 (zero no longer means unlimited)"))
+	}
+	if c.Pipeline.CommitDelay == 0 {
+		errs = append(errs, errors.New("--commit-delay 0: for no delay write -1ns (zero no longer means none)"))
+	}
 	if err := c.Validate(); err != nil {
 		errs = append(errs, errors.Unwrap(err))
 	}
