@@ -1,6 +1,7 @@
 package queries
 
 import (
+	"sync"
 	"time"
 
 	"github.com/h3rum/h3rum/ingest/store"
@@ -65,6 +66,10 @@ type Report struct {
 	// went, by group and by browser (complete report; null in an estimate
 	// and in an agent report; firstcontact.go).
 	FirstContact *FirstContact `json:"first_contact"`
+	// Sections holds, under its name, what a section added after this
+	// version's fields were fixed (REPORT.md, "Sections"); omitted while
+	// none has.
+	Sections map[string]any `json:"sections,omitempty"`
 	// Stages is how long each step of Run took (not part of the JSON).
 	Stages []Stage `json:"-"`
 
@@ -81,6 +86,7 @@ type Report struct {
 	pointsDone    *handoff[struct{}]             // set once the point estimates are in the groups
 	windowAvail   map[trendCell]*Availability    // the trend's availability per window × group, from excluded
 	done          bool                           // AddRuns ran
+	mu            sync.Mutex                     // guards Sections, which sections fill at once
 }
 
 // Stage is the wall time of one step of Run.

@@ -101,6 +101,17 @@ func lanes(secs []section) (a, b []section) {
 	return a, b
 }
 
+// put sets a section's result under its name in Sections: the place of a
+// section the report's version does not name a field for.
+func (rep *Report) put(name string, v any) {
+	rep.mu.Lock()
+	defer rep.mu.Unlock()
+	if rep.Sections == nil {
+		rep.Sections = map[string]any{}
+	}
+	rep.Sections[name] = v
+}
+
 // eachRowOf runs q with args and hands every row to scan.
 func eachRowOf(ctx context.Context, conn driver.Conn, q string, args []any, what string, scan func(driver.Rows) error) error {
 	rows, err := conn.Query(ctx, q, args...)
