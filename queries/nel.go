@@ -71,8 +71,20 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 	if err != nil {
 		return err
 	}
-	// One entry per protocol that NEL or the beacon saw, in the order the
-	// queries return them (by name).
+	if n.Protocols, err = nelProtocols(ctx, conn, o, w, by); err != nil {
+		return err
+	}
+	if err := checkFinite(n); err != nil {
+		return fmt.Errorf("NEL section: %w", err)
+	}
+	rep.NEL = n
+	return nil
+}
+
+// nelProtocols is one entry per protocol that NEL or the beacon saw, by
+// name: NEL's successes and failures, and beside its elapsed times the
+// beacon's durations.
+func nelProtocols(ctx context.Context, conn driver.Conn, o *Options, w window, by string) ([]NELProtocol, error) {
 	protos := map[string]*NELProtocol{}
 	var order []string
 	get := func(proto string) *NELProtocol {
@@ -84,7 +96,7 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 		}
 		return p
 	}
-	err = nelRows(ctx, conn, o, w, "nel_protocols.sql", by, "NEL by protocol", func(rows driver.Rows) error {
+	err := nelRows(ctx, conn, o, w, "nel_protocols.sql", by, "NEL by protocol", func(rows driver.Rows) error {
 		var (
 			proto            string
 			ok, probeOK      uint64
@@ -108,15 +120,11 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The beacon's side scans every successful request of the window: only
 	// worth it when NEL has elapsed times to set beside it.
-	elapsed := false
-	for _, p := range protos {
-		elapsed = elapsed || p.ProbeOKReports > 0
-	}
-	if elapsed {
+	if slices.ContainsFunc(order, func(proto string) bool { return protos[proto].ProbeOKReports > 0 }) {
 		err = nelRows(ctx, conn, o, w, "nel_beacon.sql", by, "beacon durations beside NEL", func(rows driver.Rows) error {
 			var (
 				proto string
@@ -130,17 +138,14 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 			p.BeaconSamples, p.Beacon = int(cnt), levels(q)
 			return nil
 		})
-	}
-	if err != nil {
-		return err
+		if err != nil {
+			return nil, err
+		}
 	}
 	slices.Sort(order)
+	out := []NELProtocol{}
 	for _, proto := range order {
-		n.Protocols = append(n.Protocols, *protos[proto])
+		out = append(out, *protos[proto])
 	}
-	if err := checkFinite(n); err != nil {
-		return fmt.Errorf("NEL section: %w", err)
-	}
-	rep.NEL = n
-	return nil
+	return out, nil
 }

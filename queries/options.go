@@ -129,6 +129,17 @@ func invalid(format string, args ...any) error {
 
 // Validate applies defaults and checks o as a whole.
 func (o *Options) Validate() error {
+	if err := o.validateWindow(); err != nil {
+		return err
+	}
+	if err := o.validateSelection(); err != nil {
+		return err
+	}
+	return o.validateStatistics()
+}
+
+// validateWindow defaults and checks Since and Until.
+func (o *Options) validateWindow() error {
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -151,6 +162,12 @@ func (o *Options) Validate() error {
 	if o.Since.Unix() < 0 || o.Until.Unix() > 1<<32-1 {
 		return invalid("window %s – %s is outside 1970–2106", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
 	}
+	return nil
+}
+
+// validateSelection defaults and checks what the report selects and how
+// it groups it.
+func (o *Options) validateSelection() error {
 	for _, f := range []struct {
 		name string
 		code *string
@@ -183,6 +200,12 @@ func (o *Options) Validate() error {
 		}
 		o.Source = SourceRaw
 	}
+	return nil
+}
+
+// validateStatistics defaults and checks the bootstrap and the verdicts'
+// settings.
+func (o *Options) validateStatistics() error {
 	if o.Replicates == 0 {
 		o.Replicates = DefaultReplicates
 	}

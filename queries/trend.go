@@ -130,27 +130,52 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window, wr *wind
 	for t := first; t.Before(o.Until); t = t.Add(step) {
 		tr.Windows = append(tr.Windows, t)
 	}
-	type key struct {
-		t   uint32
-		grp string
+	cells, runsOf, err := trendCells(ctx, conn, o, w, hourly, wr)
+	if err != nil {
+		return nil, err
 	}
-	type side struct {
-		runs int
-		q    [2][]float64
-		ok   [2]bool
+	for _, name := range largest(runsOf, maxGroups) {
+		tg := TrendGroup{Group: name, Points: make([]TrendPoint, len(tr.Windows))}
+		for i, start := range tr.Windows {
+			var c [2]trendSide
+			if cc := cells[trendKey{uint32(start.Unix()), name}]; cc != nil {
+				c = *cc
+			}
+			tg.Points[i] = trendPoint(c)
+		}
+		tr.Groups = append(tr.Groups, tg)
 	}
-	cells := map[key]*[2]side{} // by outcome: h2, h3
+	return tr, nil
+}
+
+// trendKey is a window × group of the trend.
+type trendKey struct {
+	t   uint32
+	grp string
+}
+
+// trendSide is one protocol's runs and curves, by batch order, in a
+// window × group.
+type trendSide struct {
+	runs int
+	q    [2][]float64
+	ok   [2]bool
+}
+
+// trendCells reads the trend's curves from the source o's selection
+// allows: each window × group's H2 and H3 sides, and each group's runs.
+func trendCells(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, wr *windowRuns) (map[trendKey]*[2]trendSide, map[string]int, error) {
+	cells := map[trendKey]*[2]trendSide{} // by outcome: h2, h3
 	runsOf := map[string]int{}
-	var err error
 	add := func(t uint32, grp, oc, ord string, runs uint64, qs []float32) {
 		k, ok := orderIndex(ord)
 		if !ok || len(qs) != len(trendLevels) {
 			return
 		}
-		c := cells[key{t, grp}]
+		c := cells[trendKey{t, grp}]
 		if c == nil {
-			c = &[2]side{}
-			cells[key{t, grp}] = c
+			c = &[2]trendSide{}
+			cells[trendKey{t, grp}] = c
 		}
 		s := &c[0]
 		if oc == OutcomeH3 {
@@ -163,6 +188,7 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window, wr *wind
 			s.q[k][i] = float64(x)
 		}
 	}
+	var err error
 	switch {
 	case o.rollupAnswers() && o.Source != SourceRaw && o.runsTableSelects():
 		err = trendFromRollup(ctx, conn, o, w, hourly, wr, add)
@@ -171,10 +197,12 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window, wr *wind
 	default:
 		err = trendFromSamples(ctx, conn, o, w, hourly, add)
 	}
-	if err != nil {
-		return nil, err
-	}
-	// The largest groups, as the charts draw them.
+	return cells, runsOf, err
+}
+
+// largest returns the n names with the most runs, most first, as the
+// charts draw them.
+func largest(runsOf map[string]int, n int) []string {
 	names := make([]string, 0, len(runsOf))
 	for g := range runsOf {
 		names = append(names, g)
@@ -185,46 +213,38 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window, wr *wind
 		}
 		return strings.Compare(a, b)
 	})
-	names = names[:min(len(names), maxGroups)]
-	for _, name := range names {
-		tg := TrendGroup{Group: name, Points: make([]TrendPoint, len(tr.Windows))}
-		for i, start := range tr.Windows {
-			k := key{uint32(start.Unix()), name}
-			pt := &tg.Points[i]
-			pt.Diff = make([]TrendDiff, len(percentiles))
-			var c [2]side
-			if cc := cells[k]; cc != nil {
-				c = *cc
-			}
-			pt.RunsH2, pt.RunsH3 = c[0].runs, c[1].runs
-			var curve [2][]float64
-			for j := range c {
-				curve[j] = make([]float64, len(trendLevels))
-				if !balance(&c[j].q, c[j].ok, curve[j]) {
-					curve[j] = nil
-				}
-			}
-			for pi, p := range percentiles {
-				d := &pt.Diff[pi]
-				d.P = p
-				if curve[0] == nil || curve[1] == nil || !sufficient(c[0].runs, p) || !sufficient(c[1].runs, p) {
-					d.Insufficient = true
-					continue
-				}
-				m2, se2, ok2 := rankEstimate(curve[0], p/100, c[0].runs)
-				m3, se3, ok3 := rankEstimate(curve[1], p/100, c[1].runs)
-				if !ok2 || !ok3 {
-					d.Insufficient = true
-					continue
-				}
-				const z = 1.959963984540054
-				diff, half := m3-m2, z*math.Hypot(se2, se3)
-				d.MS, d.CILowMS, d.CIHighMS = ptr(round3(diff)), ptr(round3(diff-half)), ptr(round3(diff+half))
-			}
+	return names[:min(len(names), n)]
+}
+
+// trendPoint is a window × group's H3 − H2 at each percentile, from its
+// two sides, with a normal interval from each curve's rank error.
+func trendPoint(c [2]trendSide) TrendPoint {
+	pt := TrendPoint{Diff: make([]TrendDiff, len(percentiles)), RunsH2: c[0].runs, RunsH3: c[1].runs}
+	var curve [2][]float64
+	for j := range c {
+		curve[j] = make([]float64, len(trendLevels))
+		if !balance(&c[j].q, c[j].ok, curve[j]) {
+			curve[j] = nil
 		}
-		tr.Groups = append(tr.Groups, tg)
 	}
-	return tr, nil
+	for pi, p := range percentiles {
+		d := &pt.Diff[pi]
+		d.P = p
+		if curve[0] == nil || curve[1] == nil || !sufficient(c[0].runs, p) || !sufficient(c[1].runs, p) {
+			d.Insufficient = true
+			continue
+		}
+		m2, se2, ok2 := rankEstimate(curve[0], p/100, c[0].runs)
+		m3, se3, ok3 := rankEstimate(curve[1], p/100, c[1].runs)
+		if !ok2 || !ok3 {
+			d.Insufficient = true
+			continue
+		}
+		const z = 1.959963984540054
+		diff, half := m3-m2, z*math.Hypot(se2, se3)
+		d.MS, d.CILowMS, d.CIHighMS = ptr(round3(diff)), ptr(round3(diff-half)), ptr(round3(diff+half))
+	}
+	return pt
 }
 
 // rankEstimate reads the quantile q off curve (values at trendLevels) and
