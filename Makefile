@@ -37,13 +37,13 @@ deps: go-check
 	@$(MAKE) --no-print-directory chdb
 	@$(MAKE) --no-print-directory dashboard-deps
 
-## dashboard-deps: the dashboard's npm packages (uPlot) in queries/web/node_modules, as its lock file names them
-# Only go generate ./queries needs them (the built script is committed); make test has them so that
+## dashboard-deps: the dashboard's npm packages (uPlot) in queries/render/web/node_modules, as its lock file names them
+# Only go generate ./queries/render needs them (the built script is committed); make test has them so that
 # TestDashboardAssetsFresh checks the committed script against a fresh build instead of skipping.
 dashboard-deps:
-	@cmp -s queries/web/package-lock.json queries/web/node_modules/.installed-lock.json 2>/dev/null || \
-	  { (cd queries/web && npm ci --ignore-scripts --no-audit --no-fund --silent) && \
-	    cp queries/web/package-lock.json queries/web/node_modules/.installed-lock.json; }
+	@cmp -s queries/render/web/package-lock.json queries/render/web/node_modules/.installed-lock.json 2>/dev/null || \
+	  { (cd queries/render/web && npm ci --ignore-scripts --no-audit --no-fund --silent) && \
+	    cp queries/render/web/package-lock.json queries/render/web/node_modules/.installed-lock.json; }
 
 ## chdb: ClickHouse 26.x as a library (npm's @chdb/lib-linux-x64-gnu: 177 MB once, 566 MB unpacked) in $(CHDB_DIR), when missing
 # The tests run it as their second engine's server (H3RUM_TEST_CHDB, see ingest/store/storetest); it is
@@ -64,7 +64,7 @@ go-check:
 ## generate: rebuild the beacon script (esbuild, committed under beacon/dist)
 generate: go-check dashboard-deps
 	$(GO) generate ./beacon
-	$(GO) generate ./queries
+	$(GO) generate ./queries/render
 
 ## build: the h3rum binary in bin/
 build: generate

@@ -1,12 +1,9 @@
 package queries
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"slices"
 	"time"
 
@@ -217,27 +214,6 @@ func (g *GroupChange) text(p float64) string {
 		signedRough(*g.CILowMS), signedRough(*g.CIHighMS), groupDigits(g.Before.Runs), groupDigits(g.After.Runs))
 }
 
-// compare serves GET /api/compare: the report's parameters (its window is
-// after) plus baseline-since and baseline-until (before, also spelled
-// baseline_since and baseline_until; default: the
-// window of the same length that ends where the report's begins).
-func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
-	h.init()
-	req, ok := admit(h, w, r, RequestFromValues)
-	if !ok {
-		return
-	}
-	defer h.release()
-	ctx, cancel := context.WithTimeout(r.Context(), 2*h.timeout())
-	defer cancel()
-	c, err := Compare(ctx, h.Conn, req.Options, req.BaselineSince, req.BaselineUntil)
-	if err != nil {
-		h.reportFailed(w, err)
-		return
-	}
-	h.writeJSON(w, c)
-}
-
 // BaselineWindow reads a comparison's baseline window for the validated
 // options o: since and until as ParseTime reads them; an empty until is
 // the start of o's window, an empty since the same length before until.
@@ -258,17 +234,4 @@ func BaselineWindow(o Options, since, until string, now time.Time) (time.Time, t
 		return bs, bu, fmt.Errorf("%w: the baseline window [%s, %s) is empty", ErrInvalidOptions, bs.Format(timeFormat), bu.Format(timeFormat))
 	}
 	return bs, bu, nil
-}
-
-// WriteTable writes the comparison as text: its windows, then one line
-// per group.
-func (c *Comparison) WriteTable(w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "h3rum comparison at p%g: [%s, %s) (%s runs) against the baseline [%s, %s) (%s runs), design %s\n",
-		c.P, c.After.Since, c.After.Until, groupDigits(c.After.Runs), c.Before.Since, c.Before.Until, groupDigits(c.Before.Runs), c.After.Design)
-	for _, g := range c.Groups {
-		fmt.Fprintln(bw, g.Text)
-	}
-	fmt.Fprintf(bw, "(the change is after − before of H3 − H2; its 95 %% interval combines the two windows' bootstrap intervals as independent estimates, REPORT.md \"Comparing two windows\")\n")
-	return bw.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -162,7 +163,7 @@ func TestFirstContact(t *testing.T) {
 
 	// The table and the CSV say the same.
 	var tb bytes.Buffer
-	if err := rep.WriteTable(&tb); err != nil {
+	if err := writeTable(&tb, rep); err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(tb.String(), "\nFirst contact with the HTTP/3 origin")
@@ -179,7 +180,7 @@ func TestFirstContact(t *testing.T) {
 		}
 	}
 	var cb bytes.Buffer
-	if err := rep.WriteCSV(&cb); err != nil {
+	if err := writeCSV(&cb, rep); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&cb).ReadAll()
@@ -209,10 +210,10 @@ func fcText(fc *FirstContact) string {
 	b.WriteString("by " + fc.By + "\n")
 	for _, list := range [][]FirstContactCount{fc.Groups, fc.Browsers} {
 		for _, c := range list {
-			b.WriteString(sprintf("  %s runs %d h3 %d up %d never %d nm %d unk %d measured %d", c.Group, c.Runs, c.H3First, c.Upgraded, c.Never, c.NotMeasured, c.Unknown, c.Measured))
+			b.WriteString(fmt.Sprintf("  %s runs %d h3 %d up %d never %d nm %d unk %d measured %d", c.Group, c.Runs, c.H3First, c.Upgraded, c.Never, c.NotMeasured, c.Unknown, c.Measured))
 			for _, s := range []*Proportion{c.H3FirstShare, c.UpgradedShare, c.NeverShare} {
 				if s != nil && s.CILow != nil {
-					b.WriteString(sprintf(" %g[%g,%g]", s.Share, *s.CILow, *s.CIHigh))
+					b.WriteString(fmt.Sprintf(" %g[%g,%g]", s.Share, *s.CILow, *s.CIHigh))
 				}
 			}
 			b.WriteString("\n")

@@ -1,6 +1,7 @@
 package queries
 
 import (
+	"flag"
 	"os"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 	"github.com/h3rum/h3rum/queries/synth"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestMain(m *testing.M) { os.Exit(storetest.Main(m)) }
 

@@ -347,3 +347,7 @@ type NELProtocol struct {
 	BeaconSamples int          `json:"beacon_samples"`
 	Beacon        []Percentile `json:"beacon_percentiles"`
 }
+
+// maxGroups bounds the groups a chart draws (the dashboard's tables show
+// all): the trend keeps the largest.
+const maxGroups = 12

@@ -105,7 +105,7 @@ func TestNELSection(t *testing.T) {
 	}
 
 	var text bytes.Buffer
-	if err := rep.WriteTable(&text); err != nil {
+	if err := writeTable(&text, rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"Network Error Logging", "quic.protocol", "NEL by protocol", "1.0%"} {

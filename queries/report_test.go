@@ -716,7 +716,7 @@ func checkOutputs(t *testing.T, rep *Report) {
 		t.Error("groups/timeline must be arrays, not null")
 	}
 	var tb bytes.Buffer
-	if err := rep.WriteTable(&tb); err != nil {
+	if err := writeTable(&tb, rep); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(tb.String(), "\n")
@@ -729,14 +729,14 @@ func checkOutputs(t *testing.T, rep *Report) {
 		}
 	}
 	var cb bytes.Buffer
-	if err := rep.WriteCSV(&cb); err != nil {
+	if err := writeCSV(&cb, rep); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&cb).ReadAll()
 	if err != nil {
 		t.Fatalf("CSV: %v", err)
 	}
-	if strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") {
+	if strings.Join(recs[0], ",") != strings.Join(csvHeader, ",") {
 		t.Errorf("CSV header %v", recs[0])
 	}
 	// Estimates with too few runs for an interval are marked: "†" in the

@@ -125,7 +125,7 @@ func TestScriptErrorsTable(t *testing.T) {
 		{Browser: "Firefox", Runs: 12},
 	}}}
 	var b strings.Builder
-	if err := rep.WriteTable(&b); err != nil {
+	if err := writeTable(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	want := `
@@ -139,7 +139,7 @@ Firefox    12            0     0       0      0       0     0
 	}
 	rep.ScriptErrors = nil
 	b.Reset()
-	if err := rep.WriteTable(&b); err != nil {
+	if err := writeTable(&b, rep); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "Script errors") {

@@ -91,7 +91,7 @@ func TestVerdictsReadAsPlanted(t *testing.T) {
 
 	// The table opens with them, under its title line.
 	var tb bytes.Buffer
-	if err := rep.WriteTable(&tb); err != nil {
+	if err := writeTable(&tb, rep); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(tb.String(), "\n")

@@ -15,6 +15,7 @@ import (
 	"github.com/h3rum/h3rum/collector/agent"
 	"github.com/h3rum/h3rum/collector/lab"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/render"
 )
 
 // agentPass runs the agents in every region, when AgentRuns asks for
@@ -46,7 +47,7 @@ func (r *run) agentPass(ctx context.Context) (rep *queries.Report, late [][2]lab
 		return nil, nil, fmt.Errorf("lab agent report: %w", err)
 	}
 	fmt.Fprintln(r.out, "\nthe agent's runs:")
-	if err := rep.WriteTable(r.out); err != nil {
+	if err := render.Table(r.out, rep); err != nil {
 		return nil, nil, err
 	}
 	return rep, late, nil

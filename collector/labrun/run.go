@@ -17,6 +17,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/firefox"
 	"github.com/h3rum/h3rum/collector/lab"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/render"
 )
 
 // Defaults of the Config fields whose zero value stands for one.
@@ -160,7 +161,7 @@ func (r *run) run(ctx context.Context) (ok bool, err error) {
 				return false, fmt.Errorf("lab report by browser: %w", err)
 			}
 			fmt.Fprintln(r.out, "\nthe visits by browser:")
-			if err := byBrowser.WriteTable(r.out); err != nil {
+			if err := render.Table(r.out, byBrowser); err != nil {
 				return false, err
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/firefox"
 	"github.com/h3rum/h3rum/collector/lab"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/render"
 )
 
 // engine is a browser the lab visits the demo page with.
@@ -64,7 +65,7 @@ func (r *run) browserPass(ctx context.Context, e engine, runs int) (*pass, error
 		return nil, fmt.Errorf("lab report (%s): %w", e.name, err)
 	}
 	fmt.Fprintln(r.out)
-	if err := rep.WriteTable(r.out); err != nil {
+	if err := render.Table(r.out, rep); err != nil {
 		return nil, err
 	}
 	return &pass{engine: e, runs: runs, rep: rep, failed: failed}, nil

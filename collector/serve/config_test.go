@@ -9,7 +9,7 @@ import (
 	"github.com/h3rum/h3rum/ingest"
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/api"
 )
 
 // A setting has one home, the package that uses it; Config holds those
@@ -19,7 +19,7 @@ func TestConfigDeclaresNoPackageSetting(t *testing.T) {
 	owners := []reflect.Type{
 		reflect.TypeFor[origin.Server](), reflect.TypeFor[origin.NEL](),
 		reflect.TypeFor[ingest.Handler](), reflect.TypeFor[ingest.Pipeline](),
-		reflect.TypeFor[queries.Handler](), reflect.TypeFor[access.Clients](),
+		reflect.TypeFor[api.Handler](), reflect.TypeFor[access.Clients](),
 		reflect.TypeFor[store.Options](),
 	}
 	// Fields that share a name with a package's but are not settings.

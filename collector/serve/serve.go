@@ -29,7 +29,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/local"
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/api"
 )
 
 // Roles of a serve process.
@@ -65,7 +65,7 @@ type Config struct {
 	// Queries answers the report endpoints (--report-token,
 	// --open-reports, --report-concurrency). Run sets Conn, Clients,
 	// Failures, Hub and Logger.
-	Queries queries.Handler
+	Queries api.Handler
 
 	GeoIPDB string // --geoip-db, comma-separated
 	ASNDB   string // --asn-db
@@ -343,7 +343,7 @@ func (c *Config) startIngest(ctx context.Context, mux *http.ServeMux, geo *inges
 	pipe.Conn, pipe.Dir = db.Conn, spool
 	pipe.Cluster, pipe.ClusterDial = c.Store.Cluster, db.DialServer
 	pipe.Ready, pipe.Logger, pipe.Registerer = ready, log, reg
-	hub := &queries.Hub{}
+	hub := &api.Hub{}
 	pipe.Feed = hub
 	ih, err := c.registerIngest(mux, db.Conn, pipe, hub, geo, log, reg)
 	if err != nil {
@@ -410,7 +410,7 @@ func demoOrigin(host, addr string) string {
 
 // registerIngest adds the report endpoints (/beacon, /ingest/ws, /reports) and the
 // query endpoints (/api/report, /api/live, /dashboard) to mux.
-func (c *Config) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe *ingest.Pipeline, hub *queries.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (*ingest.Handler, error) {
+func (c *Config) registerIngest(mux *http.ServeMux, conn driver.Conn, pipe *ingest.Pipeline, hub *api.Hub, geo *ingest.GeoIP, log *slog.Logger, reg prometheus.Registerer) (*ingest.Handler, error) {
 	origins, err := access.ParseOrigins(c.Origin.AllowOrigins) // the probe's CORS rule, checked by Validate
 	if err != nil {
 		return nil, &ConfigError{err}

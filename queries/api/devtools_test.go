@@ -1,6 +1,6 @@
 //go:build unix
 
-package queries
+package api
 
 import (
 	"context"

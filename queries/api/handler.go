@@ -1,10 +1,14 @@
-package queries
+// Package api serves reports over HTTP: the JSON report and comparison,
+// the dashboard streamed as its parts are computed, its script and style
+// sheet, and the live feed of accepted runs over WebSocket; the report
+// token, the throttle on wrong ones and the bound on reports computed at
+// once guard them all.
+package api
 
 import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -21,6 +25,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/h3rum/h3rum/ingest/access"
+	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/render"
 )
 
 // CookieName is the cookie that carries the report token for the
@@ -208,16 +214,16 @@ func admit[T any](h *Handler, w http.ResponseWriter, r *http.Request, parse func
 	}
 	v, err := parse(r.URL.Query(), time.Now())
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad request: "+strings.TrimPrefix(err.Error(), ErrInvalidOptions.Error()+": "))
+		fail(w, http.StatusBadRequest, "bad request: "+strings.TrimPrefix(err.Error(), queries.ErrInvalidOptions.Error()+": "))
 		return v, false
 	}
 	return v, h.acquire(w, r)
 }
 
-func (h *Handler) run(w http.ResponseWriter, r *http.Request, o Options) (*Report, bool) {
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, o queries.Options) (*queries.Report, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
-	rep, err := Run(ctx, h.Conn, o)
+	rep, err := queries.Run(ctx, h.Conn, o)
 	if err != nil {
 		h.reportFailed(w, err)
 		return nil, false
@@ -227,7 +233,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, o Options) (*Repor
 
 func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 	h.init()
-	o, ok := admit(h, w, r, OptionsFromValues)
+	o, ok := admit(h, w, r, queries.OptionsFromValues)
 	if !ok {
 		return
 	}
@@ -243,7 +249,7 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 // JSON cannot carry is a 500 with a one-line reason naming it, never a 200
 // whose body stopped where encoding failed.
 func (h *Handler) writeJSON(w http.ResponseWriter, v any) {
-	b, err := encodeJSON(v)
+	b, err := render.JSON(v)
 	if err != nil {
 		h.log.Error("encoding a report", "err", err)
 		fail(w, http.StatusInternalServerError, "encoding the report: "+err.Error())
@@ -253,19 +259,6 @@ func (h *Handler) writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(b)
-}
-
-// encodeJSON is v as JSON and a newline, as json.Encoder writes it, or why
-// it cannot be (checkFinite's reason for NaN and infinities).
-func encodeJSON(v any) ([]byte, error) {
-	if err := checkFinite(v); err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }
 
 func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
@@ -293,7 +286,7 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return
 	}
-	o, ok := admit(h, w, r, OptionsFromValues)
+	o, ok := admit(h, w, r, queries.OptionsFromValues)
 	if !ok {
 		return
 	}
@@ -313,7 +306,7 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 // validated first (a bad request still gets 400), and an estimate that
 // fails after that is shown in the page, its 200 status already sent
 // (/api/report answers 502 for it).
-func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Options) {
+func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o queries.Options) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
 	check := o // Estimate validates its own copy
@@ -328,37 +321,36 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Opti
 	// the browser fetches the style sheet and script and paints the
 	// heading while the estimate is computed (hundreds of ms at 10 M
 	// samples); the rest of the header needs the report.
-	masthead := &dashView{R: &Report{By: o.By}, O: &o, Live: live}
-	if err := dashboardTmpl.ExecuteTemplate(w, "head", struct{ By string }{o.By}); err != nil {
+	if err := render.DashboardHead(w, o.By); err != nil {
 		h.log.Warn("rendering dashboard", "err", err)
 		return
 	}
-	if err := renderPart(w, "masthead", masthead); err != nil {
+	if err := render.DashboardMasthead(w, &o, live); err != nil {
 		h.log.Warn("rendering dashboard", "err", err)
 		return
 	}
 	http.NewResponseController(w).Flush()
-	rep, err := Estimate(ctx, h.Conn, o)
+	rep, err := queries.Estimate(ctx, h.Conn, o)
 	if err == nil {
-		err = checkFinite(rep) // what /api/report refuses is not drawn either
+		err = queries.CheckFinite(rep) // what /api/report refuses is not drawn either
 	}
 	if err != nil {
 		h.log.Warn("report failed", "err", err)
 		writeSoon(w)
-		dashboardTmpl.ExecuteTemplate(w, "failed", err.Error())
+		render.DashboardFailed(w, err.Error())
 		return
 	}
 	var first bytes.Buffer
-	v := newDashView(rep, &o, live)
-	if err = renderPart(&first, "header", v); err == nil {
+	page := render.NewDashboard(rep, &o, live)
+	if err = page.Header(&first); err == nil {
 		first.WriteString(`<div id="estimate">`)
-		err = renderPart(&first, "content", v)
+		err = page.Content(&first)
 		first.WriteString("</div>\n")
 	}
 	if err != nil {
 		h.log.Warn("rendering dashboard", "err", err)
 		writeSoon(w)
-		dashboardTmpl.ExecuteTemplate(w, "failed", "rendering: "+err.Error())
+		render.DashboardFailed(w, "rendering: "+err.Error())
 		return
 	}
 	writeSoon(w)
@@ -368,19 +360,19 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o Opti
 	var rest bytes.Buffer
 	err = rep.AddRuns(ctx, h.Conn)
 	if err == nil {
-		err = checkFinite(rep)
+		err = queries.CheckFinite(rep)
 	}
 	if err != nil {
 		h.log.Warn("report failed", "err", err)
 		fmt.Fprintf(&rest, `<p class="error" id="complete-failed">Confidence intervals and the paired view failed: %s</p>`, template.HTMLEscapeString(err.Error()))
 	} else {
 		rest.WriteString(`<template id="complete">`)
-		if err := renderPart(&rest, "content", newDashView(rep, &o, live)); err != nil {
+		if err := render.NewDashboard(rep, &o, live).Content(&rest); err != nil {
 			h.log.Warn("rendering dashboard", "err", err)
 		}
 		rest.WriteString("</template>\n")
 	}
-	renderPart(&rest, "bottom", v)
+	page.Bottom(&rest)
 	writeSoon(w)
 	w.Write(rest.Bytes())
 }
@@ -396,7 +388,7 @@ const writeTime = 15 * time.Second
 
 // reportFailed answers a report that could not be computed.
 func (h *Handler) reportFailed(w http.ResponseWriter, err error) {
-	if errors.Is(err, ErrInvalidOptions) {
+	if errors.Is(err, queries.ErrInvalidOptions) {
 		fail(w, http.StatusBadRequest, "bad request: "+err.Error())
 		return
 	}
@@ -413,7 +405,7 @@ func securityHeaders(w http.ResponseWriter) {
 
 func (h *Handler) asset(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/")
-	b, err := assets.ReadFile("assets/" + name)
+	b, err := render.Asset(name)
 	if err != nil {
 		http.NotFound(w, r)
 		return

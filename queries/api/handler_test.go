@@ -1,9 +1,10 @@
-package queries
+package api
 
 import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -132,11 +134,11 @@ func TestHandlerAuthAndParams(t *testing.T) {
 
 	// The API's JSON is the Report of Run.
 	_, body = get(t, open.URL+"/api/report"+window+"&by=country", nil)
-	var got Report
+	var got queries.Report
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatal(err)
 	}
-	want, err := Run(context.Background(), conn, Options{Since: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2025, 1, 3, 0, 0, 0, 0, time.UTC), By: "country"})
+	want, err := queries.Run(context.Background(), conn, queries.Options{Since: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2025, 1, 3, 0, 0, 0, 0, time.UTC), By: "country"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +313,7 @@ func TestHandlerCostLimits(t *testing.T) {
 	h := &Handler{Conn: conn, AllowOpen: true, MaxConcurrent: 1, QueueWait: 200 * time.Millisecond}
 	srv := serve(t, h)
 
-	if res, body := get(t, srv.URL+"/api/report"+window+"&replicates="+strconv.Itoa(MaxReplicates+1), nil); res.StatusCode != 400 || !strings.Contains(body, "replicates") {
+	if res, body := get(t, srv.URL+"/api/report"+window+"&replicates="+strconv.Itoa(queries.MaxReplicates+1), nil); res.StatusCode != 400 || !strings.Contains(body, "replicates") {
 		t.Errorf("replicates over the cap: %d %q, want 400", res.StatusCode, body)
 	}
 
@@ -329,7 +331,7 @@ func TestHandlerCostLimits(t *testing.T) {
 	// (the 26.x test server would abort on a reset).
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/report"+window+"&by=country&replicates="+strconv.Itoa(MaxReplicates), nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/report"+window+"&by=country&replicates="+strconv.Itoa(queries.MaxReplicates), nil)
 	if res, err := http.DefaultClient.Do(req); err == nil {
 		res.Body.Close()
 		t.Logf("the report finished within the client's 300 ms; its slot is free anyway")
@@ -343,5 +345,41 @@ func TestHandlerCostLimits(t *testing.T) {
 	}
 	if res, _ := get(t, srv.URL+"/api/report"+window, nil); res.StatusCode != 200 {
 		t.Errorf("next report: %d, want 200", res.StatusCode)
+	}
+}
+
+// An option out of its range is a 400 that names it, through a real
+// listener, before any query: effect-ms=1e-300 used to overflow the
+// conversion of the runs to detect it into an int.
+func TestHandlerRefusesEffectOutOfRange(t *testing.T) {
+	srv := serve(t, &Handler{AllowOpen: true}) // no ClickHouse: refused before any query
+	for _, v := range []string{"1e-300", "0.05", "10001", "NaN", "-Inf", "0x1p-1000"} {
+		res, body := get(t, srv.URL+"/api/report?effect-ms="+v, nil)
+		if res.StatusCode != 400 || !strings.Contains(body, "effect-ms") || strings.Count(strings.TrimSpace(body), "\n") != 0 {
+			t.Errorf("effect-ms=%s: %d %q, want one line of 400 naming effect-ms", v, res.StatusCode, body)
+		}
+	}
+	res, body := get(t, srv.URL+"/api/report?since=1e5w", nil)
+	if res.StatusCode != 400 || !strings.Contains(body, "1e5w") {
+		t.Errorf("since=1e5w: %d %q, want 400 naming the value", res.StatusCode, body)
+	}
+}
+
+// TestReportNotFinite: /api/report encodes a report before its status goes
+// out, so one holding a number JSON cannot carry is a 500 and one line
+// naming it, not an empty 200.
+func TestReportNotFinite(t *testing.T) {
+	share := math.NaN()
+	bad := &queries.Report{By: "continent", Groups: []queries.Group{}, Timeline: []queries.Hour{}, Verdicts: []queries.Verdict{},
+		NEL: &queries.NEL{By: "continent", Failures: []queries.NELFailure{},
+			Protocols: []queries.NELProtocol{{Proto: "h2"}, {Proto: "h3", FailedEstimated: math.Inf(1), FailureShare: &share}}}}
+	h := &Handler{}
+	h.init()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { h.writeJSON(w, bad) }))
+	t.Cleanup(srv.Close)
+	res, body := get(t, srv.URL, nil)
+	const reason = "nel.protocols[1].failed_estimated_requests is +Inf"
+	if res.StatusCode != http.StatusInternalServerError || !strings.Contains(body, reason) || strings.Count(body, "\n") != 1 {
+		t.Errorf("a report with +Inf: %d %q, want 500 and one line naming %s", res.StatusCode, body, reason)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package queries
+package api
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
+	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/render"
 )
 
 // TestHTMLReportOffline writes the HTML report over the planted data set
@@ -37,18 +39,18 @@ func TestHTMLReportOffline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	opts := Options{Since: start, Until: start.Add(48 * time.Hour), By: "continent", MinRuns: 30}
-	rep, err := Run(ctx, conn, opts)
+	opts := queries.Options{Since: start, Until: start.Add(48 * time.Hour), By: "continent", MinRuns: 30}
+	rep, err := queries.Run(ctx, conn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.By = "country" // the map's
-	byCountry, err := Run(ctx, conn, opts)
+	byCountry, err := queries.Run(ctx, conn, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var page bytes.Buffer
-	if err := rep.WriteHTML(&page, byCountry); err != nil {
+	if err := render.HTML(&page, rep, byCountry); err != nil {
 		t.Fatal(err)
 	}
 	html := page.String()
@@ -131,7 +133,7 @@ func TestHTMLReportOffline(t *testing.T) {
 			}
 			asFaster := false
 			for _, v := range dom {
-				asFaster = asFaster || v.Group == "AS" && v.Verdict == VerdictFaster
+				asFaster = asFaster || v.Group == "AS" && v.Verdict == queries.VerdictFaster
 			}
 			if !asFaster {
 				t.Errorf("Asia is not shown faster: %+v", dom)
@@ -165,22 +167,13 @@ func TestHTMLReportOffline(t *testing.T) {
 		t.Fatal("the page carries no report JSON")
 	}
 	var inPage, direct map[string]any
-	b, _ := json.Marshal(map[string]*Report{"continent": rep, "country": byCountry})
+	b, _ := json.Marshal(map[string]*queries.Report{"continent": rep, "country": byCountry})
 	if err := json.Unmarshal([]byte(m[1]), &inPage); err != nil {
 		t.Fatalf("the page's report JSON: %v", err)
 	}
 	json.Unmarshal(b, &direct)
 	if !reflect.DeepEqual(inPage, direct) {
 		t.Error("the page's report JSON differs from the report's")
-	}
-}
-
-// TestHTMLReportNeedsCompleteReport: an estimate has no verdicts or
-// charts to show, and is refused with the reason.
-func TestHTMLReportNeedsCompleteReport(t *testing.T) {
-	err := (&Report{}).WriteHTML(&bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "complete report") {
-		t.Errorf("WriteHTML of an incomplete report: %v", err)
 	}
 }
 
@@ -192,11 +185,14 @@ func TestHTMLReportUnreadableData(t *testing.T) {
 	if _, err := chromium.Find(""); err != nil {
 		t.Fatalf("the HTML report test needs headless Chromium: %v", err)
 	}
+	// A complete report of an hour without a run.
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	rep := &Report{By: "country", Since: start, Until: start.Add(time.Hour), Percentiles: percentiles[:], Groups: []Group{},
-		Timeline: []Hour{}, Verdicts: []Verdict{}, done: true}
+	rep, err := queries.Run(context.Background(), newDB(t), queries.Options{By: "country", Since: start, Until: start.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var page bytes.Buffer
-	if err := rep.WriteHTML(&page); err != nil {
+	if err := render.HTML(&page, rep); err != nil {
 		t.Fatal(err)
 	}
 	blocks := regexp.MustCompile(`(<script type="application/json" id="(?:h3rum|dash)-data">).*?(</script>)`)

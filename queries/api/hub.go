@@ -1,4 +1,4 @@
-package queries
+package api
 
 import (
 	"cmp"
@@ -66,7 +66,7 @@ func NewLiveRun(run store.Run) LiveRun {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil
 		}
-		return ptr(x)
+		return &x
 	}
 	m.H2MedianMS, m.H3MedianMS = med(h2), med(h3)
 	if wanted > 0 {

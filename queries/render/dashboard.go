@@ -1,7 +1,6 @@
-package queries
+package render
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 	"html/template"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/h3rum/h3rum/queries"
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
@@ -27,9 +27,9 @@ var dashboardTmpl = template.Must(template.New("dashboard.html").Funcs(template.
 	"cishr":     shareCI,
 	"time":      func(t time.Time) string { return t.Format("2006-01-02 15:04 UTC") },
 	"label":     func(k string) string { return outcomeLabel[k] },
-	"rule":      sufficiencyText,
+	"rule":      queries.SufficiencyText,
 	"continent": continentName,
-	"fcTable":   func(by string, rows []FirstContactCount) fcTable { return fcTable{by, rows} },
+	"fcTable":   func(by string, rows []queries.FirstContactCount) fcTable { return fcTable{by, rows} },
 }).ParseFS(assets, "assets/dashboard.html"))
 
 // Chart colours (Tableau 10): H2 blue, H3 orange, fallback red, other grey.
@@ -71,8 +71,8 @@ type text struct {
 
 // dashView is what the template renders.
 type dashView struct {
-	R         *Report
-	O         *Options
+	R         *queries.Report
+	O         *queries.Options
 	Query     string
 	Groupings []string
 	Live      bool
@@ -109,11 +109,11 @@ func continentName(code string) string {
 // drillLinks are the breadcrumb and the drill-down links of the page o
 // makes: world › continent › country, then the groupings inside the place
 // (and, on a page by continent, each continent's countries).
-func drillLinks(r *Report, o *Options) (crumbs, drill []crumb) {
+func drillLinks(r *queries.Report, o *queries.Options) (crumbs, drill []crumb) {
 	link := func(continent, country, by string) string {
 		c := *o
 		c.Continent, c.Country, c.By = continent, country, by
-		return "/dashboard?" + c.values().Encode()
+		return "/dashboard?" + c.Query()
 	}
 	crumbs = append(crumbs, crumb{Label: "World", Href: link("", "", "continent")})
 	if o.Continent != "" {
@@ -135,7 +135,7 @@ func drillLinks(r *Report, o *Options) (crumbs, drill []crumb) {
 	}
 	if o.By == "continent" && o.Country == "" {
 		for _, g := range r.Groups {
-			if isPlaceCode(g.Group) {
+			if queries.IsPlaceCode(g.Group) {
 				drill = append(drill, crumb{Label: continentName(g.Group) + " by country", Href: link(g.Group, "", "country")})
 			}
 		}
@@ -146,40 +146,40 @@ func drillLinks(r *Report, o *Options) (crumbs, drill []crumb) {
 // dashData is the charts' data: the figures of the report they draw,
 // under the report's JSON names.
 type dashData struct {
-	Percentiles []float64   `json:"percentiles"`
-	VerdictP    float64     `json:"verdict_p"`
-	Groups      []dashGroup `json:"groups"`
-	Verdicts    []Verdict   `json:"verdicts"`
-	Trend       *Trend      `json:"trend"`
+	Percentiles []float64         `json:"percentiles"`
+	VerdictP    float64           `json:"verdict_p"`
+	Groups      []dashGroup       `json:"groups"`
+	Verdicts    []queries.Verdict `json:"verdicts"`
+	Trend       *queries.Trend    `json:"trend"`
 }
 
 type dashGroup struct {
-	Group        string        `json:"group"`
-	Runs         int           `json:"runs"`
-	TooSmall     bool          `json:"too_small"`
-	H2           *dashStats    `json:"h2"`
-	H3           *dashStats    `json:"h3"`
-	Diff         []Diff        `json:"diff"`
-	Curves       *Curves       `json:"curves"`
-	Paired       *dashPaired   `json:"paired"`
-	Availability *Availability `json:"h3_availability"`
+	Group        string                `json:"group"`
+	Runs         int                   `json:"runs"`
+	TooSmall     bool                  `json:"too_small"`
+	H2           *dashStats            `json:"h2"`
+	H3           *dashStats            `json:"h3"`
+	Diff         []queries.Diff        `json:"diff"`
+	Curves       *queries.Curves       `json:"curves"`
+	Paired       *dashPaired           `json:"paired"`
+	Availability *queries.Availability `json:"h3_availability"`
 }
 
 type dashStats struct {
-	Runs        int          `json:"runs"`
-	Percentiles []Percentile `json:"percentiles"`
+	Runs        int                  `json:"runs"`
+	Percentiles []queries.Percentile `json:"percentiles"`
 }
 
 type dashPaired struct {
-	Runs      int       `json:"runs"`
-	MedianMS  float64   `json:"median_ms"`
-	Histogram Histogram `json:"histogram"`
+	Runs      int               `json:"runs"`
+	MedianMS  float64           `json:"median_ms"`
+	Histogram queries.Histogram `json:"histogram"`
 }
 
 // newDashData takes the charts' figures from a complete report.
-func newDashData(r *Report, verdictP float64) *dashData {
+func newDashData(r *queries.Report, verdictP float64) *dashData {
 	d := &dashData{Percentiles: r.Percentiles, VerdictP: verdictP, Groups: make([]dashGroup, 0, len(r.Groups)), Verdicts: r.Verdicts, Trend: r.Trend}
-	stats := func(s *Stats) *dashStats {
+	stats := func(s *queries.Stats) *dashStats {
 		if s == nil {
 			return nil
 		}
@@ -199,50 +199,86 @@ func newDashData(r *Report, verdictP float64) *dashData {
 
 // outcomeRow is one group × outcome line of the regional table.
 type outcomeRow struct {
-	G     *Group
+	G     *queries.Group
 	Key   string
-	S     *Stats
+	S     *queries.Stats
 	First bool
 }
 
-func renderDashboard(r *Report, o *Options, live bool) ([]byte, error) {
-	var b bytes.Buffer
-	if err := dashboardTmpl.Execute(&b, newDashView(r, o, live)); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
 // newDashView prepares what the dashboard template shows of r.
-func newDashView(r *Report, o *Options, live bool) *dashView {
-	v := &dashView{R: r, O: o, Query: o.values().Encode(), Groupings: Groupings(), Live: live, Complete: r.done,
-		VerdictP: o.verdictRule().withDefaults().P}
+func newDashView(r *queries.Report, o *queries.Options, live bool) *dashView {
+	v := &dashView{R: r, O: o, Query: o.Query(), Groupings: queries.Groupings(), Live: live, Complete: r.Complete(),
+		VerdictP: o.VerdictPercentile()}
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		first := true
-		for _, x := range g.outcomes() {
-			if x.s != nil {
-				v.Outcomes = append(v.Outcomes, outcomeRow{G: g, Key: x.key, S: x.s, First: first})
+		for _, x := range g.Outcomes() {
+			if x.Stats != nil {
+				v.Outcomes = append(v.Outcomes, outcomeRow{G: g, Key: x.Outcome, S: x.Stats, First: first})
 				first = false
 			}
 		}
 	}
 	v.Crumbs, v.Drill = drillLinks(r, o)
 	v.Charts = append(v.Charts, timelineChart(r))
-	if r.done {
+	if r.Complete() {
 		v.Data = newDashData(r, v.VerdictP)
 	}
 	return v
 }
 
-// renderPart renders one of the page's parts: "top" ("masthead", the
-// heading, and "header", the rest of it), "content" or "bottom".
-func renderPart(w io.Writer, part string, v *dashView) error {
-	return dashboardTmpl.ExecuteTemplate(w, part, v)
+// Dashboard is the dashboard's page of one report, as the options that
+// asked for it show it, whole (Write) or in the parts a server streams:
+// DashboardHead and DashboardMasthead before anything is computed, then
+// Header and Content, then Bottom.
+type Dashboard struct{ v *dashView }
+
+// NewDashboard prepares the page of r for the options o; live shows the
+// live feed's section. The page reads r when it is written, not before.
+func NewDashboard(r *queries.Report, o *queries.Options, live bool) *Dashboard {
+	return &Dashboard{newDashView(r, o, live)}
 }
 
-// maxGroups bounds the groups drawn in charts (the table shows all).
-const maxGroups = 12
+// Write writes the whole page.
+func (d *Dashboard) Write(w io.Writer) error { return dashboardTmpl.Execute(w, d.v) }
+
+// Header writes the rest of the page's header: the window, the selection
+// and the methods.
+func (d *Dashboard) Header(w io.Writer) error { return dashboardTmpl.ExecuteTemplate(w, "header", d.v) }
+
+// Content writes the page's verdicts, tables and charts.
+func (d *Dashboard) Content(w io.Writer) error {
+	return dashboardTmpl.ExecuteTemplate(w, "content", d.v)
+}
+
+// Bottom closes the page.
+func (d *Dashboard) Bottom(w io.Writer) error { return dashboardTmpl.ExecuteTemplate(w, "bottom", d.v) }
+
+// DashboardHead writes the page's head for a report by by: what the
+// browser needs to fetch the style sheet and the script.
+func DashboardHead(w io.Writer, by string) error {
+	return dashboardTmpl.ExecuteTemplate(w, "head", struct{ By string }{by})
+}
+
+// DashboardMasthead writes the page's heading, which needs no report: the
+// grouping and the links of o.
+func DashboardMasthead(w io.Writer, o *queries.Options, live bool) error {
+	return dashboardTmpl.ExecuteTemplate(w, "masthead", &dashView{R: &queries.Report{By: o.By}, O: o, Live: live})
+}
+
+// DashboardFailed ends a page whose report failed, saying why.
+func DashboardFailed(w io.Writer, reason string) error {
+	return dashboardTmpl.ExecuteTemplate(w, "failed", reason)
+}
+
+// Asset returns the dashboard's built script ("dashboard.js") or style
+// sheet ("dashboard.css"), which the page links.
+func Asset(name string) ([]byte, error) {
+	if name != "dashboard.js" && name != "dashboard.css" {
+		return nil, fmt.Errorf("the dashboard has no asset %q", name)
+	}
+	return assets.ReadFile("assets/" + name)
+}
 
 // niceMax rounds a scale maximum up to 1, 2 or 5 × 10^k.
 func niceMax(v float64) float64 {
@@ -264,7 +300,7 @@ func axes(c *chart, x0, y0, x1, y1, scaleMax float64, y func(float64) float64, u
 }
 
 // timelineChart stacks samples per hour by outcome.
-func timelineChart(r *Report) chart {
+func timelineChart(r *queries.Report) chart {
 	const left, top, bottom, right = 50.0, 24.0, 30.0, 10.0
 	c := chart{ID: "chart-timeline", Title: "Samples per hour: h2, h3, wanted h3 got h2, other", W: 900, H: 200}
 	hours := r.Timeline

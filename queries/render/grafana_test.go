@@ -1,4 +1,4 @@
-package queries
+package render
 
 import (
 	"bytes"
@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/h3rum/h3rum/queries"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
 var update = flag.Bool("update", false, "rewrite deploy/grafana/h3rum-clickhouse.json from GrafanaDashboard")
 
-const grafanaFile = "../deploy/grafana/h3rum-clickhouse.json"
+const grafanaFile = "../../deploy/grafana/h3rum-clickhouse.json"
 
 // TestGrafanaDashboard keeps the committed ClickHouse dashboard equal to
 // GrafanaDashboard, then runs every panel's and variable's SQL, with the
@@ -42,7 +43,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is not what GrafanaDashboard makes: run go test ./queries -run TestGrafanaDashboard -update", grafanaFile)
+		t.Fatalf("%s is not what GrafanaDashboard makes: run go test ./queries/render -run TestGrafanaDashboard -update", grafanaFile)
 	}
 	var d struct {
 		Templating struct {
@@ -65,12 +66,12 @@ func TestGrafanaDashboard(t *testing.T) {
 	conn := newDB(t)
 	load(t, conn, synth.All(synth.Config{Seed: 3, Runs: 1500}))
 	ctx := context.Background()
-	o := Options{Since: testSince, Until: testUntil, By: "continent", Replicates: -1}
-	est, err := Estimate(ctx, conn, o)
+	o := queries.Options{Since: testSince, Until: testUntil, By: "continent", Replicates: -1}
+	est, err := queries.Estimate(ctx, conn, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(ctx, conn, o)
+	rep, err := queries.Run(ctx, conn, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	if len(rows) != len(est.Groups) {
 		t.Errorf("percentile panel: %d regions, the report %d", len(rows), len(est.Groups))
 	}
-	groups := map[string]*Group{}
+	groups := map[string]*queries.Group{}
 	for i := range est.Groups {
 		groups[est.Groups[i].Group] = &est.Groups[i]
 	}
@@ -174,7 +175,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 	// Availability per run, against the complete report.
-	full := map[string]*Group{}
+	full := map[string]*queries.Group{}
 	for i := range rep.Groups {
 		full[rep.Groups[i].Group] = &rep.Groups[i]
 	}

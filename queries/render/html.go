@@ -1,4 +1,4 @@
-package queries
+package render
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,8 @@ import (
 	"html/template"
 	"io"
 	"strings"
+
+	"github.com/h3rum/h3rum/queries"
 )
 
 // The HTML report is the dashboard's page as one file: its content
@@ -44,7 +46,7 @@ var htmlReportTmpl = template.Must(template.Must(dashboardTmpl.Clone()).New("htm
 // fcTable is one first-contact table of the page.
 type fcTable struct {
 	By   string
-	Rows []FirstContactCount
+	Rows []queries.FirstContactCount
 }
 
 // htmlReportCSS is added to the dashboard's style sheet: the live feed's
@@ -56,22 +58,22 @@ type htmlReportView struct {
 	V *dashView
 	// Reports are inlined as JSON by grouping: the page's, and those its
 	// views would fetch (web/src/static.js answers them).
-	Reports map[string]*Report
+	Reports map[string]*queries.Report
 	CSP     string
 	CSS     template.CSS
 	JS      template.JS
 }
 
-// WriteHTML writes r as one self-contained HTML page: the dashboard's
+// HTML writes r as one self-contained HTML page: the dashboard's
 // verdicts, tables and charts, its script and style inlined, the report's
 // JSON inside, no request to anywhere. more are reports of the same window
 // by other groupings that the page's views ask for, inlined beside it: the
 // map's, by country, when r is not (without it the map says it has no
 // data). Every report must be complete (Run, or Estimate then AddRuns).
-func (r *Report) WriteHTML(w io.Writer, more ...*Report) error {
-	reports := map[string]*Report{r.By: r}
-	for _, m := range append([]*Report{r}, more...) {
-		if !m.done {
+func HTML(w io.Writer, r *queries.Report, more ...*queries.Report) error {
+	reports := map[string]*queries.Report{r.By: r}
+	for _, m := range append([]*queries.Report{r}, more...) {
+		if !m.Complete() {
 			return errors.New("writing the HTML report: it needs a complete report (Run, or Estimate then AddRuns)")
 		}
 		if m.Since != r.Since || m.Until != r.Until || m.Site != r.Site {
@@ -79,7 +81,7 @@ func (r *Report) WriteHTML(w io.Writer, more ...*Report) error {
 		}
 		// The template would write null for the report's JSON, and the
 		// page would draw nothing without saying why.
-		if err := checkFinite(m); err != nil {
+		if err := queries.CheckFinite(m); err != nil {
 			return fmt.Errorf("writing the HTML report: the report by %s: %w", m.By, err)
 		}
 		if _, ok := reports[m.By]; !ok {
@@ -105,8 +107,9 @@ func (r *Report) WriteHTML(w io.Writer, more ...*Report) error {
 			return fmt.Errorf("writing the HTML report: the dashboard's %s holds %q or \"<!--\" and cannot be inlined", c.what, c.end)
 		}
 	}
+	o := r.Options()
 	v := &htmlReportView{
-		V:       newDashView(r, &r.opts, false),
+		V:       newDashView(r, &o, false),
 		Reports: reports,
 		CSP:     htmlReportCSP(js, css),
 		CSS:     template.CSS(css),

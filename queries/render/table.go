@@ -1,7 +1,6 @@
-package queries
+package render
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,101 +8,25 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries"
 )
 
 // outcomeLabel names outcomes for people.
 var outcomeLabel = map[string]string{
-	OutcomeH2:            "h2",
-	OutcomeH3:            "h3",
-	OutcomeWantedH3GotH2: "wanted h3, got h2",
-	OutcomeOther:         "other",
+	queries.OutcomeH2:            "h2",
+	queries.OutcomeH3:            "h3",
+	queries.OutcomeWantedH3GotH2: "wanted h3, got h2",
+	queries.OutcomeOther:         "other",
 }
 
-// Selection describes the report's sample selection in words.
-func (r *Report) Selection() string {
-	parts := []string{"parallel batches", "successful requests", "non-bot runs", "like-for-like runs only"}
-	if r.Filters.IncludeWarmup {
-		parts[0] = "warm-up and parallel requests"
-	}
-	if r.Filters.IncludeFailed {
-		parts[1] = "successful and failed requests"
-	}
-	if r.Filters.IncludeBots {
-		parts[2] = "all runs including bots"
-	}
-	if r.Filters.IncludeExcluded {
-		parts[3] = "runs with exclusions too"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// DesignText names the report's test design and how many others the
-// window holds.
-func (r *Report) DesignText() string {
-	d := r.Design
-	if d.All {
-		return "all designs pooled"
-	}
-	s := fmt.Sprintf("design: %d parallel, %d bytes, %d warm-ups, script v%d", d.Parallel, d.Bytes, d.Warmup, d.BeaconMajor)
-	if d.Extra != "" {
-		s += ", " + strings.ReplaceAll(d.Extra, ",", ", ")
-	}
-	if n := len(r.Designs) - 1; n > 0 {
-		s += fmt.Sprintf(" (%d other design(s) in the window: --design)", n)
-	}
-	return s
-}
-
-// ExcludedText lists a group's runs left out of the headline by reason.
-func (g Group) ExcludedText() string {
-	if len(g.Excluded) == 0 {
-		return ""
-	}
-	var parts []string
-	for _, name := range store.ExclusionNames {
-		if n := g.Excluded[name]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", name, n))
-		}
-	}
-	return fmt.Sprintf("%s: %d runs of the design; left out: %s", g.Group, g.DesignRuns, strings.Join(parts, ", "))
-}
-
-// CIText describes the interval method in words.
-func (r *Report) CIText() string {
-	if r.CI.Method != "cluster_bootstrap_runs" {
-		return "no confidence intervals"
-	}
-	return fmt.Sprintf("95 %% CI: bootstrap over runs, %d replicates, at most %d runs per group, where runs × (1 − p) ≥ %d",
-		r.CI.Replicates, r.CI.MaxRunsPerGroup, r.CI.MinTailRuns)
-}
-
-// VerdictRuleText states how the verdicts were reached and what they
-// mean taken together.
-func (r *Report) VerdictRuleText() string {
-	judged := 0
-	for _, v := range r.Verdicts {
-		switch v.Verdict {
-		case VerdictFaster, VerdictSlower, VerdictNoDifference:
-			judged++
-		}
-	}
-	return verdictRuleText(judged)
-}
-
-// EstimateText says where percentiles come from.
-func (r *Report) EstimateText() string {
-	return fmt.Sprintf("batch orders weighed equally (each figure the mean of the h2first and h3first runs'); "+
-		"percentiles exact (type 7) below %d samples of an outcome, unless its group was thinned; t-digest otherwise", r.ExactBelowSamples)
-}
-
-// insufficientMark follows an estimate too few runs stand behind.
-const insufficientMark = "†"
+// InsufficientMark follows, in the table, an estimate too few runs stand
+// behind.
+const InsufficientMark = "†"
 
 // flagged marks an estimate insufficient for an interval.
 func flagged(v string, insufficient bool) string {
 	if insufficient {
-		return v + insufficientMark
+		return v + InsufficientMark
 	}
 	return v
 }
@@ -116,7 +39,7 @@ func siteText(s string) string {
 }
 
 // pctl is the value at percentile p of ps, 0 when ps lacks it.
-func pctl(ps []Percentile, p float64) float64 {
+func pctl(ps []queries.Percentile, p float64) float64 {
 	for _, x := range ps {
 		if x.P == p {
 			return x.MS
@@ -157,9 +80,9 @@ func shareCI(lo, hi *float64) string {
 	return "[" + share(*lo) + ", " + share(*hi) + "]"
 }
 
-// WriteTable writes the report for a terminal: aligned columns, units in
-// the headers, signed differences, small groups marked with "*".
-func (r *Report) WriteTable(w io.Writer) error {
+// Table writes r for a terminal: aligned columns, units in the headers,
+// signed differences, small groups marked with "*".
+func Table(w io.Writer, r *queries.Report) error {
 	bw := &errWriter{w: w}
 	fmt.Fprintf(bw, "h3rum report  %s – %s  %s  by %s  (source: %s)\n",
 		r.Since.Format(time.RFC3339), r.Until.Format(time.RFC3339), siteText(r.Site), r.By, r.Source)
@@ -172,12 +95,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(bw, "selection: %s; %s; %s; %s\n\n", r.Selection(), r.DesignText(), r.EstimateText(), r.CIText())
 	if len(r.Groups) == 0 {
 		fmt.Fprintln(bw, "no samples in this window")
-		r.writeNEL(bw)          // NEL also hears from visitors whose page never ran the script
-		r.writeScriptErrors(bw) // and runs a script error cut short may have no batch
-		r.writeFirstContact(bw) // and a run cut short in its warm-ups has a first contact
+		writeNEL(bw, r)          // NEL also hears from visitors whose page never ran the script
+		writeScriptErrors(bw, r) // and runs a script error cut short may have no batch
+		writeFirstContact(bw, r) // and a run cut short in its warm-ups has a first contact
 		return bw.err
 	}
-	name := func(g *Group) string {
+	name := func(g *queries.Group) string {
 		if g.TooSmall {
 			return g.Group + " *"
 		}
@@ -203,12 +126,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			return ""
 		}
-		for _, o := range g.outcomes() {
-			if o.s == nil {
+		for _, o := range g.Outcomes() {
+			if o.Stats == nil {
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t", label(), outcomeLabel[o.key], o.s.Runs, o.s.Samples)
-			for _, p := range o.s.Percentiles {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t", label(), outcomeLabel[o.Outcome], o.Stats.Runs, o.Stats.Samples)
+			for _, p := range o.Stats.Percentiles {
 				fmt.Fprintf(tw, "%s\t", flagged(ms(p.MS), p.Insufficient))
 				insufficient = insufficient || p.Insufficient
 			}
@@ -216,10 +139,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		if len(g.Diff) > 0 {
 			withCI := r.CI.Method != "none"
-			diffRows(tw, label(), "H3-H2 ms", "", g.Diff, withCI, func(d Diff) (float64, *float64, *float64) {
+			diffRows(tw, label(), "H3-H2 ms", "", g.Diff, withCI, func(d queries.Diff) (float64, *float64, *float64) {
 				return d.MS, d.CILowMS, d.CIHighMS
 			})
-			diffRows(tw, "", "H3-H2 %", "%", g.Diff, withCI, func(d Diff) (float64, *float64, *float64) {
+			diffRows(tw, "", "H3-H2 %", "%", g.Diff, withCI, func(d queries.Diff) (float64, *float64, *float64) {
 				return d.Pct, d.CILowPct, d.CIHighPct
 			})
 		}
@@ -228,7 +151,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 	// section writes a titled table whose first left columns are text,
 	// with rows written by groupRows for each group.
-	section := func(title string, left int, header string, groupRows func(tw io.Writer, g *Group)) {
+	section := func(title string, left int, header string, groupRows func(tw io.Writer, g *queries.Group)) {
 		fmt.Fprintln(bw, "\n"+title)
 		tw := &table{left: left}
 		fmt.Fprintln(tw, header)
@@ -238,7 +161,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		tw.flush(bw)
 	}
 	section("Within-run difference d = median(H3 batch) - median(H2 batch), ms (paired view; p90 is the 90th percentile of d over runs; won/tie/lost: d ≤ -0.5, |d| < 0.5, d ≥ 0.5 ms)", 1,
-		"group\truns\tmedian d\t95% CI\tp90 of d\t95% CI\tH3 won\t95% CI\ttie\tlost\t", func(tw io.Writer, g *Group) {
+		"group\truns\tmedian d\t95% CI\tp90 of d\t95% CI\tH3 won\t95% CI\ttie\tlost\t", func(tw io.Writer, g *queries.Group) {
 			p := g.Paired
 			if p == nil {
 				fmt.Fprintf(tw, "%s\t0\t-\t\t-\t\t-\t\t-\t-\t\n", name(g))
@@ -250,7 +173,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 				share(p.H3WonShare), shareCI(p.H3WonCILow, p.H3WonCIHigh), share(p.H3TieShare), share(p.H3LostShare))
 		})
 	section("HTTP/3 availability: runs (estimate: requests) whose H3 batch used h3 throughout", 1,
-		"group\twanted h3\tgot h3\tshare\t95% CI\t", func(tw io.Writer, g *Group) {
+		"group\twanted h3\tgot h3\tshare\t95% CI\t", func(tw io.Writer, g *queries.Group) {
 			a := g.Availability
 			if a == nil {
 				fmt.Fprintf(tw, "%s\t0\t0\t-\t-\t\n", name(g))
@@ -269,13 +192,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 			header += fmt.Sprintf("p%g\t", p)
 		}
 		section("Intention to treat: every request of the design's non-bot runs by the origin it was sent to, failures at the 10 s timeout", 2,
-			header, func(tw io.Writer, g *Group) {
+			header, func(tw io.Writer, g *queries.Group) {
 				if g.ITT == nil {
 					return
 				}
 				for _, o := range []struct {
 					name string
-					s    *ITTStats
+					s    *queries.ITTStats
 				}{{"H2 origin", g.ITT.H2}, {"H3 origin", g.ITT.H3}} {
 					if o.s == nil {
 						continue
@@ -296,7 +219,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if hasHandshakes {
 		section("Handshakes: requests on a new connection, by protocol (apart from the warm comparison above)", 2,
-			"group\tproto\trequests\tfastest ms\tp50 ms\tp90 ms\tconnect p50 ms\tresumed\t0-RTT\t", func(tw io.Writer, g *Group) {
+			"group\tproto\trequests\tfastest ms\tp50 ms\tp90 ms\tconnect p50 ms\tresumed\t0-RTT\t", func(tw io.Writer, g *queries.Group) {
 				for _, h := range g.Handshakes {
 					proto := h.Proto
 					if h.Kind != "" {
@@ -318,7 +241,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if r.Filters.IncludeFailed {
 			verb = "included above"
 		}
-		section("Failed requests ("+verb+")", 3, "group\torigin\terror\trequests\t", func(tw io.Writer, g *Group) {
+		section("Failed requests ("+verb+")", 3, "group\torigin\terror\trequests\t", func(tw io.Writer, g *queries.Group) {
 			for _, f := range g.Failures {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t\n", name(g), f.Origin, f.Error, f.Samples)
 			}
@@ -333,9 +256,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(excl) > 0 {
 		fmt.Fprintf(bw, "\nRuns left out of the headline, by reason (a run under each of its reasons)\n  %s\n", strings.Join(excl, "\n  "))
 	}
-	r.writeNEL(bw)
-	r.writeScriptErrors(bw)
-	r.writeFirstContact(bw)
+	writeNEL(bw, r)
+	writeScriptErrors(bw, r)
+	writeFirstContact(bw, r)
 	if small || insufficient {
 		fmt.Fprintln(bw)
 	}
@@ -344,13 +267,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if insufficient {
 		fmt.Fprintf(bw, "%s too few runs for an interval at this percentile (%s): estimate only, interval —.\n",
-			insufficientMark, sufficiencyText())
+			InsufficientMark, queries.SufficiencyText())
 	}
 	return bw.err
 }
 
 // writeNEL writes the Network Error Logging section (complete reports).
-func (r *Report) writeNEL(w io.Writer) {
+func writeNEL(w io.Writer, r *queries.Report) {
 	n := r.NEL
 	if n == nil {
 		return
@@ -372,7 +295,7 @@ func (r *Report) writeNEL(w io.Writer) {
 	fmt.Fprintln(w, "\nNEL by protocol: failure share (where success sampling is on) and elapsed time of successful /probe requests, beside the beacon's duration (ms)")
 	tw := &table{left: 1}
 	fmt.Fprintln(tw, "proto\tok reports\tfailed (est.)\tfailure share\tNEL probe ok\tNEL p50\tNEL p90\tbeacon samples\tbeacon p50\tbeacon p90\t")
-	dash := func(ps []Percentile, p float64) string {
+	dash := func(ps []queries.Percentile, p float64) string {
 		if len(ps) == 0 {
 			return "-"
 		}
@@ -392,7 +315,7 @@ func (r *Report) writeNEL(w io.Writer) {
 
 // writeScriptErrors writes the section "Script errors by browser"
 // (complete reports).
-func (r *Report) writeScriptErrors(w io.Writer) {
+func writeScriptErrors(w io.Writer, r *queries.Report) {
 	se := r.ScriptErrors
 	if se == nil {
 		return
@@ -412,7 +335,7 @@ func (r *Report) writeScriptErrors(w io.Writer) {
 
 // writeFirstContact writes the section "First contact with the HTTP/3
 // origin" (complete reports): by the report's grouping, then by browser.
-func (r *Report) writeFirstContact(w io.Writer) {
+func writeFirstContact(w io.Writer, r *queries.Report) {
 	fc := r.FirstContact
 	if fc == nil {
 		return
@@ -422,13 +345,13 @@ func (r *Report) writeFirstContact(w io.Writer) {
 		fmt.Fprintln(w, "  no such run in this window")
 		return
 	}
-	pc := func(p *Proportion) string {
+	pc := func(p *queries.Proportion) string {
 		if p == nil {
 			return "-"
 		}
 		return share(p.Share)
 	}
-	write := func(title string, list []FirstContactCount) {
+	write := func(title string, list []queries.FirstContactCount) {
 		tw := &table{left: 1}
 		fmt.Fprintln(tw, title+"\truns\th3 first\tupgraded\tnever\th3 first share\t95% CI\tupgraded share\tnever share\tnot measured\tunknown\t")
 		for _, c := range list {
@@ -451,7 +374,7 @@ func (r *Report) writeFirstContact(w io.Writer) {
 
 // diffRows writes a row of differences, labelled title, picked from diffs
 // with their unit, and with intervals a row of their 95 % CIs.
-func diffRows(tw io.Writer, label, title, unit string, diffs []Diff, withCI bool, pick func(Diff) (v float64, lo, hi *float64)) {
+func diffRows(tw io.Writer, label, title, unit string, diffs []queries.Diff, withCI bool, pick func(queries.Diff) (v float64, lo, hi *float64)) {
 	fmt.Fprintf(tw, "%s\t%s\t\t\t", label, title)
 	for _, d := range diffs {
 		v, _, _ := pick(d)
@@ -484,147 +407,6 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	}
 	_, e.err = e.w.Write(p)
 	return len(p), nil
-}
-
-// CSVHeader is the header row of WriteCSV: one figure per row ("tidy"
-// data). measure is duration_ms, diff_ms, diff_pct, paired_median_ms,
-// paired_p90_ms, paired_h3_won_share, paired_h3_tie_share, paired_h3_lost_share, paired_median_ms_by_order
-// (outcome: the batch order), h3_availability, itt_ms and itt_run_failure_rate (outcome: the
-// origin; intention to treat), failures, or first_contact_share and
-// first_contact_runs (firstContactCSV); p is
-// the percentile where one applies; insufficient is true or false for
-// percentiles and differences (too few runs for an interval: ci_low and
-// ci_high empty) and empty for the other measures. A group or outcome
-// that a spreadsheet would take for a formula is written with a leading
-// single quote (csvText).
-var CSVHeader = []string{"group", "too_small", "measure", "outcome", "p", "value", "ci_low", "ci_high", "runs", "samples", "insufficient"}
-
-// WriteCSV writes the report as CSV with CSVHeader's columns.
-func (r *Report) WriteCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	cw.Write(CSVHeader)
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	fp := func(v *float64) string {
-		if v == nil {
-			return ""
-		}
-		return f(*v)
-	}
-	for i := range r.Groups {
-		g := &r.Groups[i]
-		small := strconv.FormatBool(g.TooSmall)
-		// rowIns writes a percentile or a difference, row the rest.
-		rowIns := func(measure, outcome, p, value, lo, hi string, runs, samples int, insufficient string) {
-			cw.Write([]string{csvText(g.Group), small, measure, csvText(outcome), p, value, lo, hi, strconv.Itoa(runs), strconv.Itoa(samples), insufficient})
-		}
-		row := func(measure, outcome, p, value, lo, hi string, runs, samples int) {
-			rowIns(measure, outcome, p, value, lo, hi, runs, samples, "")
-		}
-		b := strconv.FormatBool
-		for _, o := range g.outcomes() {
-			if o.s == nil {
-				continue
-			}
-			for _, p := range o.s.Percentiles {
-				rowIns("duration_ms", o.key, f(p.P), f(p.MS), fp(p.CILowMS), fp(p.CIHighMS), o.s.Runs, o.s.Samples, b(p.Insufficient))
-			}
-		}
-		for _, d := range g.Diff {
-			rowIns("diff_ms", "h3-h2", f(d.P), f(d.MS), fp(d.CILowMS), fp(d.CIHighMS), 0, 0, b(d.Insufficient))
-		}
-		for _, d := range g.Diff {
-			rowIns("diff_pct", "h3-h2", f(d.P), f(d.Pct), fp(d.CILowPct), fp(d.CIHighPct), 0, 0, b(d.Insufficient))
-		}
-		if p := g.Paired; p != nil {
-			row("paired_median_ms", "h3-h2", "50", f(p.MedianMS), fp(p.MedianCILowMS), fp(p.MedianCIHighMS), p.Runs, 0)
-			row("paired_p90_ms", "h3-h2", "90", f(p.P90MS), fp(p.P90CILowMS), fp(p.P90CIHighMS), p.Runs, 0)
-			row("paired_h3_won_share", "h3-h2", "", f(p.H3WonShare), fp(p.H3WonCILow), fp(p.H3WonCIHigh), p.Runs, 0)
-			row("paired_h3_tie_share", "h3-h2", "", f(p.H3TieShare), "", "", p.Runs, 0)
-			row("paired_h3_lost_share", "h3-h2", "", f(p.H3LostShare), "", "", p.Runs, 0)
-			for _, bo := range p.ByOrder {
-				if bo.MedianMS != nil {
-					row("paired_median_ms_by_order", bo.Order, "", f(*bo.MedianMS), "", "", bo.Runs, 0)
-				}
-			}
-		}
-		if a := g.Availability; a != nil {
-			row("h3_availability", "h3", "", f(a.Share), fp(a.CILow), fp(a.CIHigh), 0, a.WantedH3)
-		}
-		if t := g.ITT; t != nil {
-			for _, o := range []struct {
-				origin string
-				s      *ITTStats
-			}{{"h2", t.H2}, {"h3", t.H3}} {
-				if o.s == nil {
-					continue
-				}
-				for _, p := range o.s.Percentiles {
-					row("itt_ms", o.origin, strconv.FormatFloat(p.P, 'f', -1, 64), f(p.MS), "", "", o.s.Runs, o.s.Samples)
-				}
-				row("itt_run_failure_rate", o.origin, "", f(o.s.RunFailureRate), fp(o.s.RunFailureLow), fp(o.s.RunFailureHigh), o.s.Runs, o.s.Samples)
-			}
-		}
-		for _, fl := range g.Failures {
-			row("failures", fl.Origin+":"+fl.Error, "", strconv.Itoa(fl.Samples), "", "", 0, fl.Samples)
-		}
-	}
-	r.firstContactCSV(cw)
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("writing CSV: %w", err)
-	}
-	return nil
-}
-
-// firstContactCSV writes the first-contact rows of the report's groups:
-// first_contact_share (outcome h3_first, upgraded or never; runs: those
-// where the first request was seen) and first_contact_runs (outcome also
-// not_measured or unknown; value and runs: counts of runs). too_small is
-// the group's in the headline, empty for a group it does not have.
-func (r *Report) firstContactCSV(cw *csv.Writer) {
-	if r.FirstContact == nil {
-		return
-	}
-	small := map[string]string{}
-	for _, g := range r.Groups {
-		small[g.Group] = strconv.FormatBool(g.TooSmall)
-	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	for _, c := range r.FirstContact.Groups {
-		row := func(measure, outcome, value, lo, hi string, runs int) {
-			cw.Write([]string{csvText(c.Group), small[c.Group], measure, outcome, "", value, lo, hi, strconv.Itoa(runs), "0", ""})
-		}
-		for _, s := range []struct {
-			outcome string
-			p       *Proportion
-		}{{"h3_first", c.H3FirstShare}, {"upgraded", c.UpgradedShare}, {"never", c.NeverShare}} {
-			if s.p != nil {
-				row("first_contact_share", s.outcome, f(s.p.Share), f(*s.p.CILow), f(*s.p.CIHigh), c.Measured)
-			}
-		}
-		for _, n := range []struct {
-			outcome string
-			n       int
-		}{{"h3_first", c.H3First}, {"upgraded", c.Upgraded}, {"never", c.Never}, {"not_measured", c.NotMeasured}, {"unknown", c.Unknown}} {
-			row("first_contact_runs", n.outcome, strconv.Itoa(n.n), "", "", c.Runs)
-		}
-	}
-}
-
-// csvText makes a text cell safe to open in a spreadsheet. Excel,
-// LibreOffice and Google Sheets take a cell that begins with =, +, -, @, a
-// tab or a carriage return for a formula (=HYPERLINK(…) sends whoever
-// clicks it anywhere), so such a cell gets a leading single quote, which
-// they read as "this is text", as OWASP's CSV injection guidance advises;
-// a NUL is treated alike (ASVS 1.2.10). Only text cells go through it:
-// group labels and outcomes can carry what visitors' reports said (a
-// collector id, a connection type stored before it was checked), while
-// the number cells are written by strconv and must stay numbers (-12.5).
-func csvText(s string) string {
-	if s != "" && strings.IndexByte("=+-@\t\r\x00", s[0]) >= 0 {
-		return "'" + s
-	}
-	return s
 }
 
 // table aligns tab-separated cells: the first left columns to the left,

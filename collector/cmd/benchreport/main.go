@@ -30,6 +30,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/store/chdb"
 	"github.com/h3rum/h3rum/ingest/store/local"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/api"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -420,7 +421,7 @@ func firstPaint(ctx context.Context, conn driver.Conn, now time.Time) (dashboard
 		return 0, 0, 0, err
 	}
 	mux := http.NewServeMux()
-	(&queries.Handler{Conn: conn, AllowOpen: true, Hub: &queries.Hub{}}).Register(mux)
+	(&api.Handler{Conn: conn, AllowOpen: true, Hub: &api.Hub{}}).Register(mux)
 	mux.HandleFunc("GET /static", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>static</title>`+

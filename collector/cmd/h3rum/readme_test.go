@@ -12,7 +12,7 @@ import (
 
 	"github.com/h3rum/h3rum/collector/origin"
 	"github.com/h3rum/h3rum/ingest"
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/api"
 )
 
 // The README states limits and timeouts that flags and package constants
@@ -45,7 +45,7 @@ func TestReadmeStatesTheDefaults(t *testing.T) {
 	}
 	for _, phrase := range []string{
 		fmt.Sprintf("`--ingest-concurrency` slots (503 with `Retry-After` after %s)", readmeDuration(ingest.DefaultConcurrencyWait)),
-		fmt.Sprintf("(others wait %s, then 503 with `Retry-After`)", readmeDuration(queries.DefaultQueueWait)),
+		fmt.Sprintf("(others wait %s, then 503 with `Retry-After`)", readmeDuration(api.DefaultQueueWait)),
 		fmt.Sprintf("idle connections close after %s", readmeDuration(origin.DefaultIdleTimeout)),
 	} {
 		if !strings.Contains(readme, phrase) {

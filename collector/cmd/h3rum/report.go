@@ -11,6 +11,7 @@ import (
 
 	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/render"
 )
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,11 +39,16 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer closeStore()
 	o, rep := req.Options, (*queries.Report)(nil)
-	var res interface{ WriteTable(io.Writer) error }
+	var (
+		res   any                   // what --format json writes
+		table func(io.Writer) error // and --format table
+	)
 	if req.Compare {
-		res, err = queries.Compare(ctx, conn, o, req.BaselineSince, req.BaselineUntil)
+		var c *queries.Comparison
+		c, err = queries.Compare(ctx, conn, o, req.BaselineSince, req.BaselineUntil)
+		res, table = c, func(w io.Writer) error { return render.Comparison(w, c) }
 	} else if rep, err = queries.Run(ctx, conn, o); err == nil {
-		res = rep
+		res, table = rep, func(w io.Writer) error { return render.Table(w, rep) }
 	}
 	if errors.Is(err, queries.ErrInvalidOptions) {
 		return cli.UsageError{Msg: err.Error()}
@@ -55,18 +61,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	case "csv":
-		return rep.WriteCSV(stdout)
+		return render.CSV(stdout, rep)
 	case "html":
 		// The page's map is by country: beside another grouping, the window's report by country.
 		if o.By == "country" || o.Agent {
-			return rep.WriteHTML(stdout)
+			return render.HTML(stdout, rep)
 		}
 		o.By, o.Headline = "country", true // what the map draws
 		byCountry, err := queries.Run(ctx, conn, o)
 		if err != nil {
 			return err
 		}
-		return rep.WriteHTML(stdout, byCountry)
+		return render.HTML(stdout, rep, byCountry)
 	}
-	return res.WriteTable(stdout)
+	return table(stdout)
 }

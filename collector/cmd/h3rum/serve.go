@@ -14,7 +14,7 @@ import (
 	"github.com/h3rum/h3rum/ingest"
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/spool"
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/api"
 )
 
 // serveFlags are `serve`'s flags: the collector's serve.Config and what
@@ -95,7 +95,7 @@ func (c *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&q.Token, "report-token", "", "bearer token for /api/report, /api/live and /dashboard, at least 32 bytes (without it and without --open-reports they answer 403); on the command line every local user sees it: prefer H3RUM_REPORT_TOKEN or --report-token-file")
 	fs.StringVar(&c.reportTokenFile, "report-token-file", "", "file holding --report-token (surrounding white space trimmed); refused if others may read it")
 	fs.BoolVar(&q.AllowOpen, "open-reports", false, "answer /api/report, /api/live and /dashboard without a token, to requests from this machine to localhost; only with every listener on loopback and no --trusted-proxies (a pass-through proxy or ssh -L on this host would expose them)")
-	fs.IntVar(&q.MaxConcurrent, "report-concurrency", queries.DefaultMaxConcurrent, fmt.Sprintf("reports computed at once; others wait %v, then get 503", queries.DefaultQueueWait))
+	fs.IntVar(&q.MaxConcurrent, "report-concurrency", api.DefaultMaxConcurrent, fmt.Sprintf("reports computed at once; others wait %v, then get 503", api.DefaultQueueWait))
 }
 
 // validate resolves the token files, checks the flags as a whole and fills

@@ -18,8 +18,9 @@ import (
 const module = "github.com/h3rum/h3rum/"
 
 // rank orders the packages on the data path, script → ingest → store →
-// queries → the collector that wires them: a package imports only
-// packages of a lower rank. beacon, the wire format, is below every room.
+// queries → its outputs → its HTTP → the collector that wires them: a
+// package imports only packages of a lower rank. beacon, the wire format,
+// is below every room.
 var rank = map[string]int{
 	"beacon":               0,
 	"ingest/access":        1,
@@ -33,10 +34,12 @@ var rank = map[string]int{
 	"queries/stats":        1,
 	"queries":              4,
 	"collector/agent":      4,
+	"queries/render":       5,
 	"collector/lab":        5,
-	"collector/serve":      6,
-	"collector/labrun":     7,
-	"collector/cmd":        8, // every binary
+	"queries/api":          6,
+	"collector/serve":      7,
+	"collector/labrun":     8,
+	"collector/cmd":        9, // every binary
 }
 
 // support is test and build support: imported by tests, benchmarks and
@@ -44,7 +47,7 @@ var rank = map[string]int{
 var support = []string{
 	"beacon/beacontest", "beacon/chromium", "beacon/firefox", "beacon/webkit", "beacon/internal/",
 	"collector/agent/agenttest", "collector/internal/", "ingest/store/chdb", "ingest/store/storetest",
-	"queries/synth", "queries/internal/",
+	"queries/synth", "queries/render/internal/",
 }
 
 // rankOf is the rank of pkg (a path inside the module), or false for

@@ -1,6 +1,6 @@
 // Package dashbuild bundles the dashboard's script and style sheet, with
-// the npm libraries they import, into queries/assets with esbuild, for go
-// generate and for the staleness test.
+// the npm libraries they import, into queries/render/assets with esbuild,
+// for go generate and for the staleness test.
 package dashbuild
 
 import (
@@ -22,7 +22,7 @@ type Output struct {
 }
 
 // Banner opens both built files: they are generated, and from where.
-const Banner = "/* Built from queries/web by go generate ./queries; edit the sources there. */"
+const Banner = "/* Built from queries/render/web by go generate ./queries/render; edit the sources there. */"
 
 // ErrNoModules is returned when web's npm packages are not installed.
 var ErrNoModules = errors.New("the dashboard's npm packages are not installed")

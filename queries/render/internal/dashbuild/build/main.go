@@ -1,17 +1,18 @@
-// Command build writes queries/assets/dashboard.js and dashboard.css from
-// queries/web; run it with `go generate ./queries` from the module root,
-// after `npm ci` in queries/web.
+// Command build writes queries/render/assets/dashboard.js and
+// dashboard.css from queries/render/web; run it with `go generate
+// ./queries/render` from the module root, after `npm ci` in
+// queries/render/web.
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/h3rum/h3rum/queries/internal/dashbuild"
+	"github.com/h3rum/h3rum/queries/render/internal/dashbuild"
 )
 
 func main() {
-	// go generate runs in the package directory (queries/).
+	// go generate runs in the package directory (queries/render/).
 	out, err := dashbuild.Write("web", "assets")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)
