@@ -59,15 +59,7 @@ type grafanaPanel struct {
 
 // GrafanaDashboard returns the dashboard's JSON.
 func GrafanaDashboard() ([]byte, error) {
-	points, err := grafanaSQL("points_rollup.sql")
-	if err != nil {
-		return nil, err
-	}
-	timeline, err := grafanaSQL("timeline_rollup.sql")
-	if err != nil {
-		return nil, err
-	}
-	excluded, err := grafanaSQL("excluded.sql")
+	panels, err := grafanaPanels()
 	if err != nil {
 		return nil, err
 	}
@@ -78,39 +70,6 @@ func GrafanaDashboard() ([]byte, error) {
 	designKey, err := queries.PanelSQL("design key", nil)
 	if err != nil {
 		return nil, err
-	}
-	// The mean of the two batch orders' quantiles (order.go): avgIf over
-	// an outcome's rows of each order.
-	pct := func(i int, p string) string {
-		return fmt.Sprintf(`round(avgIf(q[%[1]d], oc = 'h2'), 1) AS h2_%[2]s_ms,
-       round(avgIf(q[%[1]d], oc = 'h3'), 1) AS h3_%[2]s_ms,
-       round(avgIf(q[%[1]d], oc = 'h3') - avgIf(q[%[1]d], oc = 'h2'), 1) AS h3_minus_h2_%[2]s_ms`, i, p)
-	}
-	panels := []grafanaPanel{
-		{
-			title: "HTTP/3 − HTTP/2 by region (like for like)",
-			description: "Percentiles of warm parallel requests of complete, verified runs (the report's headline): " +
-				"each the mean of the h2first and h3first runs' figures; negative means HTTP/3 is faster. Same SQL as `h3rum report` " +
-				"(points_rollup.sql); the report adds intervals and flags percentiles too few runs stand behind.",
-			sql: "SELECT grp AS region,\n       " + pct(1, "p50") + ",\n       " + pct(3, "p90") + ",\n       " + pct(4, "p95") +
-				",\n       sum(n_samples) AS samples\nFROM\n(\n" + points + "\n)\nWHERE grp != '' AND ord != '' AND (oc = 'h2' OR oc = 'h3')\nGROUP BY region\nORDER BY samples DESC, region",
-			w: 24, h: 9,
-		},
-		{
-			title: "HTTP/3 availability by region (per run)",
-			description: "Of the design's non-bot runs with an H3 batch, the share whose every H3-batch request used h3 " +
-				"(a failed request counts against). Same SQL as the report (excluded.sql with excluded_runs_table.sql).",
-			sql: "SELECT grp AS region, with_h3 AS runs_with_h3_batch, available AS runs_all_h3,\n       round(available / with_h3, 4) AS h3_availability\nFROM\n(\n" +
-				excluded + "\n)\nWHERE with_h3 > 0\nORDER BY with_h3 DESC, region",
-			w: 12, h: 9,
-		},
-		{
-			title:       "Volume: headline samples per hour",
-			description: "Parallel requests of like-for-like runs per hour and protocol (timeline_rollup.sql).",
-			timeSeries:  true,
-			sql:         "SELECT h AS time, sumIf(n, oc = 'h2') AS h2, sumIf(n, oc = 'h3') AS h3\nFROM\n(\n" + timeline + "\n)\nGROUP BY time\nORDER BY time",
-			w:           12, h: 9,
-		},
 	}
 	ds := map[string]any{"type": GrafanaDatasource, "uid": "${datasource}"}
 	var list []any
@@ -164,4 +123,55 @@ func GrafanaDashboard() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// grafanaPanels are the dashboard's panels, each over one of the
+// report's query files.
+func grafanaPanels() ([]grafanaPanel, error) {
+	points, err := grafanaSQL("points_rollup.sql")
+	if err != nil {
+		return nil, err
+	}
+	timeline, err := grafanaSQL("timeline_rollup.sql")
+	if err != nil {
+		return nil, err
+	}
+	excluded, err := grafanaSQL("excluded.sql")
+	if err != nil {
+		return nil, err
+	}
+	// The mean of the two batch orders' quantiles (order.go): avgIf over
+	// an outcome's rows of each order.
+	pct := func(i int, p string) string {
+		return fmt.Sprintf(`round(avgIf(q[%[1]d], oc = 'h2'), 1) AS h2_%[2]s_ms,
+       round(avgIf(q[%[1]d], oc = 'h3'), 1) AS h3_%[2]s_ms,
+       round(avgIf(q[%[1]d], oc = 'h3') - avgIf(q[%[1]d], oc = 'h2'), 1) AS h3_minus_h2_%[2]s_ms`, i, p)
+	}
+	panels := []grafanaPanel{
+		{
+			title: "HTTP/3 − HTTP/2 by region (like for like)",
+			description: "Percentiles of warm parallel requests of complete, verified runs (the report's headline): " +
+				"each the mean of the h2first and h3first runs' figures; negative means HTTP/3 is faster. Same SQL as `h3rum report` " +
+				"(points_rollup.sql); the report adds intervals and flags percentiles too few runs stand behind.",
+			sql: "SELECT grp AS region,\n       " + pct(1, "p50") + ",\n       " + pct(3, "p90") + ",\n       " + pct(4, "p95") +
+				",\n       sum(n_samples) AS samples\nFROM\n(\n" + points + "\n)\nWHERE grp != '' AND ord != '' AND (oc = 'h2' OR oc = 'h3')\nGROUP BY region\nORDER BY samples DESC, region",
+			w: 24, h: 9,
+		},
+		{
+			title: "HTTP/3 availability by region (per run)",
+			description: "Of the design's non-bot runs with an H3 batch, the share whose every H3-batch request used h3 " +
+				"(a failed request counts against). Same SQL as the report (excluded.sql with excluded_runs_table.sql).",
+			sql: "SELECT grp AS region, with_h3 AS runs_with_h3_batch, available AS runs_all_h3,\n       round(available / with_h3, 4) AS h3_availability\nFROM\n(\n" +
+				excluded + "\n)\nWHERE with_h3 > 0\nORDER BY with_h3 DESC, region",
+			w: 12, h: 9,
+		},
+		{
+			title:       "Volume: headline samples per hour",
+			description: "Parallel requests of like-for-like runs per hour and protocol (timeline_rollup.sql).",
+			timeSeries:  true,
+			sql:         "SELECT h AS time, sumIf(n, oc = 'h2') AS h2, sumIf(n, oc = 'h3') AS h3\nFROM\n(\n" + timeline + "\n)\nGROUP BY time\nORDER BY time",
+			w:           12, h: 9,
+		},
+	}
+	return panels, nil
 }

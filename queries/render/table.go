@@ -1,8 +1,11 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,15 +101,33 @@ func Table(w io.Writer, r *queries.Report) error {
 		writeNEL(bw, r)          // NEL also hears from visitors whose page never ran the script
 		writeScriptErrors(bw, r) // and runs a script error cut short may have no batch
 		writeFirstContact(bw, r) // and a run cut short in its warm-ups has a first contact
+		writeSections(bw, r)
 		return bw.err
 	}
-	name := func(g *queries.Group) string {
-		if g.TooSmall {
-			return g.Group + " *"
-		}
-		return g.Group
+	small, insufficient := writeDurations(bw, r)
+	writeGroupSections(bw, r)
+	writeNEL(bw, r)
+	writeScriptErrors(bw, r)
+	writeFirstContact(bw, r)
+	writeSections(bw, r)
+	if small || insufficient {
+		fmt.Fprintln(bw)
 	}
+	if small {
+		fmt.Fprintf(bw, "* fewer than %d runs with H2 or H3: shown, but not to be trusted.\n", r.MinRuns)
+	}
+	if insufficient {
+		fmt.Fprintf(bw, "%s too few runs for an interval at this percentile (%s): estimate only, interval —.\n",
+			InsufficientMark, queries.SufficiencyText())
+	}
+	return bw.err
+}
 
+// writeDurations writes the headline's table: each group's outcomes at
+// every percentile and H3 − H2 with its interval; it reports whether a
+// group is too small and whether a percentile lacks an interval, for the
+// footnotes.
+func writeDurations(bw io.Writer, r *queries.Report) (small, insufficient bool) {
 	fmt.Fprintln(bw, "Request duration, ms (H3-H2 < 0: HTTP/3 faster)")
 	tw := &table{left: 2}
 	fmt.Fprint(tw, "group\tproto\truns\tsamples\t")
@@ -114,7 +135,6 @@ func Table(w io.Writer, r *queries.Report) error {
 		fmt.Fprintf(tw, "p%g\t", p)
 	}
 	fmt.Fprintln(tw)
-	small, insufficient := false, false
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		small = small || g.TooSmall
@@ -122,7 +142,7 @@ func Table(w io.Writer, r *queries.Report) error {
 		label := func() string {
 			if first {
 				first = false
-				return name(g)
+				return groupName(g)
 			}
 			return ""
 		}
@@ -148,26 +168,44 @@ func Table(w io.Writer, r *queries.Report) error {
 		}
 	}
 	tw.flush(bw)
+	return small, insufficient
+}
 
-	// section writes a titled table whose first left columns are text,
-	// with rows written by groupRows for each group.
+// groupName is a group's name as the tables write it, marked when the
+// group is too small.
+func groupName(g *queries.Group) string {
+	if g.TooSmall {
+		return g.Group + " *"
+	}
+	return g.Group
+}
+
+// writeSection writes a titled table whose first left columns are text,
+// with rows written by groupRows for each group.
+func writeSection(bw io.Writer, r *queries.Report, title string, left int, header string, groupRows func(tw io.Writer, g *queries.Group)) {
+	fmt.Fprintln(bw, "\n"+title)
+	tw := &table{left: left}
+	fmt.Fprintln(tw, header)
+	for i := range r.Groups {
+		groupRows(tw, &r.Groups[i])
+	}
+	tw.flush(bw)
+}
+
+// writeGroupSections writes the per-group tables below the headline: the
+// paired view and availability, then the optional ones.
+func writeGroupSections(bw io.Writer, r *queries.Report) {
 	section := func(title string, left int, header string, groupRows func(tw io.Writer, g *queries.Group)) {
-		fmt.Fprintln(bw, "\n"+title)
-		tw := &table{left: left}
-		fmt.Fprintln(tw, header)
-		for i := range r.Groups {
-			groupRows(tw, &r.Groups[i])
-		}
-		tw.flush(bw)
+		writeSection(bw, r, title, left, header, groupRows)
 	}
 	section("Within-run difference d = median(H3 batch) - median(H2 batch), ms (paired view; p90 is the 90th percentile of d over runs; won/tie/lost: d ≤ -0.5, |d| < 0.5, d ≥ 0.5 ms)", 1,
 		"group\truns\tmedian d\t95% CI\tp90 of d\t95% CI\tH3 won\t95% CI\ttie\tlost\t", func(tw io.Writer, g *queries.Group) {
 			p := g.Paired
 			if p == nil {
-				fmt.Fprintf(tw, "%s\t0\t-\t\t-\t\t-\t\t-\t-\t\n", name(g))
+				fmt.Fprintf(tw, "%s\t0\t-\t\t-\t\t-\t\t-\t-\t\n", groupName(g))
 				return
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name(g), p.Runs,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", groupName(g), p.Runs,
 				signed(p.MedianMS, ""), ci(p.MedianCILowMS, p.MedianCIHighMS, ""),
 				signed(p.P90MS, ""), ci(p.P90CILowMS, p.P90CIHighMS, ""),
 				share(p.H3WonShare), shareCI(p.H3WonCILow, p.H3WonCIHigh), share(p.H3TieShare), share(p.H3LostShare))
@@ -176,12 +214,22 @@ func Table(w io.Writer, r *queries.Report) error {
 		"group\twanted h3\tgot h3\tshare\t95% CI\t", func(tw io.Writer, g *queries.Group) {
 			a := g.Availability
 			if a == nil {
-				fmt.Fprintf(tw, "%s\t0\t0\t-\t-\t\n", name(g))
+				fmt.Fprintf(tw, "%s\t0\t0\t-\t-\t\n", groupName(g))
 				return
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", name(g), a.WantedH3, a.GotH3, share(a.Share), shareCI(a.CILow, a.CIHigh))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", groupName(g), a.WantedH3, a.GotH3, share(a.Share), shareCI(a.CILow, a.CIHigh))
 		})
 
+	writeOptionalSections(bw, r)
+}
+
+// writeOptionalSections writes the per-group tables a report has only
+// where some group has their figures: the intention-to-treat view,
+// handshakes, failures and the runs left out.
+func writeOptionalSections(bw io.Writer, r *queries.Report) {
+	section := func(title string, left int, header string, groupRows func(tw io.Writer, g *queries.Group)) {
+		writeSection(bw, r, title, left, header, groupRows)
+	}
 	var hasITT bool
 	for i := range r.Groups {
 		hasITT = hasITT || r.Groups[i].ITT != nil
@@ -203,7 +251,7 @@ func Table(w io.Writer, r *queries.Report) error {
 					if o.s == nil {
 						continue
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t", name(g), o.name, o.s.Runs, o.s.Samples, o.s.Failed,
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t", groupName(g), o.name, o.s.Runs, o.s.Samples, o.s.Failed,
 						share(o.s.RunFailureRate), shareCI(o.s.RunFailureLow, o.s.RunFailureHigh))
 					for _, p := range o.s.Percentiles {
 						fmt.Fprintf(tw, "%s\t", ms(p.MS))
@@ -225,7 +273,7 @@ func Table(w io.Writer, r *queries.Report) error {
 					if h.Kind != "" {
 						proto += " " + h.Kind
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name(g), proto, h.Samples,
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", groupName(g), proto, h.Samples,
 						ms(h.FastestMS), ms(pctl(h.Percentiles, 50)), ms(pctl(h.Percentiles, 90)), ms(pctl(h.ConnectMS, 50)),
 						share(h.ResumedShare), share(h.EarlyShare))
 				}
@@ -243,7 +291,7 @@ func Table(w io.Writer, r *queries.Report) error {
 		}
 		section("Failed requests ("+verb+")", 3, "group\torigin\terror\trequests\t", func(tw io.Writer, g *queries.Group) {
 			for _, f := range g.Failures {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t\n", name(g), f.Origin, f.Error, f.Samples)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t\n", groupName(g), f.Origin, f.Error, f.Samples)
 			}
 		})
 	}
@@ -256,20 +304,20 @@ func Table(w io.Writer, r *queries.Report) error {
 	if len(excl) > 0 {
 		fmt.Fprintf(bw, "\nRuns left out of the headline, by reason (a run under each of its reasons)\n  %s\n", strings.Join(excl, "\n  "))
 	}
-	writeNEL(bw, r)
-	writeScriptErrors(bw, r)
-	writeFirstContact(bw, r)
-	if small || insufficient {
-		fmt.Fprintln(bw)
+}
+
+// writeSections writes, under their names, what sections the report has
+// no field for (its Sections), as their JSON: a new section shows here
+// before it has a table of its own.
+func writeSections(w io.Writer, r *queries.Report) {
+	for _, name := range slices.Sorted(maps.Keys(r.Sections)) {
+		b, err := json.Marshal(r.Sections[name])
+		if err != nil {
+			fmt.Fprintf(w, "\n%s: %v\n", name, err)
+			continue
+		}
+		fmt.Fprintf(w, "\n%s\n  %s\n", name, b)
 	}
-	if small {
-		fmt.Fprintf(bw, "* fewer than %d runs with H2 or H3: shown, but not to be trusted.\n", r.MinRuns)
-	}
-	if insufficient {
-		fmt.Fprintf(bw, "%s too few runs for an interval at this percentile (%s): estimate only, interval —.\n",
-			InsufficientMark, queries.SufficiencyText())
-	}
-	return bw.err
 }
 
 // writeNEL writes the Network Error Logging section (complete reports).

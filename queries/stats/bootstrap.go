@@ -223,13 +223,30 @@ type Paired struct {
 func NewBootstrap(runs []Run) *Bootstrap {
 	m := len(runs)
 	b := &Bootstrap{m: m, per: make([]runSizes, m), packLimit: packLimit}
+	o := b.observe(runs)
+	b.estimate(o)
+	return b
+}
+
+// observed is what observe collects beyond the Bootstrap's own series:
+// the paired differences tied and lost, all of them for the histogram,
+// and those of h2first and h3first runs.
+type observed struct {
+	pdTie, pdLost orderedObs
+	diffs         []float64
+	byOrder       [2][]float64
+}
+
+// observe adds every run's samples and paired difference to the series,
+// sorted, with each run's sizes.
+func (b *Bootstrap) observe(runs []Run) *observed {
+	m := b.m
+	ob := &observed{}
 	won := func(d float64) bool { return d <= -PairTieMS }
 	tie := func(d float64) bool { return math.Abs(d) < PairTieMS }
 	lost := func(d float64) bool { return d >= PairTieMS }
 	x2, x3, pd, pdWon := &b.x2, &b.x3, &b.pd, &b.pdWon
-	var pdTie, pdLost orderedObs // the paired differences tied and lost
-	var diffs []float64          // paired differences, for the histogram
-	var byOrder [2][]float64     // paired differences of h2first and h3first runs
+	pdTie, pdLost := &ob.pdTie, &ob.pdLost
 	per := b.per
 	// Each series' observations, counted first so that each is allocated
 	// once.
@@ -268,23 +285,30 @@ func NewBootstrap(runs []Run) *Bootstrap {
 			for _, c := range []struct {
 				sub  *orderedObs
 				pred func(float64) bool
-			}{{pdWon, won}, {&pdTie, tie}, {&pdLost, lost}} {
+			}{{pdWon, won}, {pdTie, tie}, {pdLost, lost}} {
 				if c.pred(d) {
 					c.sub.add(d, int32(r), run.H3First)
 				}
 			}
-			diffs = append(diffs, d)
+			ob.diffs = append(ob.diffs, d)
 			k := orderOf(run.H3First)
-			byOrder[k] = append(byOrder[k], d)
+			ob.byOrder[k] = append(ob.byOrder[k], d)
 		}
 	}
 	byValue := func(a, b obs) int { return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(a.run, b.run)) }
 	x2.done(m, byValue)
 	x3.done(m, byValue)
-	for _, o := range []*orderedObs{pd, pdWon, &pdTie, &pdLost} {
+	for _, o := range []*orderedObs{pd, pdWon, pdTie, pdLost} {
 		o.done(m, byValue)
 	}
+	return ob
+}
 
+// estimate computes the statistics on every fetched run once: the base
+// the replicates' intervals are shifted around, and the paired view.
+func (b *Bootstrap) estimate(ob *observed) {
+	m, per := b.m, b.per
+	x2, x3, pd, pdWon := &b.x2, &b.x3, &b.pd, &b.pdWon
 	b.qs = make([]float64, len(Percentiles))
 	for i, p := range Percentiles {
 		b.qs[i] = p / 100
@@ -314,16 +338,15 @@ func NewBootstrap(runs []Run) *Bootstrap {
 	b.baseAvail = float64(gotAll) / float64(max(wantAll, 1))
 
 	if b.hasPaired {
-		tieShare, _ := balancedShare(pdTie.sizes(unit), pdAll)
-		lostShare, _ := balancedShare(pdLost.sizes(unit), pdAll)
-		b.paired = &Paired{Diffs: diffs, Median: b.basePaired[0], P90: b.basePaired[1], Won: b.baseWon, Tie: tieShare, Lost: lostShare}
-		for k := range byOrder {
-			b.paired.ByOrder[k].Runs = len(byOrder[k])
-			slices.Sort(byOrder[k])
-			b.paired.ByOrder[k].Median = Quantile(byOrder[k], 0.5)
+		tieShare, _ := balancedShare(ob.pdTie.sizes(unit), pdAll)
+		lostShare, _ := balancedShare(ob.pdLost.sizes(unit), pdAll)
+		b.paired = &Paired{Diffs: ob.diffs, Median: b.basePaired[0], P90: b.basePaired[1], Won: b.baseWon, Tie: tieShare, Lost: lostShare}
+		for k := range ob.byOrder {
+			b.paired.ByOrder[k].Runs = len(ob.byOrder[k])
+			slices.Sort(ob.byOrder[k])
+			b.paired.ByOrder[k].Median = Quantile(ob.byOrder[k], 0.5)
 		}
 	}
-	return b
 }
 
 // Paired is the paired view of the runs, nil when no run is eligible.
@@ -384,10 +407,27 @@ type Intervals struct {
 // interval; nil without replicates. It stops with ctx's error when ctx
 // ends.
 func (b *Bootstrap) Intervals(ctx context.Context, c Config) (*Intervals, error) {
-	m, qs := b.m, b.qs
-	if c.Replicates <= 0 || m < 2 {
+	if c.Replicates <= 0 || b.m < 2 {
 		return nil, nil
 	}
+	r, err := b.replicate(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return b.intervals(r, c), nil
+}
+
+// replicateSet is each statistic's value in every bootstrap replicate
+// where it exists.
+type replicateSet struct {
+	h2, h3, diff, pct    [][]float64 // by percentile
+	med, p90, won, avail []float64
+}
+
+// replicate draws c.Replicates resamples of the runs (with replacement,
+// from c's seed and stream) and computes every statistic on each.
+func (b *Bootstrap) replicate(ctx context.Context, c Config) (*replicateSet, error) {
+	m, qs := b.m, b.qs
 	x2, x3, pd, per := &b.x2, &b.x3, &b.pd, b.per
 	// A replicate's sizes, per batch order, are summed as its runs are
 	// drawn, in lanes of a few words where they fit, else after the
@@ -400,62 +440,72 @@ func (b *Bootstrap) Intervals(ctx context.Context, c Config) (*Intervals, error)
 	w := make([]int32, m)
 	q2, q3, qp := make([]float64, len(qs)), make([]float64, len(qs)), make([]float64, 2)
 	reps := func() []float64 { return make([]float64, 0, B) }
-	rep2 := make([][]float64, len(qs))
-	rep3 := make([][]float64, len(qs))
-	repDiff := make([][]float64, len(qs))
-	repPct := make([][]float64, len(qs))
+	r := &replicateSet{h2: make([][]float64, len(qs)), h3: make([][]float64, len(qs)), diff: make([][]float64, len(qs)), pct: make([][]float64, len(qs))}
 	for i := range qs {
-		rep2[i], rep3[i], repDiff[i], repPct[i] = reps(), reps(), reps(), reps()
+		r.h2[i], r.h3[i], r.diff[i], r.pct[i] = reps(), reps(), reps(), reps()
 	}
-	repMed, repP90, repWon, repAvail := reps(), reps(), reps(), reps()
+	r.med, r.p90, r.won, r.avail = reps(), reps(), reps(), reps()
 	for rep := 0; rep < B; rep++ {
 		if rep%64 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		clear(w)
-		var rs repSizes
-		if packed != nil {
-			var s packedSizes
-			for range m {
-				r := intN(rng, m)
-				w[r]++
-				s.add(&packed[r])
-			}
-			rs = s.unpack()
-		} else {
-			for range m {
-				w[intN(rng, m)]++
-			}
-			rs = replicateSizes(w, per)
-		}
+		rs := draw(rng, w, packed, per)
 		n2, n3, np, nw, got, want := rs.n2, rs.n3, rs.np, rs.nw, rs.got, rs.want
 		ok2 := b.has2 && x2.quantiles(w, n2, &rs.below2, qs, q2)
 		ok3 := b.has3 && x3.quantiles(w, n3, &rs.below3, qs, q3)
 		for i := range qs {
 			if ok2 {
-				rep2[i] = append(rep2[i], q2[i])
+				r.h2[i] = append(r.h2[i], q2[i])
 			}
 			if ok3 {
-				rep3[i] = append(rep3[i], q3[i])
+				r.h3[i] = append(r.h3[i], q3[i])
 			}
 			if ok2 && ok3 {
-				repDiff[i] = append(repDiff[i], q3[i]-q2[i])
+				r.diff[i] = append(r.diff[i], q3[i]-q2[i])
 				if q2[i] != 0 {
-					repPct[i] = append(repPct[i], PctChange(q2[i], q3[i]))
+					r.pct[i] = append(r.pct[i], PctChange(q2[i], q3[i]))
 				}
 			}
 		}
 		if b.hasPaired && pd.quantiles(w, np, nil, b.pairedQs, qp) {
-			repMed = append(repMed, qp[0])
-			repP90 = append(repP90, qp[1])
+			r.med = append(r.med, qp[0])
+			r.p90 = append(r.p90, qp[1])
 			s, _ := balancedShare(nw, np)
-			repWon = append(repWon, s)
+			r.won = append(r.won, s)
 		}
 		if b.hasAvail && want > 0 {
-			repAvail = append(repAvail, float64(got)/float64(want))
+			r.avail = append(r.avail, float64(got)/float64(want))
 		}
 	}
+	return r, nil
+}
 
+// draw sets w to the times each of the m runs is drawn in one resample
+// and returns the replicate's sizes: summed from packed as the runs are
+// drawn where the sizes fit its lanes, else from per after the draws.
+func draw(rng *rand.PCG, w []int32, packed []packedSizes, per []runSizes) repSizes {
+	m := len(w)
+	clear(w)
+	if packed != nil {
+		var s packedSizes
+		for range m {
+			r := intN(rng, m)
+			w[r]++
+			s.add(&packed[r])
+		}
+		return s.unpack()
+	}
+	for range m {
+		w[intN(rng, m)]++
+	}
+	return replicateSizes(w, per)
+}
+
+// intervals turns the replicates into each statistic's interval around
+// the estimate on all fetched runs, scaled to the population's (m out of
+// n) where the runs are a sample of it.
+func (b *Bootstrap) intervals(r *replicateSet, c Config) *Intervals {
+	m, qs, B := b.m, b.qs, c.Replicates
 	scale := 1.0
 	if c.Population > m {
 		scale = math.Sqrt(float64(m) / float64(c.Population))
@@ -470,27 +520,27 @@ func (b *Bootstrap) Intervals(ctx context.Context, c Config) (*Intervals, error)
 	}
 	for i := range qs {
 		if b.has2 {
-			iv.H2[i] = of(rep2[i], b.base2[i], scale)
+			iv.H2[i] = of(r.h2[i], b.base2[i], scale)
 		}
 		if b.has3 {
-			iv.H3[i] = of(rep3[i], b.base3[i], scale)
+			iv.H3[i] = of(r.h3[i], b.base3[i], scale)
 		}
 		if b.has2 && b.has3 {
-			iv.Diff[i] = of(repDiff[i], b.base3[i]-b.base2[i], scale)
+			iv.Diff[i] = of(r.diff[i], b.base3[i]-b.base2[i], scale)
 			if b.base2[i] != 0 {
-				iv.DiffPct[i] = of(repPct[i], PctChange(b.base2[i], b.base3[i]), scale)
+				iv.DiffPct[i] = of(r.pct[i], PctChange(b.base2[i], b.base3[i]), scale)
 			}
 		}
 	}
 	if b.hasPaired {
-		iv.PairedMedian = of(repMed, b.basePaired[0], 1)
-		iv.PairedP90 = of(repP90, b.basePaired[1], 1)
-		iv.PairedWon = of(repWon, b.baseWon, 1)
+		iv.PairedMedian = of(r.med, b.basePaired[0], 1)
+		iv.PairedP90 = of(r.p90, b.basePaired[1], 1)
+		iv.PairedWon = of(r.won, b.baseWon, 1)
 	}
 	if b.hasAvail {
-		iv.Availability = of(repAvail, b.baseAvail, scale)
+		iv.Availability = of(r.avail, b.baseAvail, scale)
 	}
-	return iv, nil
+	return iv
 }
 
 // PctChange is H3's change from H2 in percent of H2; 0 when H2 is 0.
