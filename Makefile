@@ -106,8 +106,8 @@ test: deps vet
 	$(GOTEST) -p 1 -run '^(TestCluster|TestClusterFleet)$$' ./ingest/store ./collector/cmd/h3rum
 # the lab times emulated round trips: it runs alone, not beside the other packages' tests
 	$(GO) test ./collector/cmd/h3rum -run '^TestLab$$' -count=1
-# the interval-coverage and power-rule simulations at full strength: under -race they run a fraction of their data sets
-	$(GO) test ./queries/stats -run '^(TestIntervalCoverage|TestPowerRuleBySimulation)$$' -count=1
+# the interval-coverage, power-rule and confidence-sequence simulations at full strength: under -race they run a fraction of their data sets
+	$(GO) test ./queries/stats -run '^(TestIntervalCoverage|TestPowerRuleBySimulation|TestSequenceBySimulation)$$' -count=1
 	$(MAKE) fuzz
 
 ## fuzz: each fuzz target for about 20 s on 2 cores (FUZZN=10 for ten times as many executions)
