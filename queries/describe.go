@@ -79,7 +79,7 @@ func (r *Report) VerdictRuleText() string {
 			judged++
 		}
 	}
-	return verdictRuleText(judged)
+	return verdictRuleText(judged, r.opts.Experiment)
 }
 
 // EstimateText says where percentiles come from.

@@ -40,6 +40,7 @@ var goldenCases = []struct {
 	{name: "design-set", o: Options{Design: Design{Parallel: 5, Bytes: 0, Warmup: 1, BeaconMajor: 1, Extra: "x=it's", Set: true}}},
 	{name: "agent", o: Options{Agent: true}},
 	{name: "headline", o: Options{By: "country", Headline: true}},
+	{name: "experiment", o: Options{By: "country", Experiment: true}},
 	{name: "thinned", o: Options{By: "none", MaxRunsPerGroup: 1500}},
 	{name: "compare", o: Options{Since: time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC)}, base: 24 * time.Hour},
 }

@@ -112,6 +112,11 @@ type Options struct {
 	// many more runs would detect it, MinEffectMS to MaxEffectMS. 0 means
 	// DefaultEffectMS (10).
 	EffectMS float64
+	// Experiment makes the window an experiment that started at Since (a
+	// fixed time, which OptionsFromValues requires): its verdicts hold at
+	// any number of looks (VerdictRule.Experiment), for a report that is
+	// read again as runs arrive.
+	Experiment bool
 	// Headline computes the headline alone: the point estimates, the runs
 	// (intervals, the paired view, the verdicts), the timeline and the
 	// excluded runs (availability per run). The intention-to-treat view,
@@ -146,6 +151,9 @@ func (o *Options) validateWindow() error {
 	}
 	if o.Until.IsZero() {
 		o.Until = now
+	}
+	if o.Experiment && o.Since.IsZero() {
+		return invalid("an experiment needs its start: give since as a time (such as 2025-01-01T00:00:00Z)")
 	}
 	if o.Since.IsZero() {
 		// Back to the start of that hour: the timeline's first hour is a
@@ -254,7 +262,7 @@ func percentileList() string {
 
 // verdictRule is the power rule's configuration of the report o makes.
 func (o *Options) verdictRule() VerdictRule {
-	return VerdictRule{P: o.VerdictP, EffectMS: o.EffectMS, MinRuns: o.MinRuns}
+	return VerdictRule{P: o.VerdictP, EffectMS: o.EffectMS, MinRuns: o.MinRuns, Experiment: o.Experiment}
 }
 
 // exclusionMask is the exclusion bits that leave a run out of o's
@@ -313,6 +321,12 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 // unit of it alone: a window must lie after 1970 anyway (Validate), and a
 // Duration holds at most 292 years.
 const maxAgo = 200 * 365 * 24 * time.Hour
+
+// isAgo reports whether s is a duration before now, as ParseTime reads it.
+func isAgo(s string) bool {
+	_, ok := parseAgo(s)
+	return ok
+}
 
 // parseAgo reads a Go duration extended with d (24 h) and w (7 d) units.
 func parseAgo(s string) (time.Duration, bool) {

@@ -633,3 +633,23 @@ func TestExclusionMasksCountFailed(t *testing.T) {
 		t.Errorf("with excluded runs in, kept %s and %s read no error codes", o.keptDurationsSQL(), o.keptSQL())
 	}
 }
+
+// An experiment starts at a fixed time: a start relative to now, or none,
+// is refused with what to give instead.
+func TestExperimentNeedsAFixedStart(t *testing.T) {
+	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
+	o, err := OptionsFromValues(url.Values{"experiment": {"1"}, "since": {"2025-03-01"}}, now)
+	if err != nil || !o.Experiment || !o.verdictRule().Experiment || o.values().Get("experiment") != "1" {
+		t.Fatalf("experiment from 2025-03-01: %+v, %v", o, err)
+	}
+	for _, v := range []url.Values{
+		{"experiment": {"1"}}, {"experiment": {"1"}, "since": {"7d"}}, {"experiment": {"true"}, "since": {"now"}},
+	} {
+		if _, err := OptionsFromValues(v, now); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "give since as a time") {
+			t.Errorf("%v: %v, want a refusal naming the fix", v, err)
+		}
+	}
+	if o, err := OptionsFromValues(url.Values{"since": {"7d"}}, now); err != nil || o.Experiment || o.verdictRule().Experiment {
+		t.Errorf("a relative window is no experiment: %+v, %v", o, err)
+	}
+}

@@ -72,6 +72,9 @@ var optionTable = []option{
 	{name: "include-excluded", aliases: []string{"excluded"}, boolean: true, usage: "widen past the like-for-like headline: include runs with exclusions (fallback, cold, failed warm-up, …)",
 		set: func(r *Request, s string) (err error) { r.Options.IncludeExcluded, err = parseBool(s); return },
 		get: func(o *Options) string { return unless(!o.IncludeExcluded, "1") }},
+	{name: "experiment", boolean: true, usage: "the window is an experiment that started at --since (a time, not a duration): verdicts hold however often the report is read",
+		set: func(r *Request, s string) (err error) { r.Options.Experiment, err = parseBool(s); return },
+		get: func(o *Options) string { return unless(!o.Experiment, "1") }},
 	{name: "design", usage: "test `design` \"parallel,bytes,warmup,major[,name=value…]\" (e.g. 5,0,2,1), or \"all\" to pool designs (default: the most common)",
 		set: func(r *Request, s string) (err error) { r.Options.Design, err = ParseDesign(s); return },
 		get: func(o *Options) string { return unless(!o.Design.Set && !o.Design.All, o.Design.String()) }},
@@ -198,6 +201,12 @@ func readValues(v url.Values, now time.Time, baseline bool) (Request, error) {
 			if err := opt.set(&r, v[key][0]); err != nil {
 				return r, &optionError{name: key, value: v[key][0], err: err}
 			}
+		}
+	}
+	if since, ok := given["since"]; ok && r.Options.Experiment {
+		// A start relative to now moves with every look: no experiment.
+		if s := strings.TrimSpace(v[since][0]); s == "now" || isAgo(s) {
+			return r, invalid("an experiment starts at a time, not %q before now: give since as a time (such as 2025-01-01T00:00:00Z)", s)
 		}
 	}
 	if err := r.Options.Validate(); err != nil {

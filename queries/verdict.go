@@ -26,6 +26,10 @@ const (
 	VerdictNotEnoughRuns = "not_enough_runs" // below the sufficiency rule or min_runs: no interval to judge by
 	VerdictNoInterval    = "no_interval"     // intervals were not computed (disabled, or an estimate)
 	VerdictNoHTTP3       = "no_h3"           // no H3 batch used h3: nothing to compare, however many runs come
+	// VerdictKeepGoing is an experiment's (VerdictRule.Experiment): its
+	// confidence sequence holds zero and an effect of interest, so more
+	// runs will decide.
+	VerdictKeepGoing = "keep_going"
 )
 
 // Defaults of VerdictRule, and the rule's fixed levels.
@@ -57,6 +61,12 @@ type VerdictRule struct {
 	// MinRuns is the report's min_runs: a group below it gets no verdict.
 	// 0 means DefaultMinRuns.
 	MinRuns int
+	// Experiment judges by a confidence sequence (stats.Sequence), which
+	// holds at any number of looks, instead of one look's interval: for a
+	// window with a fixed start that is read again as runs arrive. A
+	// faster or slower verdict then stands however often it was read, and
+	// an undecided one is VerdictKeepGoing.
+	Experiment bool
 }
 
 func (r VerdictRule) withDefaults() VerdictRule {
@@ -104,6 +114,10 @@ type Verdict struct {
 	// MoreRunsForInterval how many are missing (0 unless not_enough_runs).
 	RunsForInterval     int `json:"runs_for_interval"`
 	MoreRunsForInterval int `json:"more_runs_for_interval"`
+	// Experiment is the confidence sequence's reading in an experiment
+	// (VerdictRule.Experiment), which Verdict then states; absent in a
+	// window's one-look verdict.
+	Experiment *ExperimentVerdict `json:"experiment,omitempty"`
 	// Text says it in one line.
 	Text string `json:"text"`
 
@@ -167,9 +181,55 @@ func (r VerdictRule) Judge(g *Group) Verdict {
 			more := max(n-v.Runs, 0)
 			v.RunsForEffect, v.MoreRunsForEffect = &n, &more
 		}
+		if r.Experiment {
+			v.judgeExperiment(d.MS, lo, hi, r.EffectMS)
+		}
 	}
 	v.Text = v.text()
 	return v
+}
+
+// ExperimentVerdict is an experiment's reading of H3 − H2: the confidence
+// sequence's interval at the runs so far, around the same estimate and
+// with the standard error the bootstrap's interval implies.
+type ExperimentVerdict struct {
+	CILowMS  float64 `json:"ci_low_ms"`
+	CIHighMS float64 `json:"ci_high_ms"`
+	// Multiplier is the sequence's factor on the standard error at these
+	// runs, where one look's interval has z₀.₉₇₅ ≈ 1.96.
+	Multiplier float64 `json:"multiplier"`
+	// OneLook is the verdict one look's interval gives, for comparison.
+	OneLook string `json:"one_look"`
+	// RunsToDecide is about how many runs in all the sequence needs to
+	// decide an effect of EffectMS (stats.Sequence.RunsToDecide);
+	// MoreRunsToDecide how many beyond Runs. Null without a count.
+	RunsToDecide     *int `json:"runs_to_decide"`
+	MoreRunsToDecide *int `json:"more_runs_to_decide"`
+}
+
+// judgeExperiment replaces v's one-look verdict with the confidence
+// sequence's at v.Runs, for the estimate diff whose one-look interval is
+// [lo, hi].
+func (v *Verdict) judgeExperiment(diff, lo, hi, effect float64) {
+	var seq stats.Sequence
+	se := stats.SE(lo, hi)
+	elo, ehi := seq.Interval(diff, se, v.Runs)
+	e := &ExperimentVerdict{CILowMS: round3(elo), CIHighMS: round3(ehi), Multiplier: round3(seq.Multiplier(v.Runs)), OneLook: v.Verdict}
+	if n, ok := seq.RunsToDecide(se, v.Runs, effect); ok {
+		more := max(n-v.Runs, 0)
+		e.RunsToDecide, e.MoreRunsToDecide = &n, &more
+	}
+	switch stats.DecideSequence(elo, ehi, effect) {
+	case stats.SeqFaster:
+		v.Verdict = VerdictFaster
+	case stats.SeqSlower:
+		v.Verdict = VerdictSlower
+	case stats.NoneOfInterest:
+		v.Verdict = VerdictNoDifference
+	default:
+		v.Verdict = VerdictKeepGoing
+	}
+	v.Experiment = e
 }
 
 // MDEAt is the minimum detectable effect, in ms, that runs runs would
@@ -199,6 +259,9 @@ func (v *Verdict) RunsToDetect(effectMS float64) (runs int, ok bool) {
 // text says v in one line, e.g. "AS: HTTP/3 faster at p95 by 146 ms (95 %
 // CI 120–171 ms), 4 210 runs".
 func (v *Verdict) text() string {
+	if v.Experiment != nil {
+		return v.experimentText()
+	}
 	at := "p" + strconv.FormatFloat(v.P, 'f', -1, 64)
 	runs := groupDigits(v.Runs) + " runs"
 	switch v.Verdict {
@@ -239,9 +302,45 @@ func (v *Verdict) text() string {
 		v.Group, at, runs, groupDigits(v.RunsForInterval), groupDigits(v.MoreRunsForInterval))
 }
 
+// experimentText says an experiment's verdict in one line, e.g. "AS:
+// HTTP/3 faster at p95 by 146 ms (experiment: anytime-valid 95 % CI
+// 110–182 ms), 4 210 runs".
+func (v *Verdict) experimentText() string {
+	at := "p" + strconv.FormatFloat(v.P, 'f', -1, 64)
+	runs := groupDigits(v.Runs) + " runs"
+	e := v.Experiment
+	ci := fmt.Sprintf("anytime-valid 95 %% CI %s to %s ms", signedRough(e.CILowMS), signedRough(e.CIHighMS))
+	switch v.Verdict {
+	case VerdictFaster, VerdictSlower:
+		word := "faster"
+		if v.Verdict == VerdictSlower {
+			word = "slower"
+		}
+		return fmt.Sprintf("%s: HTTP/3 %s at %s by %s ms (experiment: %s), %s",
+			v.Group, word, at, roughMS(math.Abs(*v.DiffMS)), ci, runs)
+	case VerdictNoDifference:
+		return fmt.Sprintf("%s: no difference of %s ms or more at %s (experiment: H3 − H2 %s ms, %s), %s",
+			v.Group, roughMS(v.EffectMS), at, signedRough(*v.DiffMS), ci, runs)
+	}
+	s := fmt.Sprintf("%s: keep going at %s (experiment: H3 − H2 %s ms, %s), %s", v.Group, at, signedRough(*v.DiffMS), ci, runs)
+	switch {
+	case e.MoreRunsToDecide == nil:
+	case *e.MoreRunsToDecide > 0:
+		s += fmt.Sprintf("; ~%s more runs to decide %s ms", groupDigits(twoSignificant(*e.MoreRunsToDecide)), roughMS(v.EffectMS))
+	default: // the difference, if any, is smaller than the effect of interest, and not yet ruled out
+		s += fmt.Sprintf("; these runs would decide %s ms", roughMS(v.EffectMS))
+	}
+	return s
+}
+
 // verdictRuleText states the power rule and what it means across n
-// judged groups.
-func verdictRuleText(n int) string {
+// judged groups; for an experiment, the confidence sequence instead.
+func verdictRuleText(n int, experiment bool) string {
+	if experiment {
+		return "an experiment: each group judged at its own anytime-valid 95 % interval (a confidence sequence), " +
+			"which holds however often the report is read, so a verdict may be acted on when it appears; " +
+			"keep going until it decides"
+	}
 	zLevel, zPower := stats.Z()
 	s := fmt.Sprintf("each group judged at its own 95 %% interval; smallest detectable difference at 80 %% power = "+
 		"(%.2f + %.2f) × SE, SE = interval width / %.2f, shrinking as 1/√runs", zLevel, zPower, 2*zLevel)
@@ -249,7 +348,9 @@ func verdictRuleText(n int) string {
 		s += fmt.Sprintf("; were there no real difference anywhere, about %s of these %d verdicts could still read faster or slower",
 			strconv.FormatFloat(math.Round((1-VerdictLevel)*float64(n)*10)/10, 'f', -1, 64), n)
 	}
-	return s
+	// One look's 5 % holds for one reading; watched as runs arrive, a null
+	// difference reads faster or slower at some look far more often.
+	return s + "; for one reading: a report watched as runs arrive is an experiment (--experiment, from a fixed --since)"
 }
 
 // roughMS formats a duration for a sentence: whole ms from 10 ms on, a

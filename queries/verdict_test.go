@@ -271,3 +271,51 @@ func TestVerdictNumbers(t *testing.T) {
 		}
 	}
 }
+
+// An experiment judges by the confidence sequence: a one-look verdict
+// that the sequence does not support keeps going, one it supports stands,
+// and a difference the sequence puts within the effect of interest is no
+// difference of that size.
+func TestJudgeExperiment(t *testing.T) {
+	outcome := func(runs int) *Stats { return &Stats{Runs: runs, fetchedRuns: runs} }
+	group := func(runs int, ms, lo, hi float64) *Group {
+		return &Group{Group: "G", H2: outcome(runs), H3: outcome(runs), Diff: []Diff{{P: 95, MS: ms, CILowMS: &lo, CIHighMS: &hi}}}
+	}
+	rule := VerdictRule{Experiment: true}
+	var seq stats.Sequence
+	hw := stats.Margin(2) // one look's half width for SE 2 ms
+	for _, tc := range []struct {
+		name             string
+		g                *Group
+		verdict, oneLook string
+		text             string
+	}{
+		{"decided", group(1000, -20, -20-hw, -20+hw), VerdictFaster, VerdictFaster,
+			"G: HTTP/3 faster at p95 by 20 ms (experiment: anytime-valid 95 % CI −28 to −12 ms), 1 000 runs"},
+		{"one look only", group(1000, -5, -5-hw, -5+hw), VerdictKeepGoing, VerdictFaster,
+			"G: keep going at p95 (experiment: H3 − H2 −5.0 ms, anytime-valid 95 % CI −13 to +2.7 ms), 1 000 runs; these runs would decide 10 ms"},
+		{"none of interest", group(1000, 0.5, 0.5-hw, 0.5+hw), VerdictNoDifference, VerdictNoDifference,
+			"G: no difference of 10 ms or more at p95 (experiment: H3 − H2 +0.5 ms, anytime-valid 95 % CI −7.2 to +8.2 ms), 1 000 runs"},
+		{"slower", group(1000, 12, 12-hw, 12+hw), VerdictSlower, VerdictSlower, ""},
+	} {
+		v := rule.Judge(tc.g)
+		if v.Verdict != tc.verdict || v.Experiment == nil || v.Experiment.OneLook != tc.oneLook || (tc.text != "" && v.Text != tc.text) {
+			t.Errorf("%s: %s (one look %+v) %q, want %s (one look %s) %q", tc.name, v.Verdict, v.Experiment, v.Text, tc.verdict, tc.oneLook, tc.text)
+			continue
+		}
+		m := seq.Multiplier(1000)
+		if e := v.Experiment; math.Abs(e.Multiplier-m) > 1e-3 || math.Abs(e.CIHighMS-e.CILowMS-2*m*2) > 2e-3 {
+			t.Errorf("%s: interval %v–%v with multiplier %v, want %v × SE 2 either side", tc.name, e.CILowMS, e.CIHighMS, e.Multiplier, m)
+		}
+	}
+	hw4 := stats.Margin(4)
+	v := rule.Judge(group(1000, -5, -5-hw4, -5+hw4))
+	if e := v.Experiment; e.MoreRunsToDecide == nil || *e.MoreRunsToDecide <= 0 || !strings.Contains(v.Text, "more runs to decide 10 ms") {
+		t.Errorf("keep going says how many more runs: %+v %q", e, v.Text)
+	}
+	// A window's verdict (no experiment) carries no sequence and keeps its
+	// one-look text.
+	if w := (VerdictRule{}).Judge(group(1000, -5, -5-hw, -5+hw)); w.Experiment != nil || w.Verdict != VerdictFaster {
+		t.Errorf("one look: %s %+v", w.Verdict, w.Experiment)
+	}
+}
