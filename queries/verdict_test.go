@@ -309,7 +309,10 @@ func TestJudgeExperiment(t *testing.T) {
 		}
 	}
 	hw4 := stats.Margin(4)
-	v := rule.Judge(group(1000, -5, -5-hw4, -5+hw4))
+	v := rule.Judge(&Group{Group: "EU", H2: outcome(1000), H3: outcome(1000), Diff: group(1000, -5, -5-hw4, -5+hw4).Diff})
+	if want := "EU: keep going at p95 (experiment: H3 − H2 −5.0 ms, anytime-valid 95 % CI −20 to +10 ms), 1 000 runs; ~1 700 more runs to decide 10 ms"; v.Text != want {
+		t.Errorf("keep going: %q, want %q (REPORT.md's example)", v.Text, want)
+	}
 	if e := v.Experiment; e.MoreRunsToDecide == nil || *e.MoreRunsToDecide <= 0 || !strings.Contains(v.Text, "more runs to decide 10 ms") {
 		t.Errorf("keep going says how many more runs: %+v %q", e, v.Text)
 	}
