@@ -9,11 +9,11 @@ import (
 
 // The fast path decodes the reports browsers actually send — canonical
 // JSON with known keys, no escapes, no nulls, ASCII strings — into the same
-// wire structs encoding/json would fill, about five times faster. Anything
+// wire structs encoding/json would fill, without reflection, because
+// decoding dominates the collector's CPU under a load of reports. Anything
 // outside that subset makes it give up, and Decode takes the general path,
 // whose verdicts and messages stay the reference: the fast path only ever
 // answers for inputs on which the two agree (FuzzFastPath checks this).
-// Decoding was half the collector's CPU under a load of reports.
 
 // fastParser walks one report. ok turns false at the first thing outside
 // the subset; every method is then a no-op, so callers check it once.

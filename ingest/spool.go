@@ -44,11 +44,8 @@ func (p *Pipeline) freeWriteReq(r *writeReq) {
 // writeLoop is the only writer of the spool. Once a request comes, it
 // waits CommitDelay, takes every request then waiting, writes them with one
 // write and one fsync, then answers them all: concurrent Accepts share the
-// cost of durability. In BenchmarkIngest (seven runs each way of 3 or 5
-// iterations, alternated), the 500 µs default brought fsyncs per 60 000
-// beacons from 2 740–3 095 to 2 035–2 197, the test process's CPU per
-// sample (collector and load generator) from 12.1 to 10.2 µs, and the
-// rate ratio to raw inserts from 0.52 to 0.65 (medians).
+// cost of durability, so a short wait buys fewer fsyncs and less CPU per
+// beacon (BenchmarkIngest measures it).
 func (p *Pipeline) writeLoop() {
 	defer close(p.writerDone)
 	var group []*writeReq

@@ -39,8 +39,8 @@ func (cl *client) Close() { cl.close() }
 // cache for session tickets (nil: no resumption). Both protocols offer the
 // same key exchange, named here whatever either library's default: the
 // hybrid post-quantum group browsers use, then X25519. Two different
-// groups would bias a handshake comparison: X25519MLKEM768 costs ~110 µs
-// more per handshake and makes the ClientHello span two QUIC packets.
+// groups would bias a handshake comparison: the hybrid group costs more
+// computation per handshake and makes the ClientHello span two QUIC packets.
 func (r *run) tlsConfig(cache tls.ClientSessionCache) *tls.Config {
 	return &tls.Config{RootCAs: r.c.Roots, MinVersion: tls.VersionTLS13, ClientSessionCache: cache,
 		CurvePreferences: []tls.CurveID{tls.X25519MLKEM768, tls.X25519}}

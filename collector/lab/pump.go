@@ -33,10 +33,9 @@ const maxPacket = 2048
 // leaves, and appends it to a bounded queue (drop-tail when full). A writer
 // sleeps on an absolute timerfd deadline (CLOCK_MONOTONIC) until the head of
 // the queue is due, then writes every due packet; Go timers can be about a
-// millisecond late, a timerfd read through the poller tens of microseconds.
-// (A blocking timerfd read on a locked OS thread was tried and measured
-// worse on this 2-core machine under load, 100.9 against 100.5 ms median for
-// 100 ms: the woken thread must win back a P from the scheduler.)
+// millisecond late, a timerfd read through the poller much less. (Not a
+// blocking read on a locked OS thread: the woken thread must win back a P
+// from the scheduler, which is later under load.)
 //
 // Packets leave in the order they came. Jitter makes a packet's delay vary
 // but a packet never leaves before the one ahead of it: the send time is

@@ -167,8 +167,8 @@ func Calibrate(regions []Observed, rep *queries.Report) (region string, overH2, 
 // agent report, the agent's.
 //
 // A warm request costs one round trip plus what the browser, the server
-// and the emulator add (5–10 ms of Chromium's own here, more than any
-// tolerance at a short round trip). The lossless region with the shortest
+// and the emulator add (Chromium's own alone is more than any tolerance
+// at a short round trip). The lossless region with the shortest
 // round trip calibrates that overhead, per engine and protocol.
 func (s SelfCheck) Judge(regions []Observed, passes []Pass, agent *queries.Report) Result {
 	s = s.withDefaults()

@@ -9,12 +9,10 @@ import (
 // probes, unless the GOGC or GOMEMLIMIT environment variables are set. A
 // program calls it once, first thing in main.
 //
-// The live heap of a probe server is small (a few MB) while every request
-// allocates a little, so with the default GOGC=100 the collector runs many
-// times a second and its assists land in request handling: the probe's
-// handling time p99 on HTTP/2 was ~1 ms, against ~10 µs at GOGC=400 (make
-// bench). The soft memory limit keeps the process near a 256 MiB budget
-// when ingest batches grow the heap.
+// A probe server's live heap is small while every request allocates a
+// little, so at the default GOGC the collector's assists land in request
+// handling and inflate the probe's tail; the soft memory limit bounds the
+// heap when ingest batches grow it.
 func TuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

@@ -6,8 +6,7 @@ import "github.com/h3rum/h3rum/beacon"
 // once at insert and stored on the samples that carry them
 // (samples.run_flags, 0 on every other): the views then count runs as
 // those samples, one row a run, instead of the distinct run ids of every
-// sample (which raised ClickHouse's CPU per inserted sample from 7.9 to
-// 11.2 µs in BenchmarkIngest's raw inserts).
+// sample, which cost ClickHouse CPU on every insert.
 // Each flag is one the runs table gives of the run's parallel requests
 // (schema/runs_mv.sql), as the report's run counts read it.
 type RunFlags uint32

@@ -319,8 +319,8 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o quer
 	live := h.Hub != nil
 	// The head and the page's heading go out before anything is computed:
 	// the browser fetches the style sheet and script and paints the
-	// heading while the estimate is computed (hundreds of ms at 10 M
-	// samples); the rest of the header needs the report.
+	// heading while the estimate is computed, which takes a while on a
+	// large table; the rest of the header needs the report.
 	if err := render.DashboardHead(w, o.By); err != nil {
 		h.log.Warn("rendering dashboard", "err", err)
 		return

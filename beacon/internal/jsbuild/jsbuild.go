@@ -30,9 +30,9 @@ func (o Output) Files() map[string][]byte {
 // CompileHint is the built script's first line: V8's explicit compile hint
 // (Chrome 136+; other engines ignore the comment). V8 then compiles every
 // function while the script streams in, off the main thread, instead of
-// each one on the main thread at its first call; a sampled visit calls
-// nearly all of them: about 1.4 ms less DevTools script time per run,
-// measured as BenchmarkE2EMainThreadCPU measures it.
+// each one on the main thread at its first call. A sampled visit calls
+// nearly all of them, so this takes main-thread time off the page
+// (BenchmarkE2EMainThreadCPU measures it).
 const CompileHint = "//# allFunctionsCalledOnLoad\n"
 
 // buildConstant matches an identifier of the form the build replaces

@@ -474,8 +474,8 @@ func firstPaint(ctx context.Context, conn driver.Conn, now time.Time) (dashboard
 				return 0, 0, 0, err
 			}
 			*l.to = append(*l.to, d)
-			// The dashboard goes on loading the complete report (seconds
-			// at 10 M samples); navigating away then would leave its
+			// The dashboard goes on loading the complete report, which
+			// is slow on a large table; navigating away then would leave its
 			// queries running against the next load's first paint.
 			// Its map then asks for the report by country: a visitor's next
 			// page would wait for a report slot behind it, so the next

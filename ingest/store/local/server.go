@@ -569,7 +569,7 @@ func tail(path string, n int) string {
 // size required) and on current servers. max_threads is the machine's CPU
 // count: 18.16's automatic value counts physical cores the way its time did
 // and came to 1 on a 2-vCPU machine, which ran every report query on one
-// core (a raw report took twice as long). old_parts_lifetime is short so
+// core. old_parts_lifetime is short so
 // that partitions dropped for retention cannot come back after a restart.
 var configTemplate = template.Must(template.New("config").Parse(`<?xml version="1.0"?>
 <yandex>

@@ -3,15 +3,14 @@
 -- quantile states of the duration — a failed request's counted at the
 -- script's 10 s timeout, for the intention-to-treat view; the headline
 -- (exclusions = 0) never holds a failed request, whose run has the failed
--- bit. (Merged t-digests stay within ~0.1 ms of exact; merged sampling states
--- read p95 low). The design (parallel, bytes, warm-up count, script major
+-- bit. (t-digest, because merged t-digests stay close to exact and merged
+-- sampling states read p95 low.) The design (parallel, bytes, warm-up count, script major
 -- version) is in the key so that reports never pool runs of different
 -- designs; the batch order (which batch the script started first) so that
 -- the headline weighs both orders equally; the exclusions so that the
 -- headline (exclusions = 0) and the excluded runs by reason come from the
--- same rows. Runs are counted with HyperLogLog states (uniqHLL12: 2.5 KiB,
--- ~1.6 % standard error): merging uniq's exact states cost three times as
--- much.
+-- same rows. Runs are counted with HyperLogLog states (uniqHLL12) because
+-- merging uniq's exact states costs far more.
 CREATE TABLE IF NOT EXISTS samples_rollup
 (
     hour            DateTime('UTC'),

@@ -4,7 +4,7 @@
 -- exclusions, its H3-batch requests and those served over h3 without
 -- error, and its cold requests by origin. The excluded runs by reason and
 -- HTTP/3 availability per run then read one row per run instead of
--- grouping 13: at 10 M samples that took ~0.8 s of every complete report.
+-- grouping its 13 samples in every complete report.
 -- Exactly once like samples: a replayed run is left out of the insert
 -- before the view sees it (store.Stored).
 CREATE TABLE IF NOT EXISTS {{.Local "runs"}}{{.OnCluster}}

@@ -3,9 +3,8 @@
 -- inserted into samples: the runs table's failed_wants and failed_errors,
 -- counted. The report from the rollup reads its failures section here for
 -- the window's whole hours (queries/sql/failures_rollup.sql): a few hundred
--- rows a day where the runs table holds a row a run (its ARRAY JOIN over
--- 714 285 runs at 10 M samples was 48 ms of ClickHouse's CPU a report on
--- 18.16). A sample is inserted once (store.Stored), so the counts are
+-- rows a day where the runs table holds a row a run, which every report
+-- would ARRAY JOIN. A sample is inserted once (store.Stored), so the counts are
 -- exact; SummingMergeTree adds up the rows of a key as parts merge, and
 -- queries sum them anyway. Browser runs only: source is a constant, as in
 -- the runs table. In cluster mode the Distributed table spreads the copy

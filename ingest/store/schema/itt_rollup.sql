@@ -5,9 +5,8 @@
 -- intention-to-treat view reads for the window's whole hours
 -- (queries/sql/itt_rollup.sql). Its key leaves out what that view does not
 -- select by (batch order, outcome, exclusions but the bot's), so it holds
--- a state for every eight of samples_rollup's (2 479 against 19 903 rows
--- at 10 M samples), and merging those was most of the view's time (53 of
--- 55 ms on 26.7). Browser rows only: source is a constant, as in
+-- far fewer states than samples_rollup, and merging states is most of the
+-- view's time. Browser rows only: source is a constant, as in
 -- samples_rollup. In cluster mode the Distributed table spreads the copy
 -- of earlier hours (migration 0054) by site and hour.
 CREATE TABLE IF NOT EXISTS {{.Local "itt_rollup"}}{{.OnCluster}}

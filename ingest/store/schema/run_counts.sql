@@ -7,8 +7,8 @@
 -- with a failed one, and with an H3-origin request not served over h3
 -- (runs_h3_short: with_h3 − short are the runs HTTP/3 was available to).
 -- The report from the rollup reads its exact run counts here: a few thousand
--- rows a day where the runs table holds a row a run (6 415 rows for
--- 714 285 runs at 10 M samples). A run is inserted once (store.Stored) and
+-- rows a day where the runs table holds a row a run. A run is inserted
+-- once (store.Stored) and
 -- its flags (store.RunFlags) are on one of its samples, so the view's
 -- counts add up to exact ones;
 -- SummingMergeTree adds up the rows of a key as parts merge, and queries

@@ -4,8 +4,8 @@
 -- sections that count runs over every phase need — how the run's first
 -- request to the HTTP/3 origin went (first contact) and the script's own
 -- errors — so that they read one row per run instead of grouping every
--- raw row of the window by run id (8 of the complete report's 9 s at 10 M
--- samples on a busy 18.16). The runs table holds only runs that reached
+-- raw row of the window by run id, which was most of a complete report's
+-- time on a large table. The runs table holds only runs that reached
 -- their parallel batches; this one also those cut short before.
 --   h3_wanted    the run made a request to the HTTP/3 origin
 --   first_known  its first request (seq 0, the first warm-up) succeeded

@@ -3,16 +3,16 @@
 -- samples_rollup_mv, with t-digest quantile states of the duration — a
 -- failed request's counted at the script's timeout, for the
 -- intention-to-treat view; the headline (exclusions = 0) never holds a
--- failed request, whose run has the failed bit. (Merged t-digests stay
--- within ~0.1 ms of exact; merged sampling states read p95 low.) The design
+-- failed request, whose run has the failed bit. (t-digest, because merged
+-- t-digests stay close to exact and merged sampling states read p95 low.) The design
 -- (parallel, bytes, warm-up count, script major version, and last the
 -- further design parameters, param_extra, 0056) is in the key so that
 -- reports never pool runs of different designs; the batch order
 -- (which batch the script started first) so that the headline weighs both
 -- orders equally; the exclusions so that the headline and the excluded
 -- runs by reason come from the same rows. Runs are counted with
--- HyperLogLog states (uniqHLL12: 2.5 KiB, ~1.6 % standard error): merging
--- uniq's exact states cost three times as much. It holds browser rows
+-- HyperLogLog states (uniqHLL12: small, with a known standard error)
+-- because merging uniq's exact states costs far more. It holds browser rows
 -- only: source is a constant, so that one source filter serves raw rows
 -- and the rollup alike.
 CREATE TABLE IF NOT EXISTS {{.Local "samples_rollup"}}{{.OnCluster}}

@@ -94,9 +94,8 @@ func StartCluster(t testing.TB) *Cluster {
     <remote_servers><%s>%s</%s></remote_servers>`, freePort(t), zkPort, i/2+1, i%2+1, ClusterName, shards.String(), ClusterName)
 		// ON CLUSTER DDL waits up to 15 minutes for every server (as
 		// deploy/README.md advises): under the whole suite's load an ALTER
-		// of a replicated table once took over the default 180 s on one
-		// replica, and a timed-out migration goes on in the background but
-		// fails the one that ran it.
+		// can outlast the default on one replica, and a timed-out migration
+		// goes on in the background but fails the one that ran it.
 		l := &local.Server{Dir: d, Port: tcp[i], ExtraConfig: extra,
 			ExtraProfile: "<distributed_ddl_task_timeout>900</distributed_ddl_task_timeout>"}
 		if err := l.Start(ctx); err != nil {
