@@ -28,21 +28,11 @@ const origin = (u) => {
 // rate is data-sample: the fraction of visits that run the test.
 export const rate = (s) => (s >= 0 && s <= 1 ? +s : 1);
 
-// runID is 32 hex digits, 128 bits from the CSPRNG (c is window.crypto).
-// The run id is the collector's exactly-once key: two runs that drew the
-// same id would make the second, real one look like a replay and drop it.
-// Math.random is no CSPRNG (V8's xorshift128+ has 128 bits of state for
-// every id of a page and is seeded per isolate), so it is not used even as
-// a fallback: without getRandomValues there is no run.
-// crypto.randomUUID draws from the same CSPRNG, and its first call on a
-// page costs Chromium about 20 µs where the first getRandomValues costs
-// about 0.5 ms, most of it in making the page's first ArrayBuffer
-// (BenchmarkE2ERunID). A v4 UUID has 122 random bits: its 30 random digits
-// (all but the version digit, "4", and the variant digit, which has only 2
-// random bits) and the last 2 of a second UUID make the 32. randomUUID
-// exists only in secure contexts; on an http page the id comes from
-// getRandomValues. Either way it is drawn in the idle callback, not while
-// the script is evaluated.
+// runID is 32 hex digits from the CSPRNG (c is window.crypto), never
+// Math.random: it is the collector's exactly-once key, and a collision would
+// drop a real run as a replay. randomUUID (secure contexts) is preferred as
+// its first call is cheaper than getRandomValues' (BenchmarkE2ERunID); a
+// UUID's 30 random digits and 2 of a second make the 32.
 export const runID = (c) => {
   if (c.randomUUID) {
     // xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx
@@ -110,7 +100,7 @@ export function serverTiming(list) {
 // values.
 export function sample(q, ph, w, e, t0, at, err, now) {
   // An entry whose times cannot be true measures nothing: a duration below
-  // zero (headless Chromium with a virtual time budget gave -2981.9 ms),
+  // zero (headless Chromium with a virtual time budget gives them),
   // one beyond the request's timeout, or one that starts before the fetch
   // or ends after it is read by the script's own clock (a clock that
   // jumped; 1 ms spare for coarsened clocks). Its timings go as unknown and
