@@ -67,73 +67,10 @@ const (
 // zero values mean the documented defaults, then call Start (or Run). A
 // Server must not be copied or reconfigured after Start.
 //
-// # Limits
-//
 // The origins face the internet, so whatever one client can hold is
-// bounded:
-//
-//   - Connections: at most MaxConnsPerAddr open at once from one client
-//     address (an IPv4 address or an IPv6 /64), counted over both origins
-//     and both transports. A TCP connection over the cap is reset before
-//     its TLS handshake, a QUIC one refused with CONNECTION_REFUSED at its
-//     first packet. Once an address holds half its cap, its new QUIC
-//     connections first prove their address with a Retry, so that packets
-//     with a forged source address cannot use up the connections of a real
-//     one; a Retry adds a round trip to the measured HTTP/3 times, so each
-//     is counted (h3rum_collector_quic_retries_total). An IPv6 /48 may
-//     hold 8 times an address's cap over all its /64s. Peers in
-//     TrustedProxies are not counted per address.
-//   - All connections: at most MaxConns open at once, trusted proxies'
-//     included, refused like those over an address's cap.
-//   - QUIC handshakes from unvalidated addresses: at most
-//     MaxUnvalidatedHandshakes in progress at once, over all clients; from
-//     that many on, every new QUIC connection without a token must answer
-//     a Retry first, so Initials with forged source addresses (which never
-//     receive the Retry) cost a stateless packet each instead of a
-//     handshake. One client address may have a sixteenth of them in
-//     progress; past that, its own new connections answer a Retry, and
-//     other clients do not. Before validation the server sends at most
-//     three times what an address sent, plus less than one datagram
-//     (quic-go checks its limit before each packet).
-//   - Streams: 32 requests at once per connection (maxConcurrentStreams),
-//     on HTTP/2 and HTTP/3 alike so that neither protocol gets more
-//     parallelism than the other; the beacon sends at most 20 at once.
-//     HTTP/3 connections may also open 6 unidirectional streams
-//     (maxUniStreams): the control stream, the two QPACK streams and three
-//     spare.
-//   - Time: 10 s for the TLS handshake and, over HTTP/1.1, the request
-//     header section; as much for an HTTP/3 request's header section, an
-//     HTTP/3 unidirectional stream's type and the SETTINGS frame that
-//     opens the control stream; 5 s for the QUIC handshake; BodyTimeout
-//     for a request body; WriteTimeout for a response, and for data a TCP
-//     client leaves unacknowledged (TCP_USER_TIMEOUT on Linux);
-//     IdleTimeout between requests.
-//   - Header size: MaxHeaderBytes. Body size: MaxProbeBytes for /probe;
-//     Handler caps its own.
-//
-// The deadlines are set per request through http.ResponseController, and
-// Handler may extend them the same way (a response that streams for longer
-// than WriteTimeout must). /probe, the measured path, sets them only where
-// they matter, so that a plain GET costs what it did without them: a read
-// deadline when it reads a body, a write deadline when its answer is over
-// 16 KiB (smaller ones fit in what clients take in without reading).
-// http.Server's ReadTimeout and WriteTimeout stay unset: over HTTP/2 they
-// would start timers for every stream.
-//
-// # UDP buffers
-//
-// quic-go asks the kernel for 7 MiB UDP receive and send buffers; with less,
-// bursts of packets are dropped under load and HTTP/3 looks worse than it
-// is. Linux caps what an unprivileged process gets at net.core.rmem_max and
-// net.core.wmem_max (often 208 KiB). Start logs one warning when the
-// buffers stay below 7 MiB. To raise the caps:
-//
-//	sysctl -w net.core.rmem_max=7500000 net.core.wmem_max=7500000
-//
-// and, to keep them across reboots, put the same two settings in
-// /etc/sysctl.d/99-h3rum.conf. (quic-go may also print its own line about
-// the same condition; QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING=true
-// silences it.)
+// bounded by the fields below; README.md's "Security model" says what each
+// limit guards against, and "Operating system tuning" the kernel settings
+// the host needs for QUIC.
 type Server struct {
 	// Addr is the H3 origin's address, host:port, for TCP and UDP alike.
 	// An empty host listens on all addresses (IPv4 and IPv6); "localhost"
@@ -218,7 +155,7 @@ type Server struct {
 	// WriteTimeout is the longest one response may take to write, counted
 	// from when the handler starts; a response still being written then is
 	// cut (the stream reset, or over HTTP/1.1 the connection closed).
-	// /probe answers of up to 16 KiB are exempt (see Limits above). On
+	// /probe answers of up to 16 KiB are exempt (largeProbeBody). On
 	// Linux it also closes a TCP connection whose client acknowledges
 	// nothing that was sent for this long. Handler may extend the deadline
 	// of a response that streams for longer through

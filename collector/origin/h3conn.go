@@ -23,7 +23,7 @@ import (
 // stream must deliver its header section within headerTimeout, and each
 // unidirectional stream its type and, on the control stream, its SETTINGS
 // frame (see serveUniStream); the handler then sets the deadlines of the
-// request's body and response (see Server).
+// request's body and response (deadline.go).
 //
 // Graceful shutdown: http3 keeps a connection's control stream to itself,
 // so no GOAWAY can be sent. Once shutdown begins, each connection stops

@@ -166,7 +166,7 @@ func (s *Server) start(ctx context.Context) error {
 		_, _ = conf.DecryptTicket(nil, tls.ConnectionState{})
 		// ReadTimeout and WriteTimeout stay unset: over HTTP/2 they would
 		// start timers for every stream, the probe's included. The
-		// handlers set per-request deadlines instead (see Server).
+		// handlers set per-request deadlines instead (deadline.go).
 		return &http.Server{
 			Handler:           o,
 			TLSConfig:         conf,
@@ -225,7 +225,7 @@ func (s *Server) start(ctx context.Context) error {
 	return nil
 }
 
-// Limits of the origins (see Server).
+// Limits of the origins (README.md, "Security model").
 const (
 	// maxConcurrentStreams is how many requests a client may have in
 	// flight on one connection, HTTP/2 and HTTP/3 alike. The beacon sends
