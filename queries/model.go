@@ -11,7 +11,7 @@ import (
 // ReportVersion is the version of the JSON shape (see REPORT.md).
 const ReportVersion = 1
 
-// Percentiles reported for every protocol, in percent: the one list,
+// percentiles are those reported for every protocol, in percent: the one list,
 // stats.Percentiles. The SQL files take it as .Levels (the rollup's
 // t-digest states were built with the same levels, see the samples_rollup
 // migration).

@@ -18,7 +18,7 @@ import (
 // OptionsFromValues; a CLI answers it with exit status 2, HTTP with 400.
 var ErrInvalidOptions = errors.New("invalid report options")
 
-// Groupings lists the values Options.By accepts.
+// groupings lists the values Options.By accepts.
 var groupings = []string{"continent", "country", "subdivision", "asn", "browser", "connection", "collector", "none"}
 
 // Groupings returns the values Options.By accepts, in display order.

@@ -86,7 +86,7 @@ const (
 	reasonPerAddrRequests   = "per_addr_requests"
 )
 
-// Every metric is named h3rum_collector_<name>.
+// metricNamespace and metricSubsystem name every metric h3rum_collector_<name>.
 const metricNamespace, metricSubsystem = "h3rum", "collector"
 
 func newMetrics() *metrics {

@@ -13,7 +13,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/access"
 )
 
-// origin is one of the two test origins: the H3 origin (TCP with Alt-Svc,
+// testOrigin is one of the two test origins: the H3 origin (TCP with Alt-Svc,
 // plus QUIC) or the H2 origin (TCP only, Alt-Svc: clear). It is the
 // http.Handler of every server of that origin, whatever the protocol.
 type testOrigin struct {

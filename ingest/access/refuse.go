@@ -5,19 +5,13 @@ import (
 	"time"
 )
 
-// RefuseBeforeBody precedes a refusal sent without reading (all of) the request
-// body. Over HTTP/1.x net/http reads an unread body of up to 256 KiB
-// before it writes a reply, to keep the connection, so a client stalling
-// its body waited for its own 429 until the body timeout, holding a
-// goroutine. "Connection: close" makes the server answer at once; and as
-// it still reads what remains of the body before it closes (so that its
-// close does not reset the connection under an honest client's unread
-// answer), the read deadline bounds that to RefusalGrace.
-//
-// HTTP/2 and HTTP/3 answer on the stream at once and must not carry the
-// header: the HTTP/2 server takes it for a GOAWAY of the whole connection,
-// which the page's other requests share, and HTTP/3 forbids
-// connection-specific fields.
+// RefuseBeforeBody precedes a refusal sent without reading (all of) the
+// request body. Over HTTP/1.x net/http would first read the unread body to
+// keep the connection, so a client stalling its body would hold a goroutine
+// until the body timeout: "Connection: close" makes the server answer at
+// once, and the read deadline bounds its drain before close to
+// RefusalGrace. HTTP/2 and HTTP/3 answer at once already and must not carry
+// the header (HTTP/2 takes it for a GOAWAY of the page's shared connection).
 func RefuseBeforeBody(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 || r.ContentLength == 0 {
 		return

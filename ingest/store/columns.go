@@ -161,9 +161,10 @@ func clampU8(v int) uint8   { return uint8(min(max(v, 0), math.MaxUint8)) }
 func clampU16(v int) uint16 { return uint16(min(max(v, 0), math.MaxUint16)) }
 func clampU32(v int) uint32 { return uint32(min(max(v, 0), math.MaxUint32)) }
 
-// Enum8 values as numbered in the migrations. Values the decoder should
-// never let through map to the least harmful member: an unknown phase to
-// warmup, which reports leave out.
+// protoValue and the …Value functions after it give the Enum8 values as
+// numbered in the migrations. What the decoder should never let through
+// maps to the least harmful member: an unknown phase to warmup, which
+// reports leave out.
 func protoValue(p beacon.Proto) int8 {
 	switch p {
 	case beacon.ProtoH1:
