@@ -70,7 +70,7 @@ function mapOptions(data) {
       if (q.get('by') === 'country' && !country) return Promise.resolve(data);
       const m = new URLSearchParams(q);
       m.set('by', 'country');
-      m.set('headline', '1'); // the map needs the headline alone: seconds less at 10 M samples
+      m.set('headline', '1'); // the map needs the headline alone, which is much cheaper than the full report
       m.delete('country');
       return fetch('/api/report?' + m, { credentials: 'same-origin' }).then((r) => {
         if (!r.ok) return r.text().then((t) => { throw new Error(r.status + ' ' + t.trim()); });
