@@ -313,10 +313,13 @@ type derivedSQL struct {
 	state                       []string // "hourly state" or "runs state"
 	byHourPresent, byHourFilled []string
 	fillRuns                    []string // the fill over the block's runs
+	fillWindow                  []string // the fill over samples' rows of @from to @to
+	lackingInWindow             []string // a per-run table's runs to add, counted
 	tables                      []string
 
 	mu        sync.Mutex
 	completes map[int]string
+	columns   map[int]string
 }
 
 // derivedQueries reads the tables as reports do (on a cluster, through
@@ -338,7 +341,7 @@ func renderDerived(name func(table string) string) (*derivedSQL, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &derivedSQL{t: t, completes: map[int]string{}}
+	q := &derivedSQL{t: t, completes: map[int]string{}, columns: map[int]string{}}
 	fill := func(dt derivedTable, source string) (string, error) {
 		src, err := execute(t, source, derivedQuery{Samples: name("samples")})
 		if err != nil {
@@ -377,6 +380,11 @@ func renderDerived(name func(table string) string) (*derivedSQL, error) {
 			return nil, err
 		}
 		q.byHourFilled = append(q.byHourFilled, s)
+		q.fillWindow = append(q.fillWindow, x.Fill)
+		if s, err = execute(t, "runs lacking in window", x); err != nil {
+			return nil, err
+		}
+		q.lackingInWindow = append(q.lackingInWindow, s)
 	}
 	return q, nil
 }
@@ -409,14 +417,40 @@ func (q *derivedSQL) complete(ctx context.Context, conn driver.Conn, i int, args
 	return nil
 }
 
-// completion returns derived table i's completing INSERT. Its column list
-// is the table's view's columns (the fill's), asked of the server once.
+// completion returns derived table i's completing INSERT.
 func (q *derivedSQL) completion(ctx context.Context, conn driver.Conn, i int) (string, error) {
 	q.mu.Lock()
 	st, ok := q.completes[i]
 	q.mu.Unlock()
 	if ok {
 		return st, nil
+	}
+	columns, err := q.viewColumns(ctx, conn, i)
+	if err != nil {
+		return "", err
+	}
+	name := "complete block"
+	if derivedTables[i].Measure == "" {
+		name = "complete runs"
+	}
+	st, err = execute(q.t, name, derivedQuery{Table: q.tables[i], Columns: columns, Fill: q.fillRuns[i]})
+	if err != nil {
+		return "", err
+	}
+	q.mu.Lock()
+	q.completes[i] = st
+	q.mu.Unlock()
+	return st, nil
+}
+
+// viewColumns returns derived table i's view's columns (the fill's), the
+// column list of every INSERT into it, asked of the server once.
+func (q *derivedSQL) viewColumns(ctx context.Context, conn driver.Conn, i int) (string, error) {
+	q.mu.Lock()
+	cols, ok := q.columns[i]
+	q.mu.Unlock()
+	if ok {
+		return cols, nil
 	}
 	dt := derivedTables[i]
 	rows, err := conn.Query(ctx, "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = @view",
@@ -436,18 +470,11 @@ func (q *derivedSQL) completion(ctx context.Context, conn driver.Conn, i int) (s
 	if err := rows.Err(); err != nil || len(names) == 0 {
 		return "", fmt.Errorf("reading the columns of %s's view: %d columns, %v", dt.Name, len(names), err)
 	}
-	name := "complete block"
-	if dt.Measure == "" {
-		name = "complete runs"
-	}
-	st, err = execute(q.t, name, derivedQuery{Table: q.tables[i], Columns: strings.Join(names, ", "), Fill: q.fillRuns[i]})
-	if err != nil {
-		return "", err
-	}
+	cols = strings.Join(names, ", ")
 	q.mu.Lock()
-	q.completes[i] = st
+	q.columns[i] = cols
 	q.mu.Unlock()
-	return st, nil
+	return cols, nil
 }
 
 // Difference is one hour of one derived table that does not hold what

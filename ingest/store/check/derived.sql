@@ -46,3 +46,26 @@ GROUP BY h{{end}}
 
 {{define "by hour filled"}}SELECT toUInt32(toStartOfHour({{.Time}})) AS h, {{.Measure}} FROM ({{.Fill}})
 GROUP BY h{{end}}
+
+{{- /* Repair's statements for one hour of a table (@from and @to its
+bounds; .Fill the table's fill over samples' rows of the hour). A per-run
+table gets the hour's runs it lacks, counted and then inserted, so that
+running it again adds nothing. An hourly table is emptied of the hour by a
+mutation ("clear hour"), asynchronous on 18.16, so Repair waits until
+"mutations pending" is 0 (@table: the table's name), and then filled with
+"complete block". */}}
+{{define "lacking in window"}}WHERE toString(run_id) NOT IN (
+    SELECT toString(run_id) FROM {{.Table}}
+    WHERE time >= toDateTime(@from, 'UTC') AND time < toDateTime(@to, 'UTC')){{end}}
+
+{{define "runs lacking in window"}}SELECT count() FROM ({{.Fill}})
+{{template "lacking in window" .}}{{end}}
+
+{{define "repair runs"}}INSERT INTO {{.Table}} ({{.Columns}})
+SELECT {{.Columns}} FROM ({{.Fill}})
+{{template "lacking in window" .}}{{end}}
+
+{{define "clear hour"}}ALTER TABLE {{.Table}} DELETE WHERE {{.Time}} >= toDateTime(@from, 'UTC') AND {{.Time}} < toDateTime(@to, 'UTC'){{end}}
+
+{{define "mutations pending"}}SELECT count() FROM system.mutations
+WHERE database = currentDatabase() AND table = @table AND is_done = 0{{end}}
