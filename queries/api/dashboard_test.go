@@ -365,3 +365,34 @@ func TestDashboardHeadingBeforeReport(t *testing.T) {
 		t.Errorf("want the heading, then the header's rest, then the estimate, then the end: loading %d, meta %d, estimate %d", l, m, e)
 	}
 }
+
+// TestDashboardExperiment: the form's experiment box asks for the
+// experiment's verdicts, which the page then shows, box ticked; a start
+// relative to now is refused with its reason.
+func TestDashboardExperiment(t *testing.T) {
+	conn := newDB(t)
+	load(t, conn, synth.All(synth.Config{Seed: 3, Runs: 1500}))
+	h := &Handler{Conn: conn, AllowOpen: true}
+	get := func(query string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "http://localhost/dashboard?"+query, nil)
+		req.RemoteAddr = "127.0.0.1:5000"
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	window := "since=" + testSince.Format(time.RFC3339) + "&until=" + testUntil.Format(time.RFC3339) + "&by=none"
+	rec := get(window + "&experiment=1")
+	body := rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(body, `name="experiment" value="1" checked`) {
+		t.Fatalf("status %d; the experiment box is not ticked", rec.Code)
+	}
+	if tmpl := strings.Index(body, `<template id="complete">`); tmpl < 0 || !strings.Contains(body[tmpl:], "(experiment: ") {
+		t.Errorf("the complete part's verdicts are not the experiment's")
+	}
+	if plain := get(window).Body.String(); strings.Contains(plain, "(experiment: ") || strings.Contains(plain, `value="1" checked`) {
+		t.Errorf("a window's dashboard shows the experiment's verdicts or a ticked box")
+	}
+	if rec := get("since=7d&experiment=1"); rec.Code != 400 || !strings.Contains(rec.Body.String(), "give since as a time") {
+		t.Errorf("an experiment from 7d ago: status %d %q, want 400 naming the fix", rec.Code, rec.Body.String())
+	}
+}
