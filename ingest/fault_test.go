@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries"
 )
 
 // faultDowntime is how long TestFaultClickHouseStop keeps ClickHouse down:
@@ -166,6 +168,7 @@ func TestFaultClickHouseKilledUnderLoad(t *testing.T) {
 		t.Errorf("acknowledged %d runs; samples holds %d runs, %d of the acknowledged missing", n, stored, missing)
 	}
 	derivedExact(t, conn, int(stored))
+	reportCountsEveryRun(t, conn)
 	var completed, unresolved float64
 	for _, table := range store.DerivedTables() {
 		completed += counterValue(t, p.doubt.completedRuns.WithLabelValues(table))
@@ -173,4 +176,33 @@ func TestFaultClickHouseKilledUnderLoad(t *testing.T) {
 	}
 	t.Logf("acknowledged %d runs, stored %d; %d restarts; insert errors %v; derived tables completed %v times, %v unresolved",
 		n, stored, l.Restarts(), counterValue(t, p.m.insertErrors), completed, unresolved)
+}
+
+// reportCountsEveryRun checks the report itself over the hours the runs
+// arrived in: from the rollup (the runs and count tables, the rollup) and
+// from raw rows it counts the runs and samples its headline selects in
+// samples, every design pooled.
+func reportCountsEveryRun(t *testing.T, conn driver.Conn) {
+	t.Helper()
+	var runs, samples uint64
+	if err := conn.QueryRow(context.Background(), `SELECT uniqExact(run_id), count() FROM samples
+		WHERE phase = 'parallel' AND error = '' AND exclusions = 0 AND bot = 0 AND source = 'browser'`).Scan(&runs, &samples); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for _, src := range []queries.Source{queries.SourceRollup, queries.SourceRaw} {
+		o := queries.Options{Since: now.Truncate(time.Hour).Add(-time.Hour), Until: now.Truncate(time.Hour).Add(2 * time.Hour),
+			By: "none", Source: src, Design: queries.Design{All: true}, Replicates: -1, Now: now}
+		rep, err := queries.Run(context.Background(), conn, o)
+		if err != nil {
+			t.Fatalf("report from %s: %v", src, err)
+		}
+		var gotRuns, gotSamples int
+		for _, g := range rep.Groups {
+			gotRuns, gotSamples = gotRuns+g.Runs, gotSamples+g.Samples
+		}
+		if uint64(gotRuns) != runs || uint64(gotSamples) != samples {
+			t.Errorf("the report from %s counts %d runs and %d samples; samples holds %d and %d of its headline", src, gotRuns, gotSamples, runs, samples)
+		}
+	}
 }
