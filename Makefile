@@ -106,6 +106,7 @@ test: deps vet
 	$(GOTEST) -p 1 -run '^(TestCluster|TestClusterFleet)$$' ./ingest/store ./collector/cmd/h3rum
 # the lab times emulated round trips: it runs alone, not beside the other packages' tests
 	$(GO) test ./collector/cmd/h3rum -run '^TestLab$$' -count=1
+	$(MAKE) --no-print-directory prometheus-test
 # the interval-coverage, power-rule and confidence-sequence simulations at full strength: under -race they run a fraction of their data sets
 	$(GO) test ./queries/stats -run '^(TestIntervalCoverage|TestPowerRuleBySimulation|TestSequenceBySimulation)$$' -count=1
 	$(MAKE) fuzz
@@ -186,6 +187,12 @@ clean:
 build-committed:
 	@$(MAKE) --no-print-directory -o generate build
 
+## prometheus-test: Debian's prometheus scraping a collector built from the source, with the alert rules loaded:
+## every metric name the rules and the Grafana dashboard use is scraped (deploy/prometheus_test.go)
+# It runs alone (about 12 s): beside make test's parallel packages the two servers' start is slow.
+prometheus-test: go-check
+	H3RUM_TEST_PROMETHEUS=1 $(GO) test ./deploy -run '^TestPrometheusScrape$$' -count=1 -v -timeout 5m
+
 # The image targets run podman as deploy/image/containers.conf says it runs on these machines (runc, cgroupfs,
 # no default ulimits); no registry is needed: the bases are made from Debian packages when missing.
 PODMAN := CONTAINERS_CONF=$(CURDIR)/deploy/image/containers.conf podman --runtime runc --cgroup-manager cgroupfs
@@ -206,4 +213,4 @@ image-test: image
 
 # image-test builds the bases and the image (about 8 minutes from nothing on 2 cores): it is a make target of
 # its own, outside make test's budget; make test keeps the data-dir rule's and promtool's tests.
-.PHONY: build-committed image image-test
+.PHONY: build-committed image image-test prometheus-test

@@ -2,8 +2,8 @@ package deploy
 
 // What `make test` checks of the deployment files (README.md, "How these files were checked"):
 // every YAML file parses; the Kubernetes objects, the Compose services, the Prometheus rules and
-// the Grafana dashboards are checked against each other and against the Go source; the systemd
-// unit passes `systemd-analyze verify`. Nothing here needs a container engine or a cluster.
+// the Grafana dashboards are checked against each other (prometheus_test.go checks the metric names
+// with a real Prometheus); the systemd unit passes `systemd-analyze verify`. Nothing here needs a container engine or a cluster.
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"go/ast"
 	"go/parser"
-	"go/scanner"
 	"go/token"
 	"io"
 	"io/fs"
@@ -24,7 +23,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -922,454 +920,6 @@ func TestEnvironmentVariablesAreFlags(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Metric names: PromQL against the Go source
-
-// promqlKeywords are PromQL's aggregations, operators and literals: not metric names.
-var promqlKeywords = map[string]bool{
-	"sum": true, "min": true, "max": true, "avg": true, "group": true, "stddev": true, "stdvar": true,
-	"count": true, "count_values": true, "bottomk": true, "topk": true, "quantile": true,
-	"limitk": true, "limit_ratio": true, "and": true, "or": true, "unless": true, "bool": true,
-	"offset": true, "atan2": true, "inf": true, "nan": true,
-}
-
-// promqlGrouping are the keywords followed by a list of label names.
-var promqlGrouping = map[string]bool{
-	"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
-}
-
-// skipString returns the index after the string literal that starts at s[i].
-func skipString(s string, i int) (int, error) {
-	q := s[i]
-	for j := i + 1; j < len(s); j++ {
-		switch {
-		case s[j] == '\\' && q != '`':
-			j++
-		case s[j] == q:
-			return j + 1, nil
-		}
-	}
-	return 0, fmt.Errorf("unterminated string at %d", i)
-}
-
-// skipGroup returns the index after the bracket that closes the one at s[i].
-func skipGroup(s string, i int) (int, error) {
-	closer := map[byte]byte{'(': ')', '[': ']', '{': '}'}
-	var stack []byte
-	for j := i; j < len(s); j++ {
-		switch c := s[j]; c {
-		case '"', '\'', '`':
-			k, err := skipString(s, j)
-			if err != nil {
-				return 0, err
-			}
-			j = k - 1
-		case '(', '[', '{':
-			stack = append(stack, closer[c])
-		case ')', ']', '}':
-			if len(stack) == 0 || stack[len(stack)-1] != c {
-				return 0, fmt.Errorf("unbalanced %q at %d", c, j)
-			}
-			stack = stack[:len(stack)-1]
-			if len(stack) == 0 {
-				return j + 1, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("unclosed %q at %d", s[i], i)
-}
-
-// splitArgs splits a function's argument list at its top-level commas.
-func splitArgs(s string) ([]string, error) {
-	var args []string
-	start := 0
-	for j := 0; j < len(s); j++ {
-		switch s[j] {
-		case '"', '\'', '`', '(', '[', '{':
-			var k int
-			var err error
-			if s[j] == '(' || s[j] == '[' || s[j] == '{' {
-				k, err = skipGroup(s, j)
-			} else {
-				k, err = skipString(s, j)
-			}
-			if err != nil {
-				return nil, err
-			}
-			j = k - 1
-		case ',':
-			args = append(args, s[start:j])
-			start = j + 1
-		}
-	}
-	return append(args, s[start:]), nil
-}
-
-func isIdentStart(c byte) bool {
-	return c == '_' || c == ':' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-}
-
-func isIdent(c byte) bool { return isIdentStart(c) || (c >= '0' && c <= '9') }
-
-// promqlMetrics returns the metric names a PromQL expression selects. It also reads Grafana's
-// template syntax: $variables and label_values(metric, label).
-func promqlMetrics(expr string) ([]string, error) {
-	var names []string
-	s := expr
-	depth := 0 // parentheses open
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\'' || c == '`':
-			j, err := skipString(s, i)
-			if err != nil {
-				return nil, err
-			}
-			i = j
-		case c == '{' || c == '[': // label matchers, ranges and subqueries
-			j, err := skipGroup(s, i)
-			if err != nil {
-				return nil, err
-			}
-			i = j
-		case c == '(':
-			depth++
-			i++
-		case c == ')':
-			if depth--; depth < 0 {
-				return nil, fmt.Errorf("unbalanced ')' at %d", i)
-			}
-			i++
-		case c == '}' || c == ']':
-			return nil, fmt.Errorf("unbalanced %q at %d", c, i)
-		case c == '#':
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case c == '$': // a Grafana variable: $name or ${name}
-			i++
-			if i < len(s) && s[i] == '{' {
-				j, err := skipGroup(s, i)
-				if err != nil {
-					return nil, err
-				}
-				i = j
-			}
-			for i < len(s) && isIdent(s[i]) {
-				i++
-			}
-		case c >= '0' && c <= '9' || c == '.': // numbers and durations
-			for i < len(s) && (isIdent(s[i]) || s[i] == '.') {
-				i++
-			}
-		case isIdentStart(c):
-			j := i
-			for j < len(s) && isIdent(s[j]) {
-				j++
-			}
-			name := s[i:j]
-			k := j
-			for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\n' || s[k] == '\r') {
-				k++
-			}
-			call := k < len(s) && s[k] == '('
-			switch lower := strings.ToLower(name); {
-			case call && promqlGrouping[lower]:
-				end, err := skipGroup(s, k)
-				if err != nil {
-					return nil, err
-				}
-				j = end
-			case call && name == "label_values": // Grafana: label_values([metric,] label)
-				end, err := skipGroup(s, k)
-				if err != nil {
-					return nil, err
-				}
-				args, err := splitArgs(s[k+1 : end-1])
-				if err != nil {
-					return nil, err
-				}
-				if len(args) == 2 {
-					sub, err := promqlMetrics(args[0])
-					if err != nil {
-						return nil, err
-					}
-					names = append(names, sub...)
-				}
-				j = end
-			case call && (name == "label_names" || name == "metrics"): // Grafana: no metric selected
-				end, err := skipGroup(s, k)
-				if err != nil {
-					return nil, err
-				}
-				j = end
-			case call, promqlKeywords[lower], promqlGrouping[lower]:
-				// a function, an aggregation or an operator
-			default:
-				if !slices.Contains(names, name) {
-					names = append(names, name)
-				}
-			}
-			i = j
-		default:
-			i++
-		}
-	}
-	if depth != 0 {
-		return nil, fmt.Errorf("%d unclosed '('", depth)
-	}
-	return names, nil
-}
-
-func TestPromQLMetrics(t *testing.T) {
-	for _, tc := range []struct {
-		expr string
-		want []string
-	}{
-		{`up{job="h3rum"} == 0`, []string{"up"}},
-		{`sum by (instance) (rate(a_total{reason=~"x|y"}[5m])) / sum by (instance) (rate(b_total[5m])) > 0.01`, []string{"a_total", "b_total"}},
-		{`histogram_quantile(0.99, sum by (le, proto) (rate(h_bucket{job=~"$job"}[$__rate_interval])))`, []string{"h_bucket"}},
-		{`sum(rate(x[5m])) without (a) and on(instance) group_left(b) y offset 1h`, []string{"x", "y"}},
-		{`a > 32 * 1024 * 1e3 and deriv(a[30m:1m]) > 0`, []string{"a"}},
-		{`label_values(m{job=~"$job"}, instance)`, []string{"m"}},
-		{`label_values(job)`, nil},
-		{`min by (instance) (${metric_var} or vector(0))`, nil},
-		{`SUM BY (instance) (m)`, []string{"m"}},
-	} {
-		got, err := promqlMetrics(tc.expr)
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("promqlMetrics(%q) = %q, %v; want %q", tc.expr, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{`sum(rate(x[5m])`, `x{a="b"`, `x)`, `x{a="b}`} {
-		if _, err := promqlMetrics(bad); err == nil {
-			t.Errorf("promqlMetrics(%q): no error", bad)
-		}
-	}
-}
-
-// prometheusSeries are the series Prometheus itself adds to every target or rule.
-var prometheusSeries = map[string]bool{"up": true, "ALERTS": true, "ALERTS_FOR_STATE": true}
-
-// sourceFile is the metric-name-like string literals of one Go file.
-type sourceFile struct {
-	path       string
-	literals   map[string]bool
-	histograms map[string]bool // the literals in HistogramOpts and SummaryOpts (…_bucket, _sum, _count)
-	composes   bool            // uses client_golang, so a name may be Namespace_Subsystem_Name
-}
-
-// metricSource indexes the Go source for the metric names it can register: the repository's
-// non-test files, and client_golang's Go and process collectors where the repository uses them.
-type metricSource struct {
-	repo, lib        []sourceFile
-	goColl, procColl bool
-}
-
-var (
-	metricLiteral = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
-	optsType      = regexp.MustCompile(`^((Histogram|Summary|Counter|Gauge|Untyped)?Opts|NewDesc)$`)
-)
-
-func scanGoFile(path string) (sourceFile, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return sourceFile{}, err
-	}
-	sf := sourceFile{path: path, literals: map[string]bool{}, histograms: map[string]bool{},
-		composes: bytes.Contains(src, []byte(`"github.com/prometheus/client_golang/prometheus"`)),
-	}
-	inHistogram := false // the last …Opts type named was a histogram's or a summary's
-	var sc scanner.Scanner
-	fset := token.NewFileSet()
-	var errs []error
-	sc.Init(fset.AddFile(path, -1, len(src)), src, func(pos token.Position, msg string) {
-		errs = append(errs, fmt.Errorf("%s: %s", pos, msg))
-	}, 0)
-	for {
-		_, tok, lit := sc.Scan()
-		if tok == token.EOF {
-			break
-		}
-		switch tok {
-		case token.IDENT:
-			if optsType.MatchString(lit) {
-				inHistogram = lit == "HistogramOpts" || lit == "SummaryOpts"
-			}
-		case token.STRING:
-			if s, err := strconv.Unquote(lit); err == nil && metricLiteral.MatchString(s) {
-				sf.literals[s] = true
-				if inHistogram {
-					sf.histograms[s] = true
-				}
-			}
-		}
-	}
-	return sf, errors.Join(errs...)
-}
-
-var loadMetricSource = sync.OnceValues(func() (*metricSource, error) {
-	ms := &metricSource{}
-	var sources bytes.Buffer
-	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch name := d.Name(); {
-			case p == repoRoot:
-			case strings.HasPrefix(name, "."), name == "node_modules", name == "vendor", name == "testdata",
-				p == filepath.Join(repoRoot, "deploy"), p == filepath.Join(repoRoot, "var"):
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		sf, err := scanGoFile(p)
-		if err != nil {
-			return err
-		}
-		ms.repo = append(ms.repo, sf)
-		b, _ := os.ReadFile(p)
-		sources.Write(b)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	ms.goColl = bytes.Contains(sources.Bytes(), []byte("NewGoCollector("))
-	ms.procColl = bytes.Contains(sources.Bytes(), []byte("NewProcessCollector("))
-	if ms.goColl || ms.procColl {
-		cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/prometheus/client_golang")
-		cmd.Dir = repoRoot
-		out, err := cmd.Output()
-		if err != nil {
-			return nil, fmt.Errorf("finding client_golang's source (go list -m): %w", err)
-		}
-		dir := filepath.Join(strings.TrimSpace(string(out)), "prometheus")
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(files) == 0 {
-			return nil, fmt.Errorf("no Go files in %s: %v", dir, err)
-		}
-		for _, p := range files {
-			if strings.HasSuffix(p, "_test.go") {
-				continue
-			}
-			sf, err := scanGoFile(p)
-			if err != nil {
-				return nil, err
-			}
-			sf.composes = true
-			ms.lib = append(ms.lib, sf)
-		}
-	}
-	return ms, nil
-})
-
-// composed reports whether name is a literal of f or, in a file that builds names from
-// parts (Namespace, Subsystem, Name; or a prefix constant), two or three literals joined by "_".
-// With hist, the name (its last part) must be a histogram's or a summary's.
-func (f *sourceFile) composed(name string, hist bool) bool {
-	last := f.literals
-	if hist {
-		last = f.histograms
-	}
-	if last[name] {
-		return true
-	}
-	if !f.composes {
-		return false
-	}
-	part := func(s string) bool { return f.literals[s] || f.literals[s+"_"] }
-	var us []int
-	for i := range len(name) {
-		if name[i] == '_' {
-			us = append(us, i)
-		}
-	}
-	for a, i := range us {
-		if part(name[:i]) && last[name[i+1:]] {
-			return true
-		}
-		for _, j := range us[a+1:] {
-			if part(name[:i]) && part(name[i+1:j]) && last[name[j+1:]] {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// defines reports whether some file defines name; hist asks for a histogram or summary.
-func (ms *metricSource) defines(name string, hist bool) bool {
-	for _, f := range ms.repo {
-		if f.composed(name, hist) {
-			return true
-		}
-	}
-	if (strings.HasPrefix(name, "go_") && ms.goColl) || (strings.HasPrefix(name, "process_") && ms.procColl) {
-		for _, f := range ms.lib {
-			if f.composed(name, hist) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// exports reports whether the collector can export the series name.
-func (ms *metricSource) exports(name string) bool {
-	if prometheusSeries[name] || ms.defines(name, false) {
-		return true
-	}
-	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok && ms.defines(base, true) {
-			return true
-		}
-	}
-	return false
-}
-
-// checkExpr checks that every metric an expression selects is exported; it returns them.
-func checkExpr(t *testing.T, where, expr string) []string {
-	t.Helper()
-	ms, err := loadMetricSource()
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := promqlMetrics(expr)
-	if err != nil {
-		t.Errorf("%s: %q: %v", where, expr, err)
-		return nil
-	}
-	for _, n := range names {
-		if !ms.exports(n) {
-			t.Errorf("%s: metric %s is not exported by the Go source (expr %q)", where, n, expr)
-		}
-	}
-	return names
-}
-
-func TestMetricSourceFailsUnknownNames(t *testing.T) {
-	ms, err := loadMetricSource()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"h3rum_ingest_rejected_total", "h3rum_collector_requests_total",
-		"h3rum_collector_probe_handling_seconds_bucket", "h3rum_store_ready", "process_open_fds", "go_memstats_heap_inuse_bytes"} {
-		if !ms.exports(n) {
-			t.Errorf("%s: not found, but serve exports it", n)
-		}
-	}
-	for _, n := range []string{"h3rum_ingest_rejected", "h3rum_collector_bogus_total", "h3rum_ingest_spool_bytes_bucket", "node_load1"} {
-		if ms.exports(n) {
-			t.Errorf("%s: found, but serve does not export it", n)
-		}
-	}
-}
-
-// ---------------------------------------------------------------------------------------------
 // Prometheus
 
 type staticConfig struct {
@@ -1520,7 +1070,7 @@ func TestPrometheusRules(t *testing.T) {
 					t.Errorf("%s: empty expr", where)
 					continue
 				}
-				for _, n := range checkExpr(t, where, r.Expr) {
+				for _, n := range metricNames(r.Expr) {
 					used[n] = true
 				}
 			}
@@ -1619,18 +1169,6 @@ func TestGrafanaDashboards(t *testing.T) {
 					vars[name] = ""
 				}
 			}
-			for _, v := range list {
-				m, _ := v.(map[string]any)
-				if ty := dsType(m["datasource"], vars); ty == "prometheus" {
-					q := m["query"]
-					if qm, ok := q.(map[string]any); ok {
-						q = qm["query"]
-					}
-					if qs, ok := q.(string); ok {
-						checkExpr(t, fmt.Sprintf("variable %v", m["name"]), qs)
-					}
-				}
-			}
 
 			panels, ok := d["panels"].([]any)
 			if !ok || len(panels) == 0 {
@@ -1700,9 +1238,7 @@ func TestGrafanaDashboards(t *testing.T) {
 						if ty == "prometheus" || (ty == "" && hasExpr) {
 							if !hasExpr || strings.TrimSpace(expr) == "" {
 								t.Errorf("%s: Prometheus target %v without expr", where, tm["refId"])
-								continue
 							}
-							checkExpr(t, where, expr)
 						}
 					}
 					// A collapsed row carries its panels.
