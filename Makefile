@@ -206,7 +206,8 @@ image: go-check
 	  --volume "$${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}:/etc/ssl/certs/ca-certificates.crt:ro" \
 	  --build-arg GOPROXY="$$($(GO) env GOPROXY)" -f deploy/Dockerfile -t $(IMAGE) .
 
-## image-test: the image run as compose runs it, against a ClickHouse the test starts (deploy/image_test.go)
+## image-test: the image run as compose runs it, and compose.yaml run by podman-compose, against a ClickHouse the
+## test starts (deploy/image_test.go, deploy/compose_test.go)
 image-test: image
 	H3RUM_TEST_IMAGE='$(IMAGE)' CONTAINERS_CONF=$(CURDIR)/deploy/image/containers.conf \
 	  $(GO) test ./deploy -run '^TestImage' -count=1 -v -timeout 15m

@@ -120,9 +120,8 @@ func composeRunArgs(t *testing.T, file, name string, vars, binds, env map[string
 	for _, o := range list(svc["security_opt"]) {
 		r.args = append(r.args, "--security-opt", o)
 	}
-	sysctls, _ := svc["sysctls"].(map[string]any)
-	for _, k := range sortedKeys(sysctls) {
-		r.args = append(r.args, "--sysctl", fmt.Sprintf("%s=%v", k, sysctls[k]))
+	for _, kv := range list(svc["sysctls"]) {
+		r.args = append(r.args, "--sysctl", kv)
 	}
 	if s, _ := svc["stop_grace_period"].(string); s != "" {
 		if r.grace, err = time.ParseDuration(s); err != nil {
@@ -235,11 +234,11 @@ func freePort(t *testing.T) int {
 	return 0
 }
 
-// relay forwards connections from the containers of podman's default network to to, which listens on
+// relay forwards connections from the containers of a podman network to to, which listens on
 // loopback only (the managed ClickHouse does), and refuses every other peer. It stops with the test.
-func relay(t *testing.T, to string) (addr string) {
+func relay(t *testing.T, network, to string) (addr string) {
 	t.Helper()
-	out, err := podman(context.Background(), "network", "inspect", "podman", "--format", "{{range .Subnets}}{{.Subnet}} {{.Gateway}}{{end}}")
+	out, err := podman(context.Background(), "network", "inspect", network, "--format", "{{range .Subnets}}{{.Subnet}} {{.Gateway}}{{end}}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,12 +322,18 @@ func startCollector(t *testing.T, image, dataDir, dsn string) *collector {
 	if c.run.ports["443/udp"] != h3Port || h3Port == 0 || h2Port == 0 || c.run.ports["9464/tcp"] == 0 {
 		t.Fatalf("compose.yaml publishes %v; want 443 TCP and UDP, 8444 and 9464", c.run.ports)
 	}
+	c.h2, c.h3 = originClients(t, pool, map[string]int{h3Host: h3Port, h2Host: h2Port}, h3Port)
+	return c
+}
+
+// originClients returns an HTTP/2 client that reaches each host name on its loopback port and an
+// HTTP/3 client that reaches every name on h3Port, both trusting pool.
+func originClients(t *testing.T, pool *x509.CertPool, ports map[string]int, h3Port int) (h2, h3 *http.Client) {
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, _, _ := net.SplitHostPort(addr)
-		port := map[string]int{h3Host: h3Port, h2Host: h2Port}[host]
-		return (&net.Dialer{}).DialContext(ctx, network, fmt.Sprintf("127.0.0.1:%d", port))
+		return (&net.Dialer{}).DialContext(ctx, network, fmt.Sprintf("127.0.0.1:%d", ports[host]))
 	}
-	c.h2 = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	h2 = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: dial, TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true,
 	}}
 	h3tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: pool},
@@ -336,8 +341,7 @@ func startCollector(t *testing.T, image, dataDir, dsn string) *collector {
 			return quic.DialAddr(ctx, fmt.Sprintf("127.0.0.1:%d", h3Port), tc, qc)
 		}}
 	t.Cleanup(func() { h3tr.Close() })
-	c.h3 = &http.Client{Timeout: 10 * time.Second, Transport: h3tr}
-	return c
+	return h2, &http.Client{Timeout: 10 * time.Second, Transport: h3tr}
 }
 
 // TestImage runs the image (ImageEnv) with podman as compose.yaml runs its collector service (read-only
@@ -353,7 +357,7 @@ func TestImage(t *testing.T) {
 	ctx := context.Background()
 	ch := storetest.Private(t)
 	const database = "h3rum_image"
-	dsn := strings.Replace(ch.DSNFor(database), fmt.Sprintf("127.0.0.1:%d", ch.Port), relay(t, fmt.Sprintf("127.0.0.1:%d", ch.Port)), 1)
+	dsn := strings.Replace(ch.DSNFor(database), fmt.Sprintf("127.0.0.1:%d", ch.Port), relay(t, "podman", fmt.Sprintf("127.0.0.1:%d", ch.Port)), 1)
 	c := startCollector(t, image, "", dsn)
 	id, run, h2, h3, token, h3Origin, h2Origin := c.id, c.run, c.h2, c.h3, c.token, c.h3Origin, c.h2Origin
 	if user, err := podman(ctx, "inspect", "--format", "{{.Config.User}}", id); err != nil || user != "nonroot:nonroot" {
