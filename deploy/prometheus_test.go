@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -292,20 +293,20 @@ scrape_configs:
 		if err := query("targets", nil, &targets); err != nil {
 			return err
 		}
-		for _, tg := range targets.ActiveTargets {
-			if tg.Health == "up" && tg.LastScrape.After(after) {
-				return nil
-			}
+		if len(targets.ActiveTargets) != 1 {
+			return fmt.Errorf("%d targets, want 1", len(targets.ActiveTargets))
+		}
+		if tg := targets.ActiveTargets[0]; tg.Health != "up" || !tg.LastScrape.After(after) {
 			return fmt.Errorf("target %s, last scrape %v: %s", tg.Health, tg.LastScrape, tg.LastError)
 		}
-		return errors.New("no target")
+		return nil
 	})
 	t.Logf("scraped %v after the collector was ready", time.Since(after).Round(time.Millisecond))
 	var stored []string
 	if err := query("label/__name__/values", nil, &stored); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range sortedKeys(anyMap(want)) {
+	for _, n := range slices.Sorted(maps.Keys(want)) {
 		if !slices.Contains(stored, n) && notScraped[n] == "" {
 			t.Errorf("%s is not in Prometheus after a scrape; used by %s", n, strings.Join(want[n], "; "))
 		}
@@ -322,14 +323,6 @@ scrape_configs:
 		}
 	}
 	t.Logf("%d names used by %d expressions, all in a scrape (%d stored)", len(want), len(exprs), len(stored))
-}
-
-func anyMap[V any](m map[string]V) map[string]any {
-	a := make(map[string]any, len(m))
-	for k, v := range m {
-		a[k] = v
-	}
-	return a
 }
 
 // startProcess starts a program whose output goes to the test log if the test fails, and stops it
