@@ -21,6 +21,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // faultDowntime is how long TestFaultClickHouseStop keeps ClickHouse down:
@@ -190,9 +191,9 @@ func reportCountsEveryRun(t *testing.T, conn driver.Conn) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	for _, src := range []queries.Source{queries.SourceRollup, queries.SourceRaw} {
-		o := queries.Options{Since: now.Truncate(time.Hour).Add(-time.Hour), Until: now.Truncate(time.Hour).Add(2 * time.Hour),
-			By: "none", Source: src, Design: queries.Design{All: true}, Replicates: -1, Now: now}
+	for _, src := range []model.Source{model.SourceRollup, model.SourceRaw} {
+		o := model.Options{Since: now.Truncate(time.Hour).Add(-time.Hour), Until: now.Truncate(time.Hour).Add(2 * time.Hour),
+			By: "none", Source: src, Design: model.Design{All: true}, Replicates: -1, Now: now}
 		rep, err := queries.Run(context.Background(), conn, o)
 		if err != nil {
 			t.Fatalf("report from %s: %v", src, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // TestAgentReportsStayApart: browser and agent runs of the same design in
@@ -51,13 +52,13 @@ func TestAgentReportsStayApart(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name       string
-		opts       Options
+		opts       model.Options
 		h2, h3     float64
 		handshakes map[string]float64 // proto+kind → p50
 	}{
-		{"browsers, rollup", Options{Source: SourceRollup}, 50, 40, nil},
-		{"browsers, raw", Options{Source: SourceRaw}, 50, 40, nil},
-		{"agent", Options{Agent: true}, 200, 150,
+		{"browsers, rollup", model.Options{Source: model.SourceRollup}, 50, 40, nil},
+		{"browsers, raw", model.Options{Source: model.SourceRaw}, 50, 40, nil},
+		{"agent", model.Options{Agent: true}, 200, 150,
 			map[string]float64{"h3 full": 20, "h3 0rtt": 10, "h3 resumed": 21, "h2 full": 30, "h2 resumed": 31}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -18,8 +19,8 @@ func BenchmarkReport(b *testing.B) {
 		b.Run(string(e), func(b *testing.B) {
 			conn := storetest.DBOn(b, e)
 			load(b, conn, rows)
-			for _, src := range []Source{SourceRaw, SourceRollup} {
-				o := Options{Since: testSince, Until: testUntil, Source: src}
+			for _, src := range []model.Source{model.SourceRaw, model.SourceRollup} {
+				o := model.Options{Since: testSince, Until: testUntil, Source: src}
 				b.Run("complete/"+string(src), func(b *testing.B) {
 					for b.Loop() {
 						if _, err := Run(context.Background(), conn, o); err != nil {

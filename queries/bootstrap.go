@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
@@ -34,27 +35,27 @@ func kindOf(oc uint8) stats.Kind {
 // shifted by the gap between the reported estimate (ClickHouse's, or
 // exact) and the estimate on the fetched runs, and scaled when the runs
 // are a sample of the group's (m-out-of-n bootstrap).
-func analyse(ctx context.Context, g *Group, runs []stats.Run, o *Options) {
-	settle(g, runs)
+func analyse(ctx context.Context, g *model.Group, runs []stats.Run, o *model.Options) {
+	model.Settle(g, runs)
 	b := stats.NewBootstrap(runs)
 	if p := b.Paired(); p != nil {
 		h := stats.NewHistogram(p.Diffs)
 		for i := range h.Edges {
-			h.Edges[i] = round3(h.Edges[i])
+			h.Edges[i] = model.Round3(h.Edges[i])
 		}
-		g.Paired = &Paired{
+		g.Paired = &model.Paired{
 			Runs:        len(p.Diffs),
-			MedianMS:    round3(p.Median),
-			P90MS:       round3(p.P90),
+			MedianMS:    model.Round3(p.Median),
+			P90MS:       model.Round3(p.P90),
 			H3WonShare:  math.Round(p.Won*1e6) / 1e6,
 			H3TieShare:  math.Round(p.Tie*1e6) / 1e6,
 			H3LostShare: math.Round(p.Lost*1e6) / 1e6,
-			Histogram:   Histogram{Edges: h.Edges, Counts: h.Counts},
+			Histogram:   model.Histogram{Edges: h.Edges, Counts: h.Counts},
 		}
 		for k, name := range orderNames {
-			po := PairedOrder{Order: name, Runs: p.ByOrder[k].Runs}
+			po := model.PairedOrder{Order: name, Runs: p.ByOrder[k].Runs}
 			if po.Runs > 0 {
-				po.MedianMS = ptr(round3(p.ByOrder[k].Median))
+				po.MedianMS = model.Ptr(model.Round3(p.ByOrder[k].Median))
 			}
 			g.Paired.ByOrder = append(g.Paired.ByOrder, po)
 		}
@@ -108,7 +109,7 @@ func around(iv stats.Interval, est float64) (lo, hi *float64) {
 	if !ok {
 		return nil, nil
 	}
-	return ptr(l), ptr(h)
+	return model.Ptr(l), model.Ptr(h)
 }
 
 func roundShare(p *float64) *float64 {
@@ -133,11 +134,11 @@ const PairTieMS = stats.PairTieMS
 // availability is the share of requests meant for H3 that used h3, from
 // the group's sample counts (nil when nothing was meant for H3); the
 // bootstrap adds its interval.
-func availability(g *Group) *Availability {
+func availability(g *model.Group) *model.Availability {
 	if g.H3 == nil && g.WantedH3GotH2 == nil {
 		return nil
 	}
-	a := &Availability{Unit: "requests"}
+	a := &model.Availability{Unit: "requests"}
 	if g.H3 != nil {
 		a.GotH3 = g.H3.Samples
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 func init() {
@@ -15,21 +16,10 @@ func init() {
 		name: "curves", part: completePart, cost: heavy,
 		files: []string{"curves.sql", "quantiles_runs.sql"},
 		reads: []source{fromRaw, fromRunsTable}, // and the rollup's, read with the point estimates
-		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+		run: func(ctx context.Context, rep *build, conn driver.Conn) error {
 			return curves(ctx, conn, &rep.opts, rep.win, rep.rollupCurves, rep.groups.get)
 		},
 	})
-}
-
-// Curves are one group's H2 and H3 request-duration quantile curves: the
-// duration in ms at each of Levels (percent), order-balanced as the
-// headline's percentiles are (order.go), from ClickHouse's t-digest. They
-// draw where the two distributions part; the headline's percentiles and
-// their intervals stay the figures to quote.
-type Curves struct {
-	Levels []float64 `json:"levels"`
-	H2     []float64 `json:"h2_ms"` // null without H2 samples
-	H3     []float64 `json:"h3_ms"` // null without H3 samples
 }
 
 // curveLevels are the curves' levels in percent: dense in the tail, where
@@ -78,7 +68,7 @@ type curveRow struct {
 // came from the rollup, from the rows they read at curveLevels (cv); else
 // from the runs table where it holds the selection
 // (sql/quantiles_runs.sql), else from the samples (sql/curves.sql).
-func curves(ctx context.Context, conn driver.Conn, o *Options, w window, cv *handoff[[]curveRow], get func(string) *Group) error {
+func curves(ctx context.Context, conn driver.Conn, o *model.Options, w window, cv *handoff[[]curveRow], get func(string) *model.Group) error {
 	type key struct{ grp, oc string }
 	type byOrder struct {
 		v  [2][]float64
@@ -104,14 +94,14 @@ func curves(ctx context.Context, conn driver.Conn, o *Options, w window, cv *han
 	}
 	var err error
 	switch {
-	case o.rollupAnswers() && o.Source != SourceRaw: // as the point estimates chose (begin)
+	case rollupAnswers(o) && o.Source != model.SourceRaw: // as the point estimates chose (begin)
 		var rows []curveRow
 		if rows, err = cv.wait(ctx); err == nil {
 			for _, r := range rows {
 				add(r.grp, r.oc, r.ord, r.qs)
 			}
 		}
-	case o.runsTableSelects():
+	case runsTableSelects(o):
 		err = curvesFromRuns(ctx, conn, o, w, add)
 	default:
 		err = curvesFromSamples(ctx, conn, o, w, add)
@@ -126,13 +116,13 @@ func curves(ctx context.Context, conn driver.Conn, o *Options, w window, cv *han
 			continue
 		}
 		for i := range out {
-			out[i] = round3(out[i])
+			out[i] = model.Round3(out[i])
 		}
 		g := get(k.grp)
 		if g.Curves == nil {
-			g.Curves = &Curves{Levels: curveLevels}
+			g.Curves = &model.Curves{Levels: curveLevels}
 		}
-		if k.oc == OutcomeH2 {
+		if k.oc == model.OutcomeH2 {
 			g.Curves.H2 = out
 		} else {
 			g.Curves.H3 = out
@@ -143,7 +133,7 @@ func curves(ctx context.Context, conn driver.Conn, o *Options, w window, cv *han
 
 // curvesFromSamples reads sql/curves.sql: a row per group × outcome ×
 // batch order.
-func curvesFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
+func curvesFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w window, add func(grp, oc, ord string, qs []float32)) error {
 	st, err := prepare("curves.sql", o, w, nil)
 	if err != nil {
 		return err
@@ -163,7 +153,7 @@ func curvesFromSamples(ctx context.Context, conn driver.Conn, o *Options, w wind
 
 // curvesFromRuns reads sql/quantiles_runs.sql over the whole window: a row
 // per group × batch order with both protocols' curves.
-func curvesFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, add func(grp, oc, ord string, qs []float32)) error {
+func curvesFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, add func(grp, oc, ord string, qs []float32)) error {
 	grid := func(s *shape) { s.OneWindow, s.GridLevels = true, curveLevelsSQL }
 	return gridRowsFromRuns(ctx, conn, o, w, grid, "quantile curves",
 		func(_ uint32, grp, oc, ord string, _ uint64, qs []float32) { add(grp, oc, ord, qs) })

@@ -14,6 +14,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -42,12 +43,12 @@ func TestEnginesAgree(t *testing.T) {
 		load(t, conns[i], rows)
 	}
 	ctx := context.Background()
-	for _, src := range []Source{SourceRaw, SourceRollup} {
+	for _, src := range []model.Source{model.SourceRaw, model.SourceRollup} {
 		for _, by := range []string{"none", "country"} {
-			o := Options{Since: testSince, Until: testUntil, Source: src, By: by, MaxRunsPerGroup: 100000}
+			o := model.Options{Since: testSince, Until: testUntil, Source: src, By: by, MaxRunsPerGroup: 100000}
 			label := fmt.Sprintf("%s by %s", src, by)
 			var (
-				reps [2]*Report
+				reps [2]*model.Report
 				js   [2]any
 			)
 			for i, conn := range conns {
@@ -79,7 +80,7 @@ func TestEnginesAgree(t *testing.T) {
 					if g.Runs != len(e.runs) {
 						t.Errorf("%s on %s, %s: %d runs, want %d", label, engines[i], g.Group, g.Runs, len(e.runs))
 					}
-					for _, oc := range []string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther} {
+					for _, oc := range []string{model.OutcomeH2, model.OutcomeH3, model.OutcomeWantedH3GotH2, model.OutcomeOther} {
 						st := statsOf(g, oc)
 						if st == nil || e.ord[oc] == nil {
 							continue
@@ -89,7 +90,7 @@ func TestEnginesAgree(t *testing.T) {
 						}
 						if !st.Exact {
 							checkPercentiles(t, fmt.Sprintf("%s on %s, %s %s", label, engines[i], g.Group, oc), st, e.ord[oc])
-							if oc == OutcomeH2 || oc == OutcomeH3 {
+							if oc == model.OutcomeH2 || oc == model.OutcomeH3 {
 								estimated[gi] = true
 							}
 						}
@@ -100,7 +101,7 @@ func TestEnginesAgree(t *testing.T) {
 				t.Fatalf("%s: %d groups on %s, %d on %s", label, len(reps[0].Groups), engines[0], len(reps[1].Groups), engines[1])
 			}
 			for gi := range reps[0].Groups {
-				for _, oc := range []string{OutcomeH2, OutcomeH3} {
+				for _, oc := range []string{model.OutcomeH2, model.OutcomeH3} {
 					a, b := statsOf(&reps[0].Groups[gi], oc), statsOf(&reps[1].Groups[gi], oc)
 					if a == nil || b == nil || a.Exact || len(a.Percentiles) != len(b.Percentiles) {
 						continue

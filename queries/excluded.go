@@ -2,11 +2,11 @@ package queries
 
 import (
 	"context"
-	"math"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 func init() {
@@ -14,7 +14,7 @@ func init() {
 		name: "excluded", part: completePart, cost: light, headline: true, // availability per run
 		files: []string{"excluded.sql", "excluded_rollup.sql", "excluded_runs_samples.sql", "excluded_runs_table.sql"},
 		reads: []source{fromRaw, fromRollup, fromRunsTable},
-		run: func(ctx context.Context, rep *Report, conn driver.Conn) (err error) {
+		run: func(ctx context.Context, rep *build, conn driver.Conn) (err error) {
 			rep.perRun, rep.windowAvail, err = excluded(ctx, conn, &rep.opts, rep.win, rep.groups.get)
 			return err
 		},
@@ -24,7 +24,7 @@ func init() {
 // perRunCounts are what excluded counts for other sections: availability
 // per run, and the intention-to-treat view's runs by origin (h2, h3).
 type perRunCounts struct {
-	availability           *Availability
+	availability           *model.Availability
 	ittRuns, ittFailedRuns [2]int
 }
 
@@ -37,7 +37,7 @@ type perRunCounts struct {
 // caller to set once the bootstrap has set (and availability per run
 // replaces) the per-request one, and the intention-to-treat view and the
 // trend are read.
-func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) (map[*Group]perRunCounts, map[trendCell]*Availability, error) {
+func excluded(ctx context.Context, conn driver.Conn, o *model.Options, w window, get func(string) *model.Group) (map[*model.Group]perRunCounts, map[trendCell]*model.Availability, error) {
 	st, err := excludedQuery(o, w)
 	if err != nil {
 		return nil, nil, err
@@ -48,9 +48,9 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 		ittRuns, ittFailed                      [2]uint64
 	}
 	byGroup := map[string]*sums{}
-	var windows map[trendCell]*Availability
-	if o.runsTableHolds() {
-		windows = map[trendCell]*Availability{}
+	var windows map[trendCell]*model.Availability
+	if runsTableHolds(o) {
+		windows = map[trendCell]*model.Availability{}
 	}
 	var (
 		t       uint32
@@ -64,7 +64,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 			return err
 		}
 		if windows != nil {
-			windows[trendCell{t: t, grp: grp}] = runAvailability(int(r.withH3), int(r.available))
+			windows[trendCell{t: t, grp: grp}] = model.RunAvailability(int(r.withH3), int(r.available))
 		}
 		g := byGroup[grp]
 		if g == nil {
@@ -84,7 +84,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 	if err != nil {
 		return nil, nil, err
 	}
-	counts := map[*Group]perRunCounts{}
+	counts := map[*model.Group]perRunCounts{}
 	for grp, s := range byGroup {
 		g := get(grp)
 		g.DesignRuns = int(s.runs)
@@ -95,7 +95,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 			}
 		}
 		g.ColdRuns = map[string]int{"h2": int(s.coldH2), "h3": int(s.coldH3)}
-		counts[g] = perRunCounts{availability: runAvailability(int(s.withH3), int(s.available)),
+		counts[g] = perRunCounts{availability: model.RunAvailability(int(s.withH3), int(s.available)),
 			ittRuns: [2]int{int(s.ittRuns[0]), int(s.ittRuns[1])}, ittFailedRuns: [2]int{int(s.ittFailed[0]), int(s.ittFailed[1])}}
 	}
 	return counts, windows, nil
@@ -107,26 +107,9 @@ func excluded(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 // runs table, or over the samples for a selection by collector (a
 // per-sample column) and for agent reports (the runs table holds browser
 // runs only), then in one window.
-func excludedQuery(o *Options, w window) (stmt, error) {
-	if o.runsTableHolds() && o.rollupAnswers() && o.Source != SourceRaw {
+func excludedQuery(o *model.Options, w window) (stmt, error) {
+	if runsTableHolds(o) && rollupAnswers(o) && o.Source != model.SourceRaw {
 		return prepare("excluded_rollup.sql", o, w, nil)
 	}
 	return prepare("excluded.sql", o, w, func(s *shape) { s.OneWindow = !s.RunsTable })
-}
-
-// runAvailability is the share of runs with every H3-batch request on h3,
-// with a 95 % Wilson score interval (runs are independent; nil when no
-// run had an H3 batch).
-func runAvailability(runs, available int) *Availability {
-	if runs == 0 {
-		return nil
-	}
-	n, p := float64(runs), float64(available)/float64(runs)
-	const z = 1.959963984540054
-	den := 1 + z*z/n
-	center := (p + z*z/(2*n)) / den
-	half := z * math.Sqrt(p*(1-p)/n+z*z/(4*n*n)) / den
-	lo, hi := math.Max(0, center-half), math.Min(1, center+half)
-	return &Availability{Unit: "runs", WantedH3: runs, GotH3: available, Share: math.Round(p*1e6) / 1e6,
-		CILow: ptr(math.Round(lo*1e6) / 1e6), CIHigh: ptr(math.Round(hi*1e6) / 1e6)}
 }

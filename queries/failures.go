@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 func init() {
@@ -11,7 +12,7 @@ func init() {
 		name: "failures", part: completePart, cost: light,
 		files: []string{"failures.sql", "failures_rollup.sql", "failures_table.sql"},
 		reads: []source{fromRaw, fromRollup, fromRunsTable},
-		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+		run: func(ctx context.Context, rep *build, conn driver.Conn) error {
 			return failures(ctx, conn, &rep.opts, rep.win, rep.groups.get)
 		},
 	})
@@ -19,7 +20,7 @@ func init() {
 
 // failures reads failed requests per group, origin and error code
 // (failuresQuery).
-func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get func(string) *Group) error {
+func failures(ctx context.Context, conn driver.Conn, o *model.Options, w window, get func(string) *model.Group) error {
 	st, err := failuresQuery(o, w, "")
 	if err != nil {
 		return err
@@ -32,12 +33,12 @@ func failures(ctx context.Context, conn driver.Conn, o *Options, w window, get f
 // (failures_rollup.sql) where the rollup answers the grouping, else from
 // the runs table when it holds the selection (failures_table.sql), else
 // from the samples (failures.sql); name, if not "", chooses the file.
-func failuresQuery(o *Options, w window, name string) (stmt, error) {
+func failuresQuery(o *model.Options, w window, name string) (stmt, error) {
 	if name == "" {
 		switch {
-		case o.Source != SourceRaw && o.runsTableSelects() && (o.By == "continent" || o.By == "country" || o.By == "none"):
+		case o.Source != model.SourceRaw && runsTableSelects(o) && (o.By == "continent" || o.By == "country" || o.By == "none"):
 			name = "failures_rollup.sql"
-		case o.runsTableSelects():
+		case runsTableSelects(o):
 			name = "failures_table.sql"
 		default:
 			name = "failures.sql"
@@ -47,7 +48,7 @@ func failuresQuery(o *Options, w window, name string) (stmt, error) {
 }
 
 // failuresFrom reads a failures query.
-func failuresFrom(ctx context.Context, conn driver.Conn, st stmt, get func(string) *Group) error {
+func failuresFrom(ctx context.Context, conn driver.Conn, st stmt, get func(string) *model.Group) error {
 	return st.each(ctx, conn, "failures", func(rows driver.Rows) error {
 		var (
 			grp, origin, code string
@@ -57,7 +58,7 @@ func failuresFrom(ctx context.Context, conn driver.Conn, st stmt, get func(strin
 			return err
 		}
 		g := get(grp)
-		g.Failures = append(g.Failures, Failure{Origin: origin, Error: code, Samples: int(n)})
+		g.Failures = append(g.Failures, model.Failure{Origin: origin, Error: code, Samples: int(n)})
 		return nil
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // TestFirstContact plants runs whose first request to the H3 origin used
@@ -109,30 +110,30 @@ func TestFirstContact(t *testing.T) {
 		}
 	}
 
-	p := func(v, lo, hi float64) *Proportion { return &Proportion{Share: v, CILow: &lo, CIHigh: &hi} }
+	p := func(v, lo, hi float64) *model.Proportion { return &model.Proportion{Share: v, CILow: &lo, CIHigh: &hi} }
 	// 95 % Wilson intervals (to 0.001, as the report's), computed apart from
 	// the code under test.
-	eu := FirstContactCount{Group: "EU", Runs: 14, H3First: 6, Upgraded: 5, Never: 1, NotMeasured: 2, Measured: 12,
+	eu := model.FirstContactCount{Group: "EU", Runs: 14, H3First: 6, Upgraded: 5, Never: 1, NotMeasured: 2, Measured: 12,
 		H3FirstShare: p(0.5, 0.254, 0.746), UpgradedShare: p(0.416667, 0.193, 0.68), NeverShare: p(0.083333, 0.015, 0.354)}
-	as := FirstContactCount{Group: "AS", Runs: 4, H3First: 1, Unknown: 3, Measured: 1,
+	as := model.FirstContactCount{Group: "AS", Runs: 4, H3First: 1, Unknown: 3, Measured: 1,
 		H3FirstShare: p(1, 0.207, 1), UpgradedShare: p(0, 0, 0.793), NeverShare: p(0, 0, 0.793)}
-	chrome := FirstContactCount{Group: "Chrome", Runs: 14, H3First: 7, Upgraded: 3, Never: 1, Unknown: 3, Measured: 11,
+	chrome := model.FirstContactCount{Group: "Chrome", Runs: 14, H3First: 7, Upgraded: 3, Never: 1, Unknown: 3, Measured: 11,
 		H3FirstShare: p(0.636364, 0.354, 0.848), UpgradedShare: p(0.272727, 0.097, 0.566), NeverShare: p(0.090909, 0.016, 0.377)}
-	firefox := FirstContactCount{Group: "Firefox", Runs: 4, Upgraded: 2, NotMeasured: 2, Measured: 2,
+	firefox := model.FirstContactCount{Group: "Firefox", Runs: 4, Upgraded: 2, NotMeasured: 2, Measured: 2,
 		H3FirstShare: p(0, 0, 0.658), UpgradedShare: p(1, 0.342, 1), NeverShare: p(0, 0, 0.658)}
 	for _, c := range []struct {
 		by   string
 		bots bool
-		want *FirstContact
+		want *model.FirstContact
 	}{
-		{"continent", false, &FirstContact{By: "continent", Groups: []FirstContactCount{eu, as}, Browsers: []FirstContactCount{chrome, firefox}}},
-		{"browser", false, &FirstContact{By: "browser", Groups: []FirstContactCount{chrome, firefox}, Browsers: []FirstContactCount{chrome, firefox}}},
-		{"none", false, &FirstContact{By: "none", Groups: []FirstContactCount{{Group: "all", Runs: 18, H3First: 7, Upgraded: 5, Never: 1,
+		{"continent", false, &model.FirstContact{By: "continent", Groups: []model.FirstContactCount{eu, as}, Browsers: []model.FirstContactCount{chrome, firefox}}},
+		{"browser", false, &model.FirstContact{By: "browser", Groups: []model.FirstContactCount{chrome, firefox}, Browsers: []model.FirstContactCount{chrome, firefox}}},
+		{"none", false, &model.FirstContact{By: "none", Groups: []model.FirstContactCount{{Group: "all", Runs: 18, H3First: 7, Upgraded: 5, Never: 1,
 			NotMeasured: 2, Unknown: 3, Measured: 13, H3FirstShare: p(0.538462, 0.291, 0.768),
 			UpgradedShare: p(0.384615, 0.177, 0.645), NeverShare: p(0.076923, 0.014, 0.333)}},
-			Browsers: []FirstContactCount{chrome, firefox}}},
+			Browsers: []model.FirstContactCount{chrome, firefox}}},
 	} {
-		rep, err := Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: c.by, MinRuns: 1, Replicates: -1, IncludeBots: c.bots})
+		rep, err := Run(ctx, conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: c.by, MinRuns: 1, Replicates: -1, IncludeBots: c.bots})
 		if err != nil {
 			t.Fatalf("by %s: %v", c.by, err)
 		}
@@ -144,16 +145,16 @@ func TestFirstContact(t *testing.T) {
 	// The same pass counts the script errors' runs: the design's (warm-up
 	// 2, not Firefox's two of warm-up 0), the one without a request to the
 	// H3 origin among them, none with an error.
-	rep, err := Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: "continent", MinRuns: 1, Replicates: -1})
+	rep, err := Run(ctx, conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: "continent", MinRuns: 1, Replicates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []BrowserScriptErrors{{Browser: "Chrome", Runs: 15}, {Browser: "Firefox", Runs: 2}}; !reflect.DeepEqual(rep.ScriptErrors.Browsers, want) {
+	if want := []model.BrowserScriptErrors{{Browser: "Chrome", Runs: 15}, {Browser: "Firefox", Runs: 2}}; !reflect.DeepEqual(rep.ScriptErrors.Browsers, want) {
 		t.Errorf("script errors %+v, want %+v", rep.ScriptErrors.Browsers, want)
 	}
 
 	// With bots, the bot's run counts, first on h3.
-	rep, err = Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: "continent", MinRuns: 1, Replicates: -1, IncludeBots: true})
+	rep, err = Run(ctx, conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: "continent", MinRuns: 1, Replicates: -1, IncludeBots: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,16 +203,16 @@ func TestFirstContact(t *testing.T) {
 }
 
 // fcText shows a first-contact section for a failure message.
-func fcText(fc *FirstContact) string {
+func fcText(fc *model.FirstContact) string {
 	if fc == nil {
 		return "nil"
 	}
 	var b strings.Builder
 	b.WriteString("by " + fc.By + "\n")
-	for _, list := range [][]FirstContactCount{fc.Groups, fc.Browsers} {
+	for _, list := range [][]model.FirstContactCount{fc.Groups, fc.Browsers} {
 		for _, c := range list {
 			b.WriteString(fmt.Sprintf("  %s runs %d h3 %d up %d never %d nm %d unk %d measured %d", c.Group, c.Runs, c.H3First, c.Upgraded, c.Never, c.NotMeasured, c.Unknown, c.Measured))
-			for _, s := range []*Proportion{c.H3FirstShare, c.UpgradedShare, c.NeverShare} {
+			for _, s := range []*model.Proportion{c.H3FirstShare, c.UpgradedShare, c.NeverShare} {
 				if s != nil && s.CILow != nil {
 					b.WriteString(fmt.Sprintf(" %g[%g,%g]", s.Share, *s.CILow, *s.CIHigh))
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -22,27 +23,27 @@ import (
 // a comparison.
 var goldenCases = []struct {
 	name string
-	o    Options
+	o    model.Options
 	base time.Duration // a comparison against the window this much earlier
 }{
-	{name: "rollup-continent", o: Options{}},
-	{name: "rollup-country-whole-hours", o: Options{By: "country", Since: time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC), Until: time.Date(2025, 1, 2, 23, 0, 0, 0, time.UTC)}},
-	{name: "rollup-none-site", o: Options{By: "none", Site: "other.org"}},
-	{name: "raw-country", o: Options{By: "country", Source: SourceRaw}},
-	{name: "raw-failed-excluded", o: Options{By: "country", Source: SourceRaw, IncludeFailed: true, IncludeExcluded: true}},
-	{name: "raw-bots-excluded", o: Options{By: "continent", Source: SourceRaw, IncludeBots: true, IncludeExcluded: true}},
-	{name: "raw-asn-continent", o: Options{By: "asn", Continent: "EU"}},
-	{name: "raw-subdivision-country", o: Options{By: "subdivision", Country: "US"}},
-	{name: "browser-widened", o: Options{By: "browser", IncludeFailed: true, IncludeExcluded: true, IncludeBots: true}},
-	{name: "connection-warmup", o: Options{By: "connection", IncludeWarmup: true}},
-	{name: "collector-failed", o: Options{By: "collector", IncludeFailed: true}},
-	{name: "design-all", o: Options{By: "none", Design: Design{All: true}}},
-	{name: "design-set", o: Options{Design: Design{Parallel: 5, Bytes: 0, Warmup: 1, BeaconMajor: 1, Extra: "x=it's", Set: true}}},
-	{name: "agent", o: Options{Agent: true}},
-	{name: "headline", o: Options{By: "country", Headline: true}},
-	{name: "experiment", o: Options{By: "country", Experiment: true}},
-	{name: "thinned", o: Options{By: "none", MaxRunsPerGroup: 1500}},
-	{name: "compare", o: Options{Since: time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC)}, base: 24 * time.Hour},
+	{name: "rollup-continent", o: model.Options{}},
+	{name: "rollup-country-whole-hours", o: model.Options{By: "country", Since: time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC), Until: time.Date(2025, 1, 2, 23, 0, 0, 0, time.UTC)}},
+	{name: "rollup-none-site", o: model.Options{By: "none", Site: "other.org"}},
+	{name: "raw-country", o: model.Options{By: "country", Source: model.SourceRaw}},
+	{name: "raw-failed-excluded", o: model.Options{By: "country", Source: model.SourceRaw, IncludeFailed: true, IncludeExcluded: true}},
+	{name: "raw-bots-excluded", o: model.Options{By: "continent", Source: model.SourceRaw, IncludeBots: true, IncludeExcluded: true}},
+	{name: "raw-asn-continent", o: model.Options{By: "asn", Continent: "EU"}},
+	{name: "raw-subdivision-country", o: model.Options{By: "subdivision", Country: "US"}},
+	{name: "browser-widened", o: model.Options{By: "browser", IncludeFailed: true, IncludeExcluded: true, IncludeBots: true}},
+	{name: "connection-warmup", o: model.Options{By: "connection", IncludeWarmup: true}},
+	{name: "collector-failed", o: model.Options{By: "collector", IncludeFailed: true}},
+	{name: "design-all", o: model.Options{By: "none", Design: model.Design{All: true}}},
+	{name: "design-set", o: model.Options{Design: model.Design{Parallel: 5, Bytes: 0, Warmup: 1, BeaconMajor: 1, Extra: "x=it's", Set: true}}},
+	{name: "agent", o: model.Options{Agent: true}},
+	{name: "headline", o: model.Options{By: "country", Headline: true}},
+	{name: "experiment", o: model.Options{By: "country", Experiment: true}},
+	{name: "thinned", o: model.Options{By: "none", MaxRunsPerGroup: 1500}},
+	{name: "compare", o: model.Options{Since: time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC)}, base: 24 * time.Hour},
 }
 
 // TestReportGolden: every golden case's JSON, on each engine, is
@@ -82,7 +83,7 @@ func TestReportGolden(t *testing.T) {
 	}
 }
 
-func goldenReport(t *testing.T, ctx context.Context, conn driver.Conn, o Options, base time.Duration) []byte {
+func goldenReport(t *testing.T, ctx context.Context, conn driver.Conn, o model.Options, base time.Duration) []byte {
 	t.Helper()
 	if o.Since.IsZero() {
 		o.Since = testSince

@@ -13,6 +13,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -106,8 +107,8 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 	slices.Sort(h2)
 	slices.Sort(h3)
 
-	for _, src := range []Source{SourceRaw, SourceRollup} {
-		rep, err := Run(context.Background(), conn, Options{Since: at.Add(-time.Hour), Until: at.Add(2 * time.Hour), By: "none", Source: src, MinRuns: 1})
+	for _, src := range []model.Source{model.SourceRaw, model.SourceRollup} {
+		rep, err := Run(context.Background(), conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(2 * time.Hour), By: "none", Source: src, MinRuns: 1})
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
@@ -122,7 +123,7 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		// The design with an extra parameter, asked for: its runs alone.
 		other := rep.Design
 		other.Extra, other.Set = "gap=100", true
-		if x, err := Run(context.Background(), conn, Options{Since: at.Add(-time.Hour), Until: at.Add(2 * time.Hour), By: "none", Source: src, MinRuns: 1, Design: other}); err != nil {
+		if x, err := Run(context.Background(), conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(2 * time.Hour), By: "none", Source: src, MinRuns: 1, Design: other}); err != nil {
 			t.Errorf("%s: design %s: %v", src, other, err)
 		} else if len(x.Groups) != 1 || x.Groups[0].H2 == nil || x.Groups[0].H2.Runs != traps || x.Groups[0].H2.Percentiles[0].MS < 2500 {
 			t.Errorf("%s: design %s: groups %+v, want its %d runs at 2500 ms and more", src, other, x.Groups, traps)
@@ -137,7 +138,7 @@ func TestHeadlineIgnoresPlantedTraps(t *testing.T) {
 		for i, p := range percentiles {
 			for _, c := range []struct {
 				name string
-				s    *Stats
+				s    *model.Stats
 				data []float64
 			}{{"h2", g.H2, h2}, {"h3", g.H3, h3}} {
 				want := exactQuantile(c.data, p/100)
@@ -230,8 +231,8 @@ func TestHeadlineWeighsBatchOrdersEqually(t *testing.T) {
 	if err := b.Insert(context.Background(), conn); err != nil {
 		t.Fatal(err)
 	}
-	for _, src := range []Source{SourceRaw, SourceRollup} {
-		o := Options{Since: at.Add(-time.Hour), Until: at.Add(2 * time.Hour), By: "none", Source: src, MinRuns: 1, Replicates: 200}
+	for _, src := range []model.Source{model.SourceRaw, model.SourceRollup} {
+		o := model.Options{Since: at.Add(-time.Hour), Until: at.Add(2 * time.Hour), By: "none", Source: src, MinRuns: 1, Replicates: 200}
 		est, err := Estimate(context.Background(), conn, o)
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
@@ -242,8 +243,8 @@ func TestHeadlineWeighsBatchOrdersEqually(t *testing.T) {
 		}
 		for _, c := range []struct {
 			name string
-			r    *Report
-		}{{"estimate", est}, {"complete", rep}} {
+			r    *model.Report
+		}{{"estimate", est.Report}, {"complete", rep}} {
 			if len(c.r.Groups) != 1 || c.r.Groups[0].H3 == nil || c.r.Groups[0].H2 == nil {
 				t.Fatalf("%s %s: groups %+v", src, c.name, c.r.Groups)
 			}
@@ -275,9 +276,9 @@ func TestHeadlineOnly(t *testing.T) {
 	conn := newDB(t)
 	load(t, conn, synth.All(synth.Config{Seed: 12, Runs: 600}))
 	ctx := context.Background()
-	o, err := OptionsFromValues(url.Values{"since": {testSince.Format(time.RFC3339)}, "until": {testUntil.Format(time.RFC3339)}, "headline": {"1"}}, testUntil)
-	if err != nil || !o.Headline || o.values().Get("headline") != "1" {
-		t.Fatalf("headline=1: %+v, %v; values %v", o.Headline, err, o.values())
+	o, err := model.OptionsFromValues(url.Values{"since": {testSince.Format(time.RFC3339)}, "until": {testUntil.Format(time.RFC3339)}, "headline": {"1"}}, testUntil)
+	if err != nil || !o.Headline || o.Values().Get("headline") != "1" {
+		t.Fatalf("headline=1: %+v, %v; values %v", o.Headline, err, o.Values())
 	}
 	head, err := Run(ctx, conn, o)
 	if err != nil {

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
 func TestPlaceOptions(t *testing.T) {
 	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
-	o, err := OptionsFromValues(url.Values{"continent": {"as"}, "country": {"jp"}, "by": {"subdivision"}}, now)
+	o, err := model.OptionsFromValues(url.Values{"continent": {"as"}, "country": {"jp"}, "by": {"subdivision"}}, now)
 	if err != nil || o.Continent != "AS" || o.Country != "JP" {
 		t.Fatalf("continent=as&country=jp: %q %q, %v", o.Continent, o.Country, err)
 	}
@@ -22,19 +23,19 @@ func TestPlaceOptions(t *testing.T) {
 	if st, err := prepare("points_raw.sql", &o, w, nil); err != nil || !strings.Contains(st.sql, " AND continent = @continent AND country = @country)") {
 		t.Errorf("the filter is not in the design's block: %v\n%s", err, st.sql)
 	}
-	back, err := OptionsFromValues(o.values(), now)
+	back, err := model.OptionsFromValues(o.Values(), now)
 	if err != nil || back.Continent != "AS" || back.Country != "JP" {
 		t.Errorf("values round trip: %q %q, %v", back.Continent, back.Country, err)
 	}
-	d, _ := OptionsFromValues(url.Values{}, now)
-	if st, err := prepare("points_raw.sql", &d, w, nil); err != nil || d.values().Has("country") || d.values().Has("continent") || strings.Contains(st.sql, "country") {
-		t.Errorf("no filter by default: %v, %v\n%s", d.values(), err, st.sql)
+	d, _ := model.OptionsFromValues(url.Values{}, now)
+	if st, err := prepare("points_raw.sql", &d, w, nil); err != nil || d.Values().Has("country") || d.Values().Has("continent") || strings.Contains(st.sql, "country") {
+		t.Errorf("no filter by default: %v, %v\n%s", d.Values(), err, st.sql)
 	}
 	for _, v := range []url.Values{
 		{"country": {"JPN"}}, {"country": {"J"}}, {"country": {"J'"}}, {"country": {"' OR 1=1 --"}}, {"continent": {"Asia"}},
 		{"country": {"é1"}}, {"country": {"JP", "FR"}},
 	} {
-		if _, err := OptionsFromValues(v, now); !errors.Is(err, ErrInvalidOptions) {
+		if _, err := model.OptionsFromValues(v, now); !errors.Is(err, model.ErrInvalidOptions) {
 			t.Errorf("%v: err = %v, want ErrInvalidOptions", v, err)
 		}
 	}
@@ -59,7 +60,7 @@ func TestPlaceFilter(t *testing.T) {
 	load(t, conn, rows)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	run := func(o Options) map[string]int {
+	run := func(o model.Options) map[string]int {
 		t.Helper()
 		o.Since, o.Until, o.Replicates = start, start.Add(24*time.Hour), 50
 		rep, err := Run(ctx, conn, o)
@@ -89,28 +90,28 @@ func TestPlaceFilter(t *testing.T) {
 		for _, g := range rep.Groups {
 			groupRuns += g.DesignRuns
 		}
-		if o.Source == SourceRaw && (designRuns != groupRuns || firstRuns != groupRuns) {
+		if o.Source == model.SourceRaw && (designRuns != groupRuns || firstRuns != groupRuns) {
 			t.Errorf("%+v: designs count %d runs, first contact %d, the groups %d", o, designRuns, firstRuns, groupRuns)
 		}
 		return m
 	}
-	if all := run(Options{By: "country", Source: SourceRaw}); all["JP"] != 200 || all["IN"] != 90 || all["DE"] != 150 {
+	if all := run(model.Options{By: "country", Source: model.SourceRaw}); all["JP"] != 200 || all["IN"] != 90 || all["DE"] != 150 {
 		t.Fatalf("unfiltered by country: %v", all)
 	}
 	// The rollup counts runs with HyperLogLog: a filtered group's count is
 	// the unfiltered one's.
-	rolled := run(Options{By: "country", Source: SourceRollup})
+	rolled := run(model.Options{By: "country", Source: model.SourceRollup})
 	for _, tc := range []struct {
 		name string
-		o    Options
+		o    model.Options
 		want map[string]int
 	}{
-		{"country by subdivision", Options{By: "subdivision", Country: "JP"}, map[string]int{"JP-13": 120, "JP-27": 80}},
-		{"country by country, rollup", Options{By: "country", Country: "JP", Source: SourceRollup}, map[string]int{"JP": rolled["JP"]}},
-		{"continent by country, raw", Options{By: "country", Continent: "AS", Source: SourceRaw}, map[string]int{"JP": 200, "IN": 90}},
-		{"continent by country, rollup", Options{By: "country", Continent: "AS", Source: SourceRollup}, map[string]int{"JP": rolled["JP"], "IN": rolled["IN"]}},
-		{"continent and country", Options{By: "browser", Continent: "EU", Country: "DE"}, nil},
-		{"a country of another continent", Options{By: "country", Continent: "EU", Country: "JP"}, map[string]int{}},
+		{"country by subdivision", model.Options{By: "subdivision", Country: "JP"}, map[string]int{"JP-13": 120, "JP-27": 80}},
+		{"country by country, rollup", model.Options{By: "country", Country: "JP", Source: model.SourceRollup}, map[string]int{"JP": rolled["JP"]}},
+		{"continent by country, raw", model.Options{By: "country", Continent: "AS", Source: model.SourceRaw}, map[string]int{"JP": 200, "IN": 90}},
+		{"continent by country, rollup", model.Options{By: "country", Continent: "AS", Source: model.SourceRollup}, map[string]int{"JP": rolled["JP"], "IN": rolled["IN"]}},
+		{"continent and country", model.Options{By: "browser", Continent: "EU", Country: "DE"}, nil},
+		{"a country of another continent", model.Options{By: "country", Continent: "EU", Country: "JP"}, map[string]int{}},
 	} {
 		got := run(tc.o)
 		if tc.want == nil { // one browser: every DE run

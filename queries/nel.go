@@ -10,6 +10,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/nel"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 func init() {
@@ -17,7 +18,7 @@ func init() {
 		name: "nel", part: completePart, cost: light,
 		files: []string{"nel_failures.sql", "nel_protocols.sql", "nel_beacon.sql"},
 		reads: []source{fromNEL, fromRaw},
-		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+		run: func(ctx context.Context, rep *build, conn driver.Conn) error {
 			return nelSection(ctx, conn, &rep.opts, rep.win, rep)
 		},
 	})
@@ -39,7 +40,7 @@ var nelGroupings = map[string]bool{"continent": true, "country": true, "subdivis
 // count a report only under a fraction ingest accepts: rows stored before
 // it refused smaller ones (a denormal weighs +Inf) are left out rather
 // than spoil a week of reports.
-func nelRows(ctx context.Context, conn driver.Conn, o *Options, w window, name, by, what string, scan func(driver.Rows) error) error {
+func nelRows(ctx context.Context, conn driver.Conn, o *model.Options, w window, name, by, what string, scan func(driver.Rows) error) error {
 	st, err := prepare(name, o, w, func(s *shape) { s.Group = groupExpr[by] },
 		clickhouse.Named("min_sampling_fraction", nel.MinSamplingFraction))
 	if err != nil {
@@ -49,22 +50,22 @@ func nelRows(ctx context.Context, conn driver.Conn, o *Options, w window, name, 
 }
 
 // nelSection fills rep.NEL.
-func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep *Report) error {
+func nelSection(ctx context.Context, conn driver.Conn, o *model.Options, w window, rep *build) error {
 	by := o.By
 	if !nelGroupings[by] {
 		by = "continent"
 	}
-	n := &NEL{By: by, Failures: []NELFailure{}, Protocols: []NELProtocol{}}
+	n := &model.NEL{By: by, Failures: []model.NELFailure{}, Protocols: []model.NELProtocol{}}
 	err := nelRows(ctx, conn, o, w, "nel_failures.sql", by, "NEL failures", func(rows driver.Rows) error {
 		var (
-			f         NELFailure
+			f         model.NELFailure
 			reports   uint64
 			estimated float64
 		)
 		if err := rows.Scan(&f.Group, &f.Type, &f.Phase, &f.Proto, &reports, &estimated); err != nil {
 			return err
 		}
-		f.Reports, f.Estimated = int(reports), round3(estimated)
+		f.Reports, f.Estimated = int(reports), model.Round3(estimated)
 		n.Failures = append(n.Failures, f)
 		return nil
 	})
@@ -74,7 +75,7 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 	if n.Protocols, err = nelProtocols(ctx, conn, o, w, by); err != nil {
 		return err
 	}
-	if err := checkFinite(n); err != nil {
+	if err := model.CheckFinite(n); err != nil {
 		return fmt.Errorf("NEL section: %w", err)
 	}
 	rep.NEL = n
@@ -84,13 +85,13 @@ func nelSection(ctx context.Context, conn driver.Conn, o *Options, w window, rep
 // nelProtocols is one entry per protocol that NEL or the beacon saw, by
 // name: NEL's successes and failures, and beside its elapsed times the
 // beacon's durations.
-func nelProtocols(ctx context.Context, conn driver.Conn, o *Options, w window, by string) ([]NELProtocol, error) {
-	protos := map[string]*NELProtocol{}
+func nelProtocols(ctx context.Context, conn driver.Conn, o *model.Options, w window, by string) ([]model.NELProtocol, error) {
+	protos := map[string]*model.NELProtocol{}
 	var order []string
-	get := func(proto string) *NELProtocol {
+	get := func(proto string) *model.NELProtocol {
 		p := protos[proto]
 		if p == nil {
-			p = &NELProtocol{Proto: proto, Elapsed: []Percentile{}, Beacon: []Percentile{}}
+			p = &model.NELProtocol{Proto: proto, Elapsed: []model.Percentile{}, Beacon: []model.Percentile{}}
 			protos[proto] = p
 			order = append(order, proto)
 		}
@@ -107,7 +108,7 @@ func nelProtocols(ctx context.Context, conn driver.Conn, o *Options, w window, b
 			return err
 		}
 		p := get(proto)
-		p.OKReports, p.OKEstimated, p.FailedEstimated, p.ProbeOKReports = int(ok), round3(okEst), round3(failedEst), int(probeOK)
+		p.OKReports, p.OKEstimated, p.FailedEstimated, p.ProbeOKReports = int(ok), model.Round3(okEst), model.Round3(failedEst), int(probeOK)
 		if ok > 0 {
 			// Success sampling is on: the share of this protocol's
 			// requests that failed, both sides estimated from samples.
@@ -143,7 +144,7 @@ func nelProtocols(ctx context.Context, conn driver.Conn, o *Options, w window, b
 		}
 	}
 	slices.Sort(order)
-	out := []NELProtocol{}
+	out := []model.NELProtocol{}
 	for _, proto := range order {
 		out = append(out, *protos[proto])
 	}

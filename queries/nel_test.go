@@ -14,6 +14,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // TestNELSection stores NEL reports with known weights, and beacon runs, and
@@ -53,7 +54,7 @@ func TestNELSection(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rep, err := Run(ctx, conn, Options{Since: now.Add(-2 * time.Hour), Until: now, By: "continent", Replicates: -1})
+	rep, err := Run(ctx, conn, model.Options{Since: now.Add(-2 * time.Hour), Until: now, By: "continent", Replicates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestNELSection(t *testing.T) {
 	if n == nil || n.By != "continent" {
 		t.Fatalf("NEL section %+v", n)
 	}
-	want := map[string]NELFailure{
+	want := map[string]model.NELFailure{
 		"EU/quic.protocol/h3":    {Group: "EU", Type: "quic.protocol", Phase: "connection", Proto: "h3", Reports: 2, Estimated: 4},
 		"EU/tcp.refused/unknown": {Group: "EU", Type: "tcp.refused", Phase: "connection", Proto: "unknown", Reports: 1, Estimated: 1},
 		"NA/http.error/h2":       {Group: "NA", Type: "http.error", Phase: "application", Proto: "h2", Reports: 1, Estimated: 1},
@@ -77,7 +78,7 @@ func TestNELSection(t *testing.T) {
 	if n.Failures[0].Estimated != 4 {
 		t.Errorf("failures not sorted by estimated requests: %+v", n.Failures)
 	}
-	protos := map[string]NELProtocol{}
+	protos := map[string]model.NELProtocol{}
 	for _, p := range n.Protocols {
 		protos[p.Proto] = p
 	}
@@ -96,7 +97,7 @@ func TestNELSection(t *testing.T) {
 		t.Errorf("unknown protocol %+v: failures only, no share without success reports", u)
 	}
 
-	withBots, err := Run(ctx, conn, Options{Since: now.Add(-2 * time.Hour), Until: now, By: "collector", IncludeBots: true, Replicates: -1})
+	withBots, err := Run(ctx, conn, model.Options{Since: now.Add(-2 * time.Hour), Until: now, By: "collector", IncludeBots: true, Replicates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +119,14 @@ func TestNELSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back struct {
-		NEL *NEL `json:"nel"`
+		NEL *model.NEL `json:"nel"`
 	}
 	if err := json.Unmarshal(js, &back); err != nil || back.NEL == nil || len(back.NEL.Failures) != 3 {
 		t.Errorf("JSON nel section: %v %+v", err, back.NEL)
 	}
 
 	// A window without NEL reports still has the section, empty.
-	empty, err := Run(ctx, conn, Options{Since: now.Add(-48 * time.Hour), Until: now.Add(-47 * time.Hour), Replicates: -1})
+	empty, err := Run(ctx, conn, model.Options{Since: now.Add(-48 * time.Hour), Until: now.Add(-47 * time.Hour), Replicates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,12 +139,12 @@ func TestNELSection(t *testing.T) {
 // reports and finds the panel with its figures.
 func TestNELDashboardPanel(t *testing.T) {
 	failure := 0.25
-	rep := &Report{By: "continent", Percentiles: percentiles[:], Groups: []Group{}, Timeline: []Hour{},
-		NEL: &NEL{By: "continent",
-			Failures: []NELFailure{{Group: "EU", Type: "quic.protocol", Phase: "connection", Proto: "h3", Reports: 2, Estimated: 4}},
-			Protocols: []NELProtocol{{Proto: "h3", OKReports: 3, OKEstimated: 12, FailedEstimated: 4, FailureShare: &failure,
+	rep := &model.Report{By: "continent", Percentiles: percentiles[:], Groups: []model.Group{}, Timeline: []model.Hour{},
+		NEL: &model.NEL{By: "continent",
+			Failures: []model.NELFailure{{Group: "EU", Type: "quic.protocol", Phase: "connection", Proto: "h3", Reports: 2, Estimated: 4}},
+			Protocols: []model.NELProtocol{{Proto: "h3", OKReports: 3, OKEstimated: 12, FailedEstimated: 4, FailureShare: &failure,
 				ProbeOKReports: 3, Elapsed: levels([]float32{20, 25, 28, 29, 30}), BeaconSamples: 7, Beacon: levels([]float32{18, 22, 25, 26, 27})}}}}
-	html, err := renderDashboard(rep, &Options{By: "continent"}, false)
+	html, err := renderDashboard(rep, &model.Options{By: "continent"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestNELDashboardPanel(t *testing.T) {
 		}
 	}
 	rep.NEL = nil // an estimate: no panel yet
-	if html, err := renderDashboard(rep, &Options{By: "continent"}, false); err != nil || bytes.Contains(html, []byte(`id="nel"`)) {
+	if html, err := renderDashboard(rep, &model.Options{By: "continent"}, false); err != nil || bytes.Contains(html, []byte(`id="nel"`)) {
 		t.Errorf("estimate's dashboard has a NEL panel (%v)", err)
 	}
 }

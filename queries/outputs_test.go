@@ -1,6 +1,10 @@
 package queries
 
-import "io"
+import (
+	"io"
+
+	"github.com/h3rum/h3rum/queries/model"
+)
 
 // The outputs live in queries/render, which imports this package: the
 // tests here that also read a report's outputs (the table and the CSV
@@ -8,10 +12,10 @@ import "io"
 // these, which render_test.go (package queries_test, which may import
 // render) sets with SetOutputs before any test runs.
 var (
-	writeTable       func(io.Writer, *Report) error
-	writeCSV         func(io.Writer, *Report) error
-	writeHTML        func(io.Writer, *Report, ...*Report) error
-	renderDashboard  func(*Report, *Options, bool) ([]byte, error)
+	writeTable       func(io.Writer, *model.Report) error
+	writeCSV         func(io.Writer, *model.Report) error
+	writeHTML        func(io.Writer, *model.Report, ...*model.Report) error
+	renderDashboard  func(*model.Report, *model.Options, bool) ([]byte, error)
 	encodeJSON       func(any) ([]byte, error)
 	csvHeader        []string
 	insufficientMark string
@@ -19,9 +23,9 @@ var (
 
 // Outputs are queries/render's functions and constants the tests use.
 type Outputs struct {
-	Table, CSV       func(io.Writer, *Report) error
-	HTML             func(io.Writer, *Report, ...*Report) error
-	Dashboard        func(*Report, *Options, bool) ([]byte, error)
+	Table, CSV       func(io.Writer, *model.Report) error
+	HTML             func(io.Writer, *model.Report, ...*model.Report) error
+	Dashboard        func(*model.Report, *model.Options, bool) ([]byte, error)
 	JSON             func(any) ([]byte, error)
 	CSVHeader        []string
 	InsufficientMark string
@@ -34,7 +38,7 @@ func SetOutputs(o Outputs) {
 }
 
 // pctl is the value at percentile p of ps, 0 when ps lacks it.
-func pctl(ps []Percentile, p float64) float64 {
+func pctl(ps []model.Percentile, p float64) float64 {
 	for _, x := range ps {
 		if x.P == p {
 			return x.MS

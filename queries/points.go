@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 func init() {
@@ -12,7 +13,7 @@ func init() {
 		name: "points", part: estimatePart, cost: heavy,
 		files: []string{"points_raw.sql", "points_rollup.sql", "points_runs.sql", "points_runs_counts.sql", "points_runs_counts_rollup.sql"},
 		reads: []source{fromRaw, fromRollup, fromRunsTable},
-		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+		run: func(ctx context.Context, rep *build, conn driver.Conn) error {
 			if err := points(ctx, conn, &rep.opts, rep.win, rep.useRollup, rep.groups.get, rep.windowRuns, rep.rollupCurves, rep.groupRuns); err != nil {
 				return err
 			}
@@ -28,21 +29,21 @@ func init() {
 // Raw reports whose selection the runs table holds read it instead of the
 // samples (points_runs.sql): a row per run, and exact run counts; reports
 // from the rollup take their run counts from it too (withExactRuns).
-func points(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, get func(string) *Group, wr *windowRuns, cv *handoff[[]curveRow], gr *handoff[map[string]groupRuns]) error {
+func points(ctx context.Context, conn driver.Conn, o *model.Options, w window, useRollup bool, get func(string) *model.Group, wr *windowRuns, cv *handoff[[]curveRow], gr *handoff[map[string]groupRuns]) error {
 	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, cv, add) }
-	if !useRollup && o.runsTableSelects() {
+	if !useRollup && runsTableSelects(o) {
 		read = func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) }
 	}
-	if useRollup && o.runsTableSelects() {
+	if useRollup && runsTableSelects(o) {
 		read = withExactRuns(ctx, conn, o, w, read, wr, gr)
 	}
 	return pointsInto(o, read, get)
 }
 
 // pointsInto fills the groups from the rows read hands its add.
-func pointsInto(o *Options, read func(add pointRow) error, get func(string) *Group) error {
+func pointsInto(o *model.Options, read func(add pointRow) error, get func(string) *model.Group) error {
 	type byOrder struct {
-		s  *Stats
+		s  *model.Stats
 		q  [2][]float64
 		ok [2]bool
 	}
@@ -52,7 +53,7 @@ func pointsInto(o *Options, read func(add pointRow) error, get func(string) *Gro
 		k := [2]string{grp, outcome}
 		b := index[k]
 		if b == nil {
-			b = &byOrder{s: &Stats{Percentiles: make([]Percentile, len(percentiles))}}
+			b = &byOrder{s: &model.Stats{Percentiles: make([]model.Percentile, len(percentiles))}}
 			for i, p := range percentiles {
 				b.s.Percentiles[i].P = p
 			}
@@ -60,11 +61,11 @@ func pointsInto(o *Options, read func(add pointRow) error, get func(string) *Gro
 			outcomes = append(outcomes, b)
 			g := get(grp)
 			switch outcome {
-			case OutcomeH2:
+			case model.OutcomeH2:
 				g.H2 = b.s
-			case OutcomeH3:
+			case model.OutcomeH3:
 				g.H3 = b.s
-			case OutcomeWantedH3GotH2:
+			case model.OutcomeWantedH3GotH2:
 				g.WantedH3GotH2 = b.s
 			default:
 				g.Other = b.s
@@ -107,13 +108,13 @@ func pointsInto(o *Options, read func(add pointRow) error, get func(string) *Gro
 		v := make([]float64, len(percentiles))
 		if balance(&b.q, b.ok, v) {
 			for i := range v {
-				s.Percentiles[i].MS = round3(v[i])
+				s.Percentiles[i].MS = model.Round3(v[i])
 			}
 		}
 		s.TooSmall = s.Runs < o.MinRuns
 		// Judged on the reported runs until the bootstrap counts the runs
 		// its intervals come from (settle).
-		s.markSufficiency(s.Runs)
+		s.MarkSufficiency(s.Runs)
 	}
 	return nil
 }
@@ -126,10 +127,10 @@ type pointRow func(grp, outcome, order string, runs, nSamples uint64, qs []float
 // among them and cv the H2 and H3 rows of each batch order, the
 // distribution's curves (set even when the read fails, so that the
 // curves never wait on it).
-func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool, cv *handoff[[]curveRow], add pointRow) error {
+func pointsFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w window, useRollup bool, cv *handoff[[]curveRow], add pointRow) error {
 	// The runs table counts runs exactly where it holds the selection
 	// (withExactRuns), which the rollup's HyperLogLog states cannot.
-	st, err := prepare(sourceFile("points", useRollup), o, w, func(s *shape) { s.ExactRuns = o.runsTableSelects() })
+	st, err := prepare(sourceFile("points", useRollup), o, w, func(s *shape) { s.ExactRuns = runsTableSelects(o) })
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w wind
 			if len(qs) != len(curveLevels) {
 				return fmt.Errorf("%d quantiles in a row, want the %d curve levels", len(qs), len(curveLevels))
 			}
-			if _, ok := orderIndex(order); ok && (outcome == OutcomeH2 || outcome == OutcomeH3) {
+			if _, ok := orderIndex(order); ok && (outcome == model.OutcomeH2 || outcome == model.OutcomeH3) {
 				curveRows = append(curveRows, curveRow{grp, outcome, order, qs})
 			}
 			qs = atPercentiles(qs)
@@ -163,7 +164,7 @@ func pointsFromSamples(ctx context.Context, conn driver.Conn, o *Options, w wind
 // pointsFromRuns reads points_runs.sql, a row per group × order with the
 // outcomes side by side, and hands add the rows points_raw.sql would
 // return, totals included.
-func pointsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, add pointRow) error {
+func pointsFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, add pointRow) error {
 	st, err := prepare("points_runs.sql", o, w, nil)
 	if err != nil {
 		return err
@@ -173,7 +174,7 @@ func pointsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window,
 	byOutcome := map[[2]string]*counts{}
 	var seen []string // groups and outcomes in their first row's order
 	var keys [][2]string
-	names := [4]string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther}
+	names := [4]string{model.OutcomeH2, model.OutcomeH3, model.OutcomeWantedH3GotH2, model.OutcomeOther}
 	err = st.each(ctx, conn, "percentiles", func(rows driver.Rows) error {
 		var (
 			grp, ord string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -12,7 +13,7 @@ func init() {
 		Table: render.Table,
 		CSV:   render.CSV,
 		HTML:  render.HTML,
-		Dashboard: func(r *queries.Report, o *queries.Options, live bool) ([]byte, error) {
+		Dashboard: func(r *model.Report, o *model.Options, live bool) ([]byte, error) {
 			var b bytes.Buffer
 			err := render.NewDashboard(r, o, live).Write(&b)
 			return b.Bytes(), err

@@ -1,3 +1,6 @@
+// Package queries computes h3rum's regional HTTP/3-versus-HTTP/2 report
+// from ClickHouse: the registry of its sections, their SQL and how their
+// rows fill the model (queries/model), and the order they run in.
 package queries
 
 import (
@@ -5,13 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
@@ -19,7 +22,7 @@ import (
 // copy) from the ClickHouse behind conn: what Estimate and AddRuns do, but
 // the sections that need only the design start beside the point
 // estimates.
-func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
+func Run(ctx context.Context, conn driver.Conn, opts model.Options) (*model.Report, error) {
 	rep, err := begin(ctx, conn, opts)
 	if err != nil {
 		return nil, err
@@ -30,7 +33,7 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 	if err := rep.complete(ctx, conn, all); err != nil {
 		return nil, err
 	}
-	return rep, nil
+	return rep.Report, nil
 }
 
 // Estimate computes the first part of the report: counts, percentiles and
@@ -39,7 +42,7 @@ func Run(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
 // what reads raw rows beyond the window's edges: failures, the per-run
 // samples (confidence intervals and the paired view), the excluded runs,
 // the intention-to-treat view, handshakes, NEL and the script errors.
-func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
+func Estimate(ctx context.Context, conn driver.Conn, opts model.Options) (*Pending, error) {
 	rep, err := begin(ctx, conn, opts)
 	if err != nil {
 		return nil, err
@@ -49,61 +52,84 @@ func Estimate(ctx context.Context, conn driver.Conn, opts Options) (*Report, err
 		if err := sec.run(ctx, rep, conn); err != nil {
 			return nil, err
 		}
-		rep.Stages = append(rep.Stages, Stage{sec.name, time.Since(start)})
+		rep.Stages = append(rep.Stages, model.Stage{Name: sec.name, Elapsed: time.Since(start)})
 	}
-	rep.finish()
+	rep.finish(false)
 	if err := rep.checkFinite(); err != nil {
 		return nil, err
 	}
-	return rep, nil
+	return &Pending{Report: rep.Report, b: rep}, nil
+}
+
+// Pending is a report made by Estimate, which AddRuns completes: the
+// estimate, and what its sections handed on to the others.
+type Pending struct {
+	*model.Report
+	b *build
+}
+
+// build is a report being computed: the model its sections fill, and
+// what they hand each other.
+type build struct {
+	*model.Report
+	opts          model.Options
+	win           window
+	useRollup     bool // the point estimates come from the rollup
+	groups        *groupSet
+	perRun        map[*model.Group]perRunCounts     // from excluded, set once the bootstrap and the intention-to-treat view are done
+	ittFromRollup bool                              // the intention-to-treat view came from the rollup, without run counts
+	windowRuns    *windowRuns                       // the trend's runs per window, counted with the point estimates
+	rollupCurves  *handoff[[]curveRow]              // the curves' rows, read with the point estimates from the rollup
+	groupRuns     *handoff[map[string]groupRuns]    // the groups' runs, as soon as counted (nil: from the groups once the points are done)
+	pointsDone    *handoff[struct{}]                // set once the point estimates are in the groups
+	windowAvail   map[trendCell]*model.Availability // the trend's availability per window × group, from excluded
 }
 
 // begin validates opts and chooses the report's design (the designs
 // stage); it reports whether the point estimates come from the rollup.
-func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, error) {
+func begin(ctx context.Context, conn driver.Conn, opts model.Options) (*build, error) {
 	o := opts
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	useRollup := false
 	switch o.Source {
-	case SourceRollup:
-		if !o.rollupAnswers() {
-			return nil, invalid("the rollup holds only the default selection grouped by continent, country or none")
+	case model.SourceRollup:
+		if !rollupAnswers(&o) {
+			return nil, fmt.Errorf("%w: the rollup holds only the default selection grouped by continent, country or none", model.ErrInvalidOptions)
 		}
 		useRollup = true
-	case SourceAuto:
+	case model.SourceAuto:
 		// The window runs up to Until: whole hours from the rollup, the
 		// partial hours at its edges from raw rows, which the hour-sorted
 		// table reads without scanning the rest of the day.
-		useRollup = o.rollupAnswers()
+		useRollup = rollupAnswers(&o)
 	}
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	w := newWindow(o.Since, o.Until, now)
-	rep := &Report{
-		Version: ReportVersion,
+	rep := &build{Report: &model.Report{
+		Version: model.ReportVersion,
 		Since:   o.Since,
 		Until:   o.Until,
 		Site:    o.Site,
 		By:      o.By,
 		MinRuns: o.MinRuns,
-		Filters: Filters{IncludeWarmup: o.IncludeWarmup, IncludeFailed: o.IncludeFailed, IncludeBots: o.IncludeBots,
+		Filters: model.Filters{IncludeWarmup: o.IncludeWarmup, IncludeFailed: o.IncludeFailed, IncludeBots: o.IncludeBots,
 			IncludeExcluded: o.IncludeExcluded, Continent: o.Continent, Country: o.Country, HeadlineOnly: o.Headline},
 		Source:            "raw",
 		Percentiles:       percentiles[:],
-		ExactBelowSamples: ExactBelowSamples,
-		CI:                CIMethod{Method: "none", Level: 0.95, MinTailRuns: MinTailRuns},
-		Verdicts:          []Verdict{},
-		Groups:            []Group{},
-		Timeline:          []Hour{},
-		groups:            &groupSet{m: map[string]*Group{}},
-	}
+		ExactBelowSamples: model.ExactBelowSamples,
+		CI:                model.CIMethod{Method: "none", Level: 0.95, MinTailRuns: model.MinTailRuns},
+		Verdicts:          []model.Verdict{},
+		Groups:            []model.Group{},
+		Timeline:          []model.Hour{},
+	}, groups: &groupSet{m: map[string]*model.Group{}}}
 	if o.Replicates > 0 {
-		rep.CI = CIMethod{Method: "cluster_bootstrap_runs", Level: 0.95, Replicates: o.Replicates,
-			MaxRunsPerGroup: o.MaxRunsPerGroup, Seed: o.Seed, MinTailRuns: MinTailRuns}
+		rep.CI = model.CIMethod{Method: "cluster_bootstrap_runs", Level: 0.95, Replicates: o.Replicates,
+			MaxRunsPerGroup: o.MaxRunsPerGroup, Seed: o.Seed, MinTailRuns: model.MinTailRuns}
 	}
 	if useRollup {
 		rep.Source = "rollup"
@@ -129,7 +155,7 @@ func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, error)
 		o.Design.All = true // no run in the window: nothing to choose from
 	}
 	rep.Design = o.Design
-	rep.Stages = append(rep.Stages, Stage{"designs", time.Since(start)})
+	rep.Stages = append(rep.Stages, model.Stage{Name: "designs", Elapsed: time.Since(start)})
 	rep.opts, rep.win, rep.useRollup = o, w, useRollup
 	return rep, nil
 }
@@ -139,11 +165,12 @@ func begin(ctx context.Context, conn driver.Conn, opts Options) (*Report, error)
 // availability per run, the intention-to-treat view, handshakes, NEL and
 // the script errors. The bootstrap runs beside the other sections, so
 // that ClickHouse answers them while Go computes it.
-func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
-	if rep.groups == nil {
+func (p *Pending) AddRuns(ctx context.Context, conn driver.Conn) error {
+	rep := p.b
+	if rep == nil {
 		return errors.New("AddRuns needs a report made by Estimate")
 	}
-	if rep.done {
+	if rep.Complete() {
 		return nil
 	}
 	a, b := lanes(rep.sectionsOf(completePart))
@@ -153,7 +180,7 @@ func (rep *Report) AddRuns(ctx context.Context, conn driver.Conn) error {
 // complete runs lanes at once, the sections of each in order, then sets
 // what excluded counted for the others and finishes the report. The first
 // error stops the other lanes.
-func (rep *Report) complete(ctx context.Context, conn driver.Conn, lanes [][]section) error {
+func (rep *build) complete(ctx context.Context, conn driver.Conn, lanes [][]section) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
@@ -180,57 +207,53 @@ func (rep *Report) complete(ctx context.Context, conn driver.Conn, lanes [][]sec
 	for g, c := range rep.perRun {
 		g.Availability = c.availability
 		if rep.ittFromRollup && g.ITT != nil {
-			g.ITT.H2.setRuns(c.ittRuns[0], c.ittFailedRuns[0])
-			g.ITT.H3.setRuns(c.ittRuns[1], c.ittFailedRuns[1])
+			g.ITT.H2.SetRuns(c.ittRuns[0], c.ittFailedRuns[0])
+			g.ITT.H3.SetRuns(c.ittRuns[1], c.ittFailedRuns[1])
 		}
 	}
 	if rep.Trend != nil {
-		rep.Trend.setAvailability(rep.windowAvail)
+		setTrendAvailability(rep.Trend, rep.windowAvail)
 	}
 	for _, lane := range lanes {
 		for _, sec := range lane {
-			rep.Stages = append(rep.Stages, Stage{sec.name, elapsed[sec.name]})
+			rep.Stages = append(rep.Stages, model.Stage{Name: sec.name, Elapsed: elapsed[sec.name]})
 		}
 	}
-	rep.done = true
-	rep.finish()
+	rep.finish(true)
 	return rep.checkFinite()
 }
 
 // checkFinite fails a report holding a NaN or an infinity where it is
 // built, so that no output — the API, the CLI's JSON, the pages — ever
 // receives one.
-func (rep *Report) checkFinite() error {
-	if err := checkFinite(rep); err != nil {
+func (rep *build) checkFinite() error {
+	if err := model.CheckFinite(rep.Report); err != nil {
 		return fmt.Errorf("computing the report: %w", err)
 	}
 	return nil
 }
 
-// finish turns the groups into the report's sorted Groups.
-func (rep *Report) finish() {
+// finish turns the groups into the report's sorted Groups, then judges
+// them (Report.Finish); complete is whether the report is.
+func (rep *build) finish(complete bool) {
 	rep.Groups = rep.Groups[:0]
 	for _, g := range rep.groups.all() {
 		finishGroup(g, &rep.opts)
 		rep.Groups = append(rep.Groups, *g)
 	}
-	slices.SortFunc(rep.Groups, func(a, b Group) int {
+	slices.SortFunc(rep.Groups, func(a, b model.Group) int {
 		if c := cmp.Compare(b.Runs, a.Runs); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Group, b.Group)
 	})
-	rule := rep.opts.verdictRule()
-	rep.Verdicts = make([]Verdict, 0, len(rep.Groups))
-	for i := range rep.Groups {
-		rep.Verdicts = append(rep.Verdicts, rule.Judge(&rep.Groups[i]))
-	}
+	rep.Finish(rep.opts, complete)
 }
 
 // finishGroup sets the comparison fields that need both protocols.
-func finishGroup(g *Group, o *Options) {
+func finishGroup(g *model.Group, o *model.Options) {
 	if g.Handshakes == nil {
-		g.Handshakes = []Handshake{}
+		g.Handshakes = []model.Handshake{}
 	}
 	g.TooSmall = g.H2 == nil || g.H3 == nil || g.H2.TooSmall || g.H3.TooSmall
 	if g.Availability == nil {
@@ -242,19 +265,13 @@ func finishGroup(g *Group, o *Options) {
 	}
 }
 
-func pointDiffs(h2, h3 *Stats) []Diff {
-	out := make([]Diff, len(percentiles))
+func pointDiffs(h2, h3 *model.Stats) []model.Diff {
+	out := make([]model.Diff, len(percentiles))
 	for i, p := range percentiles {
 		a, b := h2.Percentiles[i], h3.Percentiles[i]
-		out[i] = Diff{P: p, MS: round3(b.MS - a.MS), Pct: round3(stats.PctChange(a.MS, b.MS)), Insufficient: a.Insufficient || b.Insufficient}
+		out[i] = model.Diff{P: p, MS: model.Round3(b.MS - a.MS), Pct: model.Round3(stats.PctChange(a.MS, b.MS)), Insufficient: a.Insufficient || b.Insufficient}
 	}
 	return out
 }
 
-// round3 rounds to 0.001 (a microsecond, or a thousandth of a percent).
-func round3(v float64) float64 { return math.Round(v*1000)/1000 + 0 } // + 0 turns -0 into 0
-
-func ptr(v float64) *float64 {
-	v = round3(v)
-	return &v
-}
+// + 0 turns -0 into 0

@@ -24,6 +24,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/stats"
 	"github.com/h3rum/h3rum/queries/synth"
 )
@@ -103,13 +104,13 @@ func exactQuantile(sorted []float64, q float64) float64 {
 func outcomeOf(s synth.Sample) string {
 	switch {
 	case s.Want == "h2" && s.Got == "h2":
-		return OutcomeH2
+		return model.OutcomeH2
 	case s.Want == "h3" && s.Got == "h3":
-		return OutcomeH3
+		return model.OutcomeH3
 	case s.Want == "h3" && (s.Got == "h2" || s.Got == "h1"):
-		return OutcomeWantedH3GotH2
+		return model.OutcomeWantedH3GotH2
 	}
-	return OutcomeOther
+	return model.OutcomeOther
 }
 
 // keyOf returns a sample's group for a grouping.
@@ -133,7 +134,7 @@ func keyOf(s synth.Sample, by string) string {
 // selected applies the report's filters to a generated sample; ex holds
 // the runs' exclusions (synth.Exclusions). Every generated run has one
 // design, so the design filter keeps them all.
-func selected(s synth.Sample, o Options, ex map[uuid.UUID]store.Exclusions) bool {
+func selected(s synth.Sample, o model.Options, ex map[uuid.UUID]store.Exclusions) bool {
 	counts := ^store.Exclusions(0) // the reasons that leave a run out
 	if o.IncludeBots {
 		counts &^= store.ExcludeBot
@@ -149,7 +150,7 @@ func selected(s synth.Sample, o Options, ex map[uuid.UUID]store.Exclusions) bool
 // runAvailabilityOf counts, among the non-bot runs of group in o's window,
 // those with an H3 batch and those whose every H3-batch request was served
 // over h3 without error.
-func runAvailabilityOf(rows []synth.Sample, group string, o Options) (available, withH3 int) {
+func runAvailabilityOf(rows []synth.Sample, group string, o model.Options) (available, withH3 int) {
 	type run struct{ n, ok int }
 	runs := map[uuid.UUID]*run{}
 	for _, s := range rows {
@@ -192,7 +193,7 @@ type exactRun struct {
 	order                int
 }
 
-func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
+func exact(rows []synth.Sample, o model.Options) map[string]*exactGroup {
 	groups := map[string]*exactGroup{}
 	ex := synth.Exclusions(rows)
 	for _, s := range rows {
@@ -225,18 +226,18 @@ func exact(rows []synth.Sample, o Options) map[string]*exactGroup {
 		}
 		par := s.Phase == "parallel"
 		switch oc {
-		case OutcomeH2:
+		case model.OutcomeH2:
 			r.h2 = append(r.h2, d)
 			if par {
 				r.h2Par = append(r.h2Par, d)
 			}
-		case OutcomeH3:
+		case model.OutcomeH3:
 			r.h3 = append(r.h3, d)
 			r.gotH3++
 			if par {
 				r.h3Par = append(r.h3Par, d)
 			}
-		case OutcomeWantedH3GotH2:
+		case model.OutcomeWantedH3GotH2:
 			r.fb++
 			if par {
 				r.fbPar++
@@ -338,19 +339,19 @@ var (
 	testUntil = time.Date(2025, 1, 2, 23, 15, 0, 0, time.UTC)
 )
 
-func statsOf(g *Group, outcome string) *Stats {
+func statsOf(g *model.Group, outcome string) *model.Stats {
 	switch outcome {
-	case OutcomeH2:
+	case model.OutcomeH2:
 		return g.H2
-	case OutcomeH3:
+	case model.OutcomeH3:
 		return g.H3
-	case OutcomeWantedH3GotH2:
+	case model.OutcomeWantedH3GotH2:
 		return g.WantedH3GotH2
 	}
 	return g.Other
 }
 
-func checkPercentiles(t *testing.T, label string, s *Stats, byOrder *[2][]float64) {
+func checkPercentiles(t *testing.T, label string, s *model.Stats, byOrder *[2][]float64) {
 	t.Helper()
 	for _, p := range s.Percentiles {
 		lo, hi := balancedBracket(byOrder, p.P/100)
@@ -372,9 +373,9 @@ func TestReportMatchesExactComputation(t *testing.T) {
 	load(t, conn, rows)
 	ctx := context.Background()
 
-	reports := map[Source]*Report{}
-	for _, src := range []Source{SourceRaw, SourceRollup} {
-		o := Options{Since: testSince, Until: testUntil, Source: src, MaxRunsPerGroup: 100000}
+	reports := map[model.Source]*model.Report{}
+	for _, src := range []model.Source{model.SourceRaw, model.SourceRollup} {
+		o := model.Options{Since: testSince, Until: testUntil, Source: src, MaxRunsPerGroup: 100000}
 		rep, err := Run(ctx, conn, o)
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
@@ -399,7 +400,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 		}
 		for i := range est.Groups {
 			g := &est.Groups[i]
-			for _, oc := range []string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther} {
+			for _, oc := range []string{model.OutcomeH2, model.OutcomeH3, model.OutcomeWantedH3GotH2, model.OutcomeOther} {
 				if s, e := statsOf(g, oc), want[g.Group]; s != nil && e != nil {
 					if s.Exact {
 						t.Errorf("%s estimate %s %s: exact before AddRuns", src, g.Group, oc)
@@ -420,7 +421,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 			if g.Runs != len(e.runs) || g.Samples != e.samples {
 				t.Errorf("%s: runs/samples %d/%d, want %d/%d", label, g.Runs, g.Samples, len(e.runs), e.samples)
 			}
-			for _, oc := range []string{OutcomeH2, OutcomeH3, OutcomeWantedH3GotH2, OutcomeOther} {
+			for _, oc := range []string{model.OutcomeH2, model.OutcomeH3, model.OutcomeWantedH3GotH2, model.OutcomeOther} {
 				s := statsOf(g, oc)
 				if (s == nil) != (len(e.out[oc]) == 0) {
 					t.Errorf("%s %s: stats present %v, exact samples %d", label, oc, s != nil, len(e.out[oc]))
@@ -432,7 +433,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				if s.Samples != len(e.out[oc]) || s.Runs != len(e.outRuns[oc]) {
 					t.Errorf("%s %s: samples/runs %d/%d, want %d/%d", label, oc, s.Samples, s.Runs, len(e.out[oc]), len(e.outRuns[oc]))
 				}
-				if s.TooSmall != (s.Runs < DefaultMinRuns) {
+				if s.TooSmall != (s.Runs < model.DefaultMinRuns) {
 					t.Errorf("%s %s: too_small %v with %d runs", label, oc, s.TooSmall, s.Runs)
 				}
 				checkPercentiles(t, label+" "+oc, s, e.ord[oc])
@@ -444,10 +445,10 @@ func TestReportMatchesExactComputation(t *testing.T) {
 				// are enough (MinTailRuns): H2 and H3 judged on the runs the
 				// bootstrap counted (exact), the other outcomes, which have
 				// no interval, on the reported runs.
-				if s.Exact != (len(e.out[oc]) < ExactBelowSamples) {
+				if s.Exact != (len(e.out[oc]) < model.ExactBelowSamples) {
 					t.Errorf("%s %s: exact %v with %d samples", label, oc, s.Exact, len(e.out[oc]))
 				}
-				runs, withCI := s.Runs, oc == OutcomeH2 || oc == OutcomeH3
+				runs, withCI := s.Runs, oc == model.OutcomeH2 || oc == model.OutcomeH3
 				if withCI {
 					runs = len(e.outRuns[oc])
 				}
@@ -455,12 +456,12 @@ func TestReportMatchesExactComputation(t *testing.T) {
 					if want, _ := balancedQuantile(e.ord[oc], p.P/100); s.Exact && math.Abs(p.MS-want) > 1e-3 {
 						t.Errorf("%s %s p%g = %.3f, exact type 7 %.3f", label, oc, p.P, p.MS, want)
 					}
-					if p.Insufficient != !sufficient(runs, p.P) || (p.CILowMS != nil) != (withCI && !p.Insufficient) {
+					if p.Insufficient != !stats.Sufficient(runs, p.P) || (p.CILowMS != nil) != (withCI && !p.Insufficient) {
 						t.Errorf("%s %s p%g with %d runs: insufficient %v, interval %v", label, oc, p.P, runs, p.Insufficient, p.CILowMS != nil)
 					}
 				}
 			}
-			h2, h3 := e.ord[OutcomeH2], e.ord[OutcomeH3]
+			h2, h3 := e.ord[model.OutcomeH2], e.ord[model.OutcomeH3]
 			if len(g.Diff) != len(percentiles) {
 				t.Fatalf("%s: %d differences", label, len(g.Diff))
 			}
@@ -498,7 +499,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 					}
 				}
 			}
-			if want := len(e.outRuns[OutcomeH2]) < DefaultMinRuns || len(e.outRuns[OutcomeH3]) < DefaultMinRuns; g.TooSmall != want {
+			if want := len(e.outRuns[model.OutcomeH2]) < model.DefaultMinRuns || len(e.outRuns[model.OutcomeH3]) < model.DefaultMinRuns; g.TooSmall != want {
 				t.Errorf("%s: too_small = %v, want %v", label, g.TooSmall, want)
 			}
 
@@ -579,7 +580,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 			if selected(s, o, ex) {
 				h := s.Time.Truncate(time.Hour)
 				c := wantHours[h]
-				c[map[string]int{OutcomeH2: 0, OutcomeH3: 1, OutcomeWantedH3GotH2: 2, OutcomeOther: 3}[outcomeOf(s)]]++
+				c[map[string]int{model.OutcomeH2: 0, model.OutcomeH3: 1, model.OutcomeWantedH3GotH2: 2, model.OutcomeOther: 3}[outcomeOf(s)]]++
 				wantHours[h] = c
 			}
 		}
@@ -594,7 +595,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 
 		// Bootstrap intervals against an independent naive bootstrap.
 		eu := want["EU"]
-		var g *Group
+		var g *model.Group
 		for i := range rep.Groups {
 			if rep.Groups[i].Group == "EU" {
 				g = &rep.Groups[i]
@@ -628,7 +629,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 
 	// Rollup and raw agree: same counts, percentiles within two rank
 	// tolerances of each other (each was checked against exact above).
-	raw, roll := reports[SourceRaw], reports[SourceRollup]
+	raw, roll := reports[model.SourceRaw], reports[model.SourceRollup]
 	for i := range raw.Groups {
 		a, b := &raw.Groups[i], &roll.Groups[i]
 		if a.Group != b.Group || b.Runs != a.Runs || a.Samples != b.Samples {
@@ -667,7 +668,7 @@ func TestReportMatchesExactComputation(t *testing.T) {
 		t.Errorf("smallest group %+v should be OC, flagged too small", raw.Groups[len(raw.Groups)-1].Group)
 	}
 	// Default source is the rollup for the default selection.
-	rep, err := Run(ctx, conn, Options{Since: testSince, Until: testUntil})
+	rep, err := Run(ctx, conn, model.Options{Since: testSince, Until: testUntil})
 	if err != nil || rep.Source != "rollup" {
 		t.Errorf("default report: source %v, err %v; want rollup", rep.Source, err)
 	}
@@ -695,13 +696,13 @@ func sumInts(v []int) int {
 }
 
 // checkOutputs checks that JSON, table and CSV are well-formed.
-func checkOutputs(t *testing.T, rep *Report) {
+func checkOutputs(t *testing.T, rep *model.Report) {
 	t.Helper()
 	b, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatalf("JSON: %v", err)
 	}
-	var back Report
+	var back model.Report
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("JSON round trip: %v", err)
 	}
@@ -744,9 +745,9 @@ func checkOutputs(t *testing.T, rep *Report) {
 	insufficient := 0
 	for i := range rep.Groups {
 		g := &rep.Groups[i]
-		for _, o := range g.outcomes() {
-			if o.s != nil {
-				for _, p := range o.s.Percentiles {
+		for _, o := range g.Outcomes() {
+			if o.Stats != nil {
+				for _, p := range o.Stats.Percentiles {
 					insufficient += b01i(p.Insufficient)
 				}
 			}
@@ -815,15 +816,15 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 		}
 		return byGroup
 	}
-	for _, by := range Groupings() {
-		for _, f := range []Options{{}, {IncludeFailed: true}, {IncludeBots: true}, {IncludeExcluded: true},
+	for _, by := range model.Groupings() {
+		for _, f := range []model.Options{{}, {IncludeFailed: true}, {IncludeBots: true}, {IncludeExcluded: true},
 			{IncludeFailed: true, IncludeBots: true, IncludeExcluded: true}} {
 			o := f
 			o.Since, o.Until, o.By = testSince, testUntil, by
 			if err := o.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			if !o.runsTableHolds() {
+			if !runsTableHolds(&o) {
 				continue
 			}
 			o.Design.All = true
@@ -876,17 +877,17 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 			if by == "continent" || by == "country" || by == "none" {
 				files = append(files, "failures_rollup.sql")
 			}
-			fails := make([]map[string][]Failure, len(files))
+			fails := make([]map[string][]model.Failure, len(files))
 			for k, name := range files {
-				groups := map[string]*Group{}
+				groups := map[string]*model.Group{}
 				st, err := failuresQuery(&o, w, name)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := failuresFrom(ctx, conn, st, func(g string) *Group { return groupOf(groups, g) }); err != nil {
+				if err := failuresFrom(ctx, conn, st, func(g string) *model.Group { return groupOf(groups, g) }); err != nil {
 					t.Fatalf("by %s %+v: %v", by, f, err)
 				}
-				fails[k] = map[string][]Failure{}
+				fails[k] = map[string][]model.Failure{}
 				for g, grp := range groups {
 					fails[k][g] = grp.Failures
 				}
@@ -916,15 +917,15 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 // same groups, run and sample counts per group, outcome and batch order
 // (uniq is exact at these sizes), and percentiles within the t-digest's
 // error, which depends on the order values arrive in.
-func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Options, w window, what string) {
+func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *model.Options, w window, what string) {
 	t.Helper()
-	var got [2]map[string]*Group
+	var got [2]map[string]*model.Group
 	for k, read := range []func(pointRow) error{
 		func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, false, nil, add) },
 		func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) },
 	} {
-		groups := map[string]*Group{}
-		if err := pointsInto(o, read, func(g string) *Group { return groupOf(groups, g) }); err != nil {
+		groups := map[string]*model.Group{}
+		if err := pointsInto(o, read, func(g string) *model.Group { return groupOf(groups, g) }); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		got[k] = groups
@@ -950,17 +951,17 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 	}
 	// The quantile curves (quantiles_runs.sql and curves.sql): each a
 	// t-digest of the same durations, fed in another order.
-	var curvesOf [2]map[string]*Group
+	var curvesOf [2]map[string]*model.Group
 	for k, read := range []func(add func(grp, oc, ord string, qs []float32)) error{
 		func(add func(grp, oc, ord string, qs []float32)) error {
 			return curvesFromSamples(ctx, conn, o, w, add)
 		},
 		func(add func(grp, oc, ord string, qs []float32)) error { return curvesFromRuns(ctx, conn, o, w, add) },
 	} {
-		curvesOf[k] = map[string]*Group{}
+		curvesOf[k] = map[string]*model.Group{}
 		if err := read(func(grp, oc, ord string, qs []float32) {
 			g := groupOf(curvesOf[k], grp+" "+oc+" "+ord)
-			g.Curves = &Curves{H2: make([]float64, len(qs))}
+			g.Curves = &model.Curves{H2: make([]float64, len(qs))}
 			for i, x := range qs {
 				g.Curves.H2[i] = float64(x)
 			}
@@ -990,7 +991,7 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 		qs   []float32
 	}
 	var cellsOf [2]map[string]trendCell
-	for k, read := range []func(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error{
+	for k, read := range []func(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error{
 		trendFromSamples, trendFromRuns,
 	} {
 		cellsOf[k] = map[string]trendCell{}
@@ -1017,14 +1018,14 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 		}
 	}
 	// And the intention-to-treat view (itt_runs.sql and itt_raw.sql).
-	var itts [2]map[string]*Group
+	var itts [2]map[string]*model.Group
 	for k, name := range []string{"itt_raw.sql", "itt_runs.sql"} {
 		st, err := prepare(name, o, w, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		groups := map[string]*Group{}
-		if err := ittFrom(ctx, conn, st, func(g string) *Group { return groupOf(groups, g) }); err != nil {
+		groups := map[string]*model.Group{}
+		if err := ittFrom(ctx, conn, st, func(g string) *model.Group { return groupOf(groups, g) }); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		itts[k] = groups
@@ -1040,7 +1041,7 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 		}
 		for _, side := range []struct {
 			origin string
-			x, y   *ITTStats
+			x, y   *model.ITTStats
 		}{{"h2", a.ITT.H2, b.ITT.H2}, {"h3", a.ITT.H3, b.ITT.H3}} {
 			x, y := side.x, side.y
 			if (x == nil) != (y == nil) {
@@ -1073,26 +1074,26 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *Optio
 			t.Errorf("%s: group %s: %d runs, %d samples from the samples; %d, %d from the runs table",
 				what, name, a.Runs, a.Samples, b.Runs, b.Samples)
 		}
-		for i, oa := range a.outcomes() {
-			ob := b.outcomes()[i]
-			if (oa.s == nil) != (ob.s == nil) {
+		for i, oa := range a.Outcomes() {
+			ob := b.Outcomes()[i]
+			if (oa.Stats == nil) != (ob.Stats == nil) {
 				t.Errorf("%s: group %s %s: present %v from the samples, %v from the runs table",
-					what, name, oa.key, oa.s != nil, ob.s != nil)
+					what, name, oa.Outcome, oa.Stats != nil, ob.Stats != nil)
 				continue
 			}
-			if oa.s == nil {
+			if oa.Stats == nil {
 				continue
 			}
-			x, y := oa.s, ob.s
+			x, y := oa.Stats, ob.Stats
 			if x.Runs != y.Runs || x.Samples != y.Samples || x.RunsByOrder != y.RunsByOrder {
 				t.Errorf("%s: group %s %s: runs %d (%+v), samples %d from the samples; %d (%+v), %d from the runs table",
-					what, name, oa.key, x.Runs, x.RunsByOrder, x.Samples, y.Runs, y.RunsByOrder, y.Samples)
+					what, name, oa.Outcome, x.Runs, x.RunsByOrder, x.Samples, y.Runs, y.RunsByOrder, y.Samples)
 			}
 			for j := range x.Percentiles {
 				p, q := x.Percentiles[j].MS, y.Percentiles[j].MS
 				if math.Abs(p-q) > 0.5+0.03*math.Abs(p) {
 					t.Errorf("%s: group %s %s p%g: %.3f ms from the samples, %.3f from the runs table",
-						what, name, oa.key, x.Percentiles[j].P, p, q)
+						what, name, oa.Outcome, x.Percentiles[j].P, p, q)
 				}
 			}
 		}
@@ -1113,11 +1114,11 @@ func TestReportToThePresent(t *testing.T) {
 		t.Fatalf("window to the present %+v: the current hour is not the rollup's", w)
 	}
 	ctx := context.Background()
-	reports := map[string]*Report{}
-	for name, o := range map[string]Options{
-		"to the present":    {Since: since, Until: until, Now: until, Source: SourceRollup, Replicates: -1},
-		"ended in the past": {Since: since, Until: until, Now: until.Add(time.Minute), Source: SourceRollup, Replicates: -1},
-		"raw":               {Since: since, Until: until, Now: until, Source: SourceRaw, Replicates: -1},
+	reports := map[string]*model.Report{}
+	for name, o := range map[string]model.Options{
+		"to the present":    {Since: since, Until: until, Now: until, Source: model.SourceRollup, Replicates: -1},
+		"ended in the past": {Since: since, Until: until, Now: until.Add(time.Minute), Source: model.SourceRollup, Replicates: -1},
+		"raw":               {Since: since, Until: until, Now: until, Source: model.SourceRaw, Replicates: -1},
 	} {
 		rep, err := Run(ctx, conn, o)
 		if err != nil {
@@ -1179,7 +1180,7 @@ func TestReportToThePresent(t *testing.T) {
 // sameTrend checks a trend from the rollup against one from raw rows:
 // the same windows, groups, run counts and availability per window, the
 // differences within the t-digests' error.
-func sameTrend(t *testing.T, name string, got, want *Trend) {
+func sameTrend(t *testing.T, name string, got, want *model.Trend) {
 	t.Helper()
 	if got == nil || want == nil || len(got.Windows) != len(want.Windows) || len(got.Groups) != len(want.Groups) || len(want.Groups) == 0 {
 		t.Fatalf("%s: trend %+v, raw %+v", name, got, want)
@@ -1225,7 +1226,7 @@ func sameTrend(t *testing.T, name string, got, want *Trend) {
 
 // trendAvailabilityAddsUp checks that a trend's availability per window
 // sums, over the windows, to its group's availability per run.
-func trendAvailabilityAddsUp(t *testing.T, name string, rep *Report) {
+func trendAvailabilityAddsUp(t *testing.T, name string, rep *model.Report) {
 	t.Helper()
 	for _, tg := range rep.Trend.Groups {
 		var wanted, got int

@@ -9,6 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // exactRunCounts reads points_runs_counts.sql: the runs of every group ×
@@ -17,7 +18,7 @@ import (
 // with group "" too), counted exactly from the runs table, and the runs
 // of each trend window × group × batch order holding a kept H2 and a kept
 // H3 request (trendCell).
-func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window) (map[[3]string]uint64, map[trendCell][2]uint64, error) {
+func exactRunCounts(ctx context.Context, conn driver.Conn, o *model.Options, w window) (map[[3]string]uint64, map[trendCell][2]uint64, error) {
 	st, err := runCountsQuery(o, w)
 	if err != nil {
 		return nil, nil, err
@@ -71,8 +72,8 @@ func exactRunCounts(ctx context.Context, conn driver.Conn, o *Options, w window)
 // run_counts for the window's whole hours (points_runs_counts_rollup.sql);
 // a selection that keeps other requests than every one of a run's (which
 // run_counts counted) reads the runs table (points_runs_counts.sql).
-func runCountsQuery(o *Options, w window) (stmt, error) {
-	if o.keptSQL() != "outcomes" {
+func runCountsQuery(o *model.Options, w window) (stmt, error) {
+	if keptSQL(o) != "outcomes" {
 		return prepare("points_runs_counts.sql", o, w, nil)
 	}
 	return prepare("points_runs_counts_rollup.sql", o, w, nil)
@@ -171,7 +172,7 @@ var outcomeCountsSQL = func() string {
 // beside the rollup's query; the counts per trend window go to wr, and per
 // group to gr as soon as they are read. The rollup's HyperLogLog states estimate,
 // and the engines hash run ids differently; a report's counts are exact.
-func withExactRuns(ctx context.Context, conn driver.Conn, o *Options, w window, read func(add pointRow) error, wr *windowRuns, gr *handoff[map[string]groupRuns]) func(add pointRow) error {
+func withExactRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, read func(add pointRow) error, wr *windowRuns, gr *handoff[map[string]groupRuns]) func(add pointRow) error {
 	return func(add pointRow) error {
 		type result struct {
 			counts map[[3]string]uint64

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 func init() {
@@ -15,7 +16,7 @@ func init() {
 		name: "run_facts", part: completePart, cost: heavy,
 		files: []string{"run_facts.sql", "run_facts_rollup.sql"},
 		reads: []source{fromRollup, fromRunsTable},
-		run: func(ctx context.Context, rep *Report, conn driver.Conn) (err error) {
+		run: func(ctx context.Context, rep *build, conn driver.Conn) (err error) {
 			rep.FirstContact, rep.ScriptErrors, err = runFacts(ctx, conn, &rep.opts, rep.win)
 			return err
 		},
@@ -25,13 +26,13 @@ func init() {
 // runFactsQuery returns runFacts' query: for reports from the rollup,
 // run_facts_rollup.sql, which reads run_fact_counts for the window's whole
 // hours; else run_facts.sql.
-func runFactsQuery(o *Options, w window) (stmt, error) {
+func runFactsQuery(o *model.Options, w window) (stmt, error) {
 	since, err := scriptVersion(ScriptErrorsSince)
 	if err != nil {
 		return stmt{}, err
 	}
 	name := "run_facts.sql"
-	if o.rollupAnswers() && o.Source != SourceRaw {
+	if rollupAnswers(o) && o.Source != model.SourceRaw {
 		name = "run_facts_rollup.sql"
 	}
 	return prepare(name, o, w, nil, clickhouse.Named("script_errors_since", since))
@@ -40,7 +41,7 @@ func runFactsQuery(o *Options, w window) (stmt, error) {
 // runFacts reads the two sections that come from run_facts, first contact
 // and the script errors, in one pass (sql/run_facts.sql); an agent report
 // has neither (the agent sends no warm-ups and runs no script), nil.
-func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*FirstContact, *ScriptErrors, error) {
+func runFacts(ctx context.Context, conn driver.Conn, o *model.Options, w window) (*model.FirstContact, *model.ScriptErrors, error) {
 	if o.Agent {
 		return nil, nil, nil
 	}
@@ -50,11 +51,11 @@ func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*Fir
 	}
 	// A row per group × browser: each run counted once, summed here by
 	// group and by browser for first contact, by browser for the errors.
-	groups, browsers := map[string]*FirstContactCount{}, map[string]*FirstContactCount{}
-	sum := func(m map[string]*FirstContactCount, key string, n []uint64) {
+	groups, browsers := map[string]*model.FirstContactCount{}, map[string]*model.FirstContactCount{}
+	sum := func(m map[string]*model.FirstContactCount, key string, n []uint64) {
 		c := m[key]
 		if c == nil {
-			c = &FirstContactCount{Group: key}
+			c = &model.FirstContactCount{Group: key}
 			m[key] = c
 		}
 		c.Runs += int(n[0])
@@ -63,7 +64,7 @@ func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*Fir
 		c.Upgraded += int(n[3])
 		c.Never += int(n[4])
 	}
-	errs := map[string]*BrowserScriptErrors{}
+	errs := map[string]*model.BrowserScriptErrors{}
 	err = st.each(ctx, conn, "first contact and script errors", func(rows driver.Rows) error {
 		var (
 			grp, browser string
@@ -79,7 +80,7 @@ func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*Fir
 		if n[5] > 0 {
 			b := errs[browser]
 			if b == nil {
-				b = &BrowserScriptErrors{Browser: browser}
+				b = &model.BrowserScriptErrors{Browser: browser}
 				errs[browser] = b
 			}
 			b.Runs += int(n[5])
@@ -95,12 +96,12 @@ func runFacts(ctx context.Context, conn driver.Conn, o *Options, w window) (*Fir
 	if err != nil {
 		return nil, nil, err
 	}
-	fc := &FirstContact{By: o.By, Groups: countsOf(groups), Browsers: countsOf(browsers)}
-	se := &ScriptErrors{SinceBeacon: ScriptErrorsSince, Browsers: make([]BrowserScriptErrors, 0, len(errs))}
+	fc := &model.FirstContact{By: o.By, Groups: model.FirstContactCounts(groups), Browsers: model.FirstContactCounts(browsers)}
+	se := &model.ScriptErrors{SinceBeacon: ScriptErrorsSince, Browsers: make([]model.BrowserScriptErrors, 0, len(errs))}
 	for _, b := range errs {
 		se.Browsers = append(se.Browsers, *b)
 	}
-	slices.SortFunc(se.Browsers, func(a, b BrowserScriptErrors) int {
+	slices.SortFunc(se.Browsers, func(a, b model.BrowserScriptErrors) int {
 		return cmp.Or(cmp.Compare(b.Runs, a.Runs), strings.Compare(a.Browser, b.Browser))
 	})
 	return fc, se, nil

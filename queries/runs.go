@@ -14,6 +14,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
@@ -22,7 +23,7 @@ func init() {
 		name: "runs", part: runsPart, cost: heavy, headline: true,
 		files: []string{"runs.sql", "runs_table.sql"},
 		reads: []source{fromRaw, fromRunsTable},
-		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+		run: func(ctx context.Context, rep *build, conn driver.Conn) error {
 			// The fetch starts once the groups' runs are counted, which the
 			// exact counts from the rollup are before the point estimates;
 			// the bootstrap, once those are in the groups.
@@ -30,7 +31,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			return perRun(ctx, conn, &rep.opts, rep.win, counts, func(ctx context.Context) ([]*Group, error) {
+			return perRun(ctx, conn, &rep.opts, rep.win, counts, func(ctx context.Context) ([]*model.Group, error) {
 				_, err := rep.pointsDone.wait(ctx)
 				return rep.groups.all(), err
 			})
@@ -46,7 +47,7 @@ const hashScale = 1000000
 // to MaxRunsPerGroup; counts nil: the groups' own, once done returns
 // them) and, once done returns the groups with their point estimates,
 // computes confidence intervals, the paired view and availability.
-func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, counts map[string]groupRuns, done func(context.Context) ([]*Group, error)) error {
+func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, counts map[string]groupRuns, done func(context.Context) ([]*model.Group, error)) error {
 	if counts == nil {
 		groups, err := done(ctx)
 		if err != nil {
@@ -88,7 +89,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, counts 
 	if err != nil {
 		return err
 	}
-	byName := map[string]*Group{}
+	byName := map[string]*model.Group{}
 	for _, g := range groups {
 		if g.H2 != nil || g.H3 != nil || g.WantedH3GotH2 != nil {
 			byName[g.Group] = g
@@ -129,9 +130,9 @@ func perRun(ctx context.Context, conn driver.Conn, o *Options, w window, counts 
 // each sampled below its threshold: from the runs table, one row per run,
 // when it holds the selection (parallel batches of browser runs, a grouping
 // it has); else from the samples.
-func perRunQuery(o *Options, w window, names []string, thresholds []uint32) (stmt, error) {
+func perRunQuery(o *model.Options, w window, names []string, thresholds []uint32) (stmt, error) {
 	name := "runs_table.sql"
-	if !o.runsTableSelects() {
+	if !runsTableSelects(o) {
 		name = "runs.sql"
 	}
 	return prepare(name, o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("thresholds", thresholds))

@@ -10,6 +10,7 @@ import (
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // TestScriptErrorsByBrowser plants runs of two browsers, one with script
@@ -48,12 +49,12 @@ func TestScriptErrorsByBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := &ScriptErrors{SinceBeacon: "1.3.0", Browsers: []BrowserScriptErrors{
+	want := &model.ScriptErrors{SinceBeacon: "1.3.0", Browsers: []model.BrowserScriptErrors{
 		{Browser: "Chrome", Runs: 3, RunsWithErrors: 2, Warmup: 2, Timing: 2},
 		{Browser: "Firefox", Runs: 2, RunsWithErrors: 1, Batch: 1},
 	}}
 	for _, by := range []string{"none", "continent", "browser"} {
-		rep, err := Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: by, MinRuns: 1, Replicates: -1})
+		rep, err := Run(ctx, conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: by, MinRuns: 1, Replicates: -1})
 		if err != nil {
 			t.Fatalf("by %s: %v", by, err)
 		}
@@ -61,7 +62,7 @@ func TestScriptErrorsByBrowser(t *testing.T) {
 			t.Errorf("by %s: script errors %+v, want %+v", by, got, want)
 		}
 		// The dashboard's table, from the same report.
-		page, err := renderDashboard(rep, &rep.opts, false)
+		page, err := renderDashboard(rep, new(rep.Options()), false)
 		if err != nil {
 			t.Fatalf("by %s: %v", by, err)
 		}
@@ -81,21 +82,21 @@ func TestScriptErrorsByBrowser(t *testing.T) {
 	}
 
 	// Outside the window, of another site, or an agent report: nothing.
-	rep, err := Run(ctx, conn, Options{Since: at.Add(time.Hour), Until: at.Add(2 * time.Hour), MinRuns: 1, Replicates: -1})
+	rep, err := Run(ctx, conn, model.Options{Since: at.Add(time.Hour), Until: at.Add(2 * time.Hour), MinRuns: 1, Replicates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.ScriptErrors == nil || len(rep.ScriptErrors.Browsers) != 0 {
 		t.Errorf("empty window: script errors %+v, want no browser", rep.ScriptErrors)
 	}
-	rep, err = Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), Site: "other", MinRuns: 1, Replicates: -1})
+	rep, err = Run(ctx, conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), Site: "other", MinRuns: 1, Replicates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.ScriptErrors == nil || len(rep.ScriptErrors.Browsers) != 0 {
 		t.Errorf("another site: script errors %+v, want no browser", rep.ScriptErrors)
 	}
-	rep, err = Run(ctx, conn, Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), Agent: true, MinRuns: 1, Replicates: -1})
+	rep, err = Run(ctx, conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), Agent: true, MinRuns: 1, Replicates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestScriptVersion(t *testing.T) {
 // TestScriptErrorsTable: the text table's section, and its absence in an
 // estimate.
 func TestScriptErrorsTable(t *testing.T) {
-	rep := &Report{ScriptErrors: &ScriptErrors{SinceBeacon: "1.3.0", Browsers: []BrowserScriptErrors{
+	rep := &model.Report{ScriptErrors: &model.ScriptErrors{SinceBeacon: "1.3.0", Browsers: []model.BrowserScriptErrors{
 		{Browser: "Chrome", Runs: 3, RunsWithErrors: 2, Warmup: 2, Timing: 2},
 		{Browser: "Firefox", Runs: 12},
 	}}}

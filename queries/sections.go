@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // A section is one part of the report. The file that declares it (one
@@ -28,7 +29,7 @@ type section struct {
 	cost cost
 	// headline keeps it in a headline-only report (Options.Headline).
 	headline bool
-	run      func(ctx context.Context, rep *Report, conn driver.Conn) error
+	run      func(ctx context.Context, rep *build, conn driver.Conn) error
 }
 
 // part is when a section runs.
@@ -65,7 +66,7 @@ var registered []section
 func register(s section) { registered = append(registered, s) }
 
 // sectionsOf returns the registered sections of part p that rep runs.
-func (rep *Report) sectionsOf(p part) []section {
+func (rep *build) sectionsOf(p part) []section {
 	var out []section
 	for _, s := range registered {
 		if s.part == p && (!rep.opts.Headline || s.part != completePart || s.headline) {
@@ -101,20 +102,6 @@ func lanes(secs []section) (a, b []section) {
 	return a, b
 }
 
-// put sets a section's result under its name in Sections: the place of a
-// section the report's version does not name a field for. No section of
-// this version needs it; a new one does until it gets a field.
-//
-//lint:ignore U1000 the extension point of ARCHITECTURE.md's "A report section"
-func (rep *Report) put(name string, v any) {
-	rep.mu.Lock()
-	defer rep.mu.Unlock()
-	if rep.Sections == nil {
-		rep.Sections = map[string]any{}
-	}
-	rep.Sections[name] = v
-}
-
 // eachRowOf runs q with args and hands every row to scan.
 func eachRowOf(ctx context.Context, conn driver.Conn, q string, args []any, what string, scan func(driver.Rows) error) error {
 	rows, err := conn.Query(ctx, q, args...)
@@ -137,18 +124,18 @@ func eachRowOf(ctx context.Context, conn driver.Conn, q string, args []any, what
 // each writes fields of its own, and adding a group is serialised.
 type groupSet struct {
 	mu sync.Mutex
-	m  map[string]*Group
+	m  map[string]*model.Group
 }
 
 // get returns the group name, added if new (groupOf).
-func (s *groupSet) get(name string) *Group {
+func (s *groupSet) get(name string) *model.Group {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return groupOf(s.m, name)
 }
 
 // all returns the groups added so far.
-func (s *groupSet) all() []*Group {
+func (s *groupSet) all() []*model.Group {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Collect(maps.Values(s.m))
@@ -156,10 +143,10 @@ func (s *groupSet) all() []*Group {
 
 // groupOf returns groups[name], adding an empty group (a group whose runs
 // are all outside the headline still shows its other sections).
-func groupOf(groups map[string]*Group, name string) *Group {
+func groupOf(groups map[string]*model.Group, name string) *model.Group {
 	g := groups[name]
 	if g == nil {
-		g = &Group{Group: name, Diff: []Diff{}, Failures: []Failure{}}
+		g = &model.Group{Group: name, Diff: []model.Diff{}, Failures: []model.Failure{}}
 		groups[name] = g
 	}
 	return g

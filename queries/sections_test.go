@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // tableSource is the kind of source each table the query files read is.
@@ -44,7 +45,7 @@ func TestSectionsDeclareTheirFiles(t *testing.T) {
 		for _, f := range sec.files {
 			owned[f] = true
 			for _, runsTable := range []bool{false, true} {
-				st, err := prepare(f, &Options{By: "continent"}, w, func(s *shape) { s.RunsTable = runsTable }, extra...)
+				st, err := prepare(f, &model.Options{By: "continent"}, w, func(s *shape) { s.RunsTable = runsTable }, extra...)
 				if err != nil {
 					t.Fatalf("section %s: %v", sec.name, err)
 				}

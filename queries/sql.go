@@ -3,6 +3,7 @@ package queries
 import (
 	"context"
 	"embed"
+	"fmt"
 	"strconv"
 	"strings"
 	"text/template"
@@ -14,6 +15,8 @@ import (
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/sqltext"
+	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
 //go:embed sql/*.sql
@@ -22,6 +25,12 @@ var sqlFiles embed.FS
 // sqlTemplates is every query file, parsed once: sql/blocks.sql defines
 // the blocks the others share (the selections, the design, the place).
 var sqlTemplates = template.Must(sqltext.Parse(sqlFiles, "sql/*.sql"))
+
+// percentiles are those reported for every protocol, in percent: the one list,
+// stats.Percentiles. The SQL files take it as .Levels (the rollup's
+// t-digest states were built with the same levels, see the samples_rollup
+// migration).
+var percentiles = stats.Percentiles
 
 // levelsSQL is percentiles as quantile levels for the SQL files.
 var levelsSQL = func() string {
@@ -57,7 +66,7 @@ var groupExpr = map[string]string{
 // (store.classifyRun), which every exclusion mask counts, so unless
 // excluded runs are included no selected run has any, and every duration
 // is kept without reading the error codes.
-func (o *Options) keptDurationsSQL() string {
+func keptDurationsSQL(o *model.Options) string {
 	if o.IncludeFailed || !o.IncludeExcluded {
 		return "durations"
 	}
@@ -67,7 +76,7 @@ func (o *Options) keptDurationsSQL() string {
 // keptSQL is a runs-table row's outcomes that the selection keeps, as
 // keptDurationsSQL its durations: the outcomes themselves where it keeps
 // every request.
-func (o *Options) keptSQL() string {
+func keptSQL(o *model.Options) string {
 	if o.IncludeFailed || !o.IncludeExcluded {
 		return "outcomes"
 	}
@@ -154,16 +163,16 @@ type shape struct {
 }
 
 // newShape is o's shape over w.
-func newShape(o *Options, w window) (*shape, error) {
+func newShape(o *model.Options, w window) (*shape, error) {
 	expr, ok := groupExpr[o.By]
 	if !ok {
-		return nil, invalid("unknown grouping %q", o.By)
+		return nil, fmt.Errorf("%w: unknown grouping %q", model.ErrInvalidOptions, o.By)
 	}
 	return &shape{
-		Group: expr, KeptDurations: o.keptDurationsSQL(), Kept: o.keptSQL(),
+		Group: expr, KeptDurations: keptDurationsSQL(o), Kept: keptSQL(o),
 		Edges: w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1, MergeLevels: curveLevelsSQL,
-		Hourly: trendHourly(o), RunsTable: o.runsTableHolds(), DesignAll: o.Design.All,
-		Continent: isPlaceCode(o.Continent), Country: isPlaceCode(o.Country),
+		Hourly: trendHourly(o), RunsTable: runsTableHolds(o), DesignAll: o.Design.All,
+		Continent: model.IsPlaceCode(o.Continent), Country: model.IsPlaceCode(o.Country),
 	}, nil
 }
 
@@ -200,7 +209,7 @@ func (s *shape) Window(col string) string {
 // params are the values a report's queries bind by name: the window and
 // its hours, the site, the selection, the design and the place; a file
 // binds those it names. extra adds a query's own (clickhouse.Named).
-func params(o *Options, w window, extra ...any) []any {
+func params(o *model.Options, w window, extra ...any) []any {
 	source := "browser"
 	if o.Agent {
 		source = "agent"
@@ -213,7 +222,7 @@ func params(o *Options, w window, extra ...any) []any {
 		clickhouse.Named("site", o.Site),
 		clickhouse.Named("include_warmup", b01(o.IncludeWarmup)), clickhouse.Named("include_failed", b01(o.IncludeFailed)),
 		clickhouse.Named("include_bots", b01(o.IncludeBots)), clickhouse.Named("include_excluded", b01(o.IncludeExcluded)),
-		clickhouse.Named("exclusions", uint8(o.exclusionMask())),
+		clickhouse.Named("exclusions", uint8(exclusionMask(o))),
 		clickhouse.Named("parallel", o.Design.Parallel), clickhouse.Named("bytes", o.Design.Bytes),
 		clickhouse.Named("warmup", o.Design.Warmup), clickhouse.Named("beacon_major", o.Design.BeaconMajor),
 		clickhouse.Named("extra", o.Design.Extra), clickhouse.Named("source", source),
@@ -231,7 +240,7 @@ type stmt struct {
 
 // prepare renders the query file name (in sql/) for o over w; adjust, if
 // not nil, changes the shape first. extra are the file's own parameters.
-func prepare(name string, o *Options, w window, adjust func(*shape), extra ...any) (stmt, error) {
+func prepare(name string, o *model.Options, w window, adjust func(*shape), extra ...any) (stmt, error) {
 	s, err := newShape(o, w)
 	if err != nil {
 		return stmt{}, err
@@ -259,4 +268,30 @@ func sourceFile(kind string, useRollup bool) string {
 		return kind + "_rollup.sql"
 	}
 	return kind + "_raw.sql"
+}
+
+// exclusionMask is the exclusion bits that leave a run out of o's
+// selection: every reason, but bot when bots are asked for (IncludeBots
+// then brings in bots' otherwise like-for-like runs).
+func exclusionMask(o *model.Options) store.Exclusions {
+	if o.IncludeBots {
+		return ^store.ExcludeBot
+	}
+	return ^store.Exclusions(0)
+}
+
+// runsTableHolds reports whether the runs table (one row per run) has
+// what o groups by and selects from: browser runs (not the agent's), by
+// any grouping but collector, a per-sample column.
+func runsTableHolds(o *model.Options) bool { return o.By != "collector" && !o.Agent }
+
+// runsTableSelects reports whether the runs table holds o's whole
+// selection of samples: what runsTableHolds says, and parallel batches only
+// (its arrays hold no warm-up).
+func runsTableSelects(o *model.Options) bool { return runsTableHolds(o) && !o.IncludeWarmup }
+
+// rollupAnswers reports whether the hourly rollup holds what o asks for.
+func rollupAnswers(o *model.Options) bool {
+	return !o.IncludeWarmup && !o.IncludeFailed && !o.IncludeBots && !o.IncludeExcluded &&
+		(o.By == "continent" || o.By == "country" || o.By == "none")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store/sqltext"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // TestQueryFilesBindByName renders every query file for reports that
@@ -25,11 +26,11 @@ func TestQueryFilesBindByName(t *testing.T) {
 	}
 	at := func(h, m int) time.Time { return time.Date(2025, 1, 1, h, m, 0, 0, time.UTC) }
 	chosen := []string{"evil.example", "ZQ", "QZ", "gap=7777"}
-	reports := []Options{
+	reports := []model.Options{
 		{By: "continent"},
-		{By: "country", Site: "evil.example", Continent: "ZQ", Country: "QZ", Design: Design{Parallel: 5, Warmup: 1, BeaconMajor: 1, Extra: "gap=7777", Set: true}},
+		{By: "country", Site: "evil.example", Continent: "ZQ", Country: "QZ", Design: model.Design{Parallel: 5, Warmup: 1, BeaconMajor: 1, Extra: "gap=7777", Set: true}},
 		{By: "collector", IncludeFailed: true, IncludeExcluded: true, IncludeWarmup: true, IncludeBots: true, Agent: true},
-		{By: "none", Design: Design{All: true}},
+		{By: "none", Design: model.Design{All: true}},
 	}
 	extra := []any{clickhouse.Named("groups", []string{"EU"}), clickhouse.Named("thresholds", []uint32{1}),
 		clickhouse.Named("min_sampling_fraction", 0.5), clickhouse.Named("script_errors_since", []uint32{1, 3})}

@@ -2,37 +2,18 @@ package queries
 
 import (
 	"context"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
-// The run cap holds what p99 needs twice over (Options.MaxRunsPerGroup
-// says why); a cap below p99's need is refused.
-func TestRunCap(t *testing.T) {
-	if minRunCap() != 1500 || DefaultMaxRunsPerGroup != 2*minRunCap() {
-		t.Errorf("cap: minimum %d, default %d; want 1500 and twice that", minRunCap(), DefaultMaxRunsPerGroup)
-	}
-	for _, tc := range []struct {
-		cap int
-		ok  bool
-	}{{minRunCap() - 1, false}, {2, false}, {minRunCap(), true}, {0, true}} {
-		o := Options{MaxRunsPerGroup: tc.cap}
-		err := o.Validate()
-		if (err == nil) != tc.ok || (err != nil && (!errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "p99 1500 runs"))) {
-			t.Errorf("MaxRunsPerGroup %d: err = %v, want ok %v", tc.cap, err, tc.ok)
-		}
-	}
-}
-
 // smallGroup is a group of runs with n samples of each protocol per run,
 // its point estimates (ms) set to a stand-in for ClickHouse's t-digest.
-func smallGroup(rng *rand.Rand, runs, n int, tdigest float64) (*Group, []stats.Run) {
+func smallGroup(rng *rand.Rand, runs, n int, tdigest float64) (*model.Group, []stats.Run) {
 	rs := make([]stats.Run, runs)
 	for i := range rs {
 		u := 0.35 * rng.NormFloat64()
@@ -43,13 +24,13 @@ func smallGroup(rng *rand.Rand, runs, n int, tdigest float64) (*Group, []stats.R
 		slices.Sort(rs[i].H2)
 		slices.Sort(rs[i].H3)
 	}
-	g := &Group{Group: "g", Runs: runs, Samples: 2 * runs * n}
-	outcome := func() *Stats {
-		s := &Stats{Runs: runs, Samples: runs * n, Percentiles: make([]Percentile, len(percentiles))}
+	g := &model.Group{Group: "g", Runs: runs, Samples: 2 * runs * n}
+	outcome := func() *model.Stats {
+		s := &model.Stats{Runs: runs, Samples: runs * n, Percentiles: make([]model.Percentile, len(percentiles))}
 		for i, p := range percentiles {
-			s.Percentiles[i] = Percentile{P: p, MS: tdigest}
+			s.Percentiles[i] = model.Percentile{P: p, MS: tdigest}
 		}
-		s.markSufficiency(runs)
+		s.MarkSufficiency(runs)
 		return s
 	}
 	g.H2, g.H3 = outcome(), outcome()
@@ -74,10 +55,10 @@ func pooled(rs []stats.Run, h3 bool) []float64 {
 func TestSmallGroupExactAndSufficiency(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	g, rs := smallGroup(rng, 40, 5, -1) // 200 samples per protocol, as in the issue
-	analyse(context.Background(), g, rs, &Options{Replicates: 300, Seed: 1})
+	analyse(context.Background(), g, rs, &model.Options{Replicates: 300, Seed: 1})
 	for _, c := range []struct {
 		name string
-		s    *Stats
+		s    *model.Stats
 		all  []float64
 	}{{"h2", g.H2, pooled(rs, false)}, {"h3", g.H3, pooled(rs, true)}} {
 		if !c.s.Exact {
@@ -94,7 +75,7 @@ func TestSmallGroupExactAndSufficiency(t *testing.T) {
 		}
 	}
 	for i, d := range g.Diff {
-		if d.MS != round3(g.H3.Percentiles[i].MS-g.H2.Percentiles[i].MS) || d.Insufficient != (d.P > 50) ||
+		if d.MS != model.Round3(g.H3.Percentiles[i].MS-g.H2.Percentiles[i].MS) || d.Insufficient != (d.P > 50) ||
 			(d.CILowMS == nil) != d.Insufficient || (d.CILowPct == nil) != d.Insufficient {
 			t.Errorf("diff p%g: %+v", d.P, d)
 		}
@@ -104,19 +85,19 @@ func TestSmallGroupExactAndSufficiency(t *testing.T) {
 	// with the point query's, and from ExactBelowSamples on.
 	for _, tc := range []struct {
 		name string
-		edit func(g *Group, rs []stats.Run) []stats.Run
+		edit func(g *model.Group, rs []stats.Run) []stats.Run
 	}{
-		{"thinned", func(g *Group, rs []stats.Run) []stats.Run { g.Sampled, g.Runs = true, 400; return rs }},
-		{"count differs", func(g *Group, rs []stats.Run) []stats.Run { g.H2.Samples++; g.H3.Samples++; return rs }},
-		{"large", func(g *Group, rs []stats.Run) []stats.Run {
-			big, more := smallGroup(rng, ExactBelowSamples/5, 5, -1)
+		{"thinned", func(g *model.Group, rs []stats.Run) []stats.Run { g.Sampled, g.Runs = true, 400; return rs }},
+		{"count differs", func(g *model.Group, rs []stats.Run) []stats.Run { g.H2.Samples++; g.H3.Samples++; return rs }},
+		{"large", func(g *model.Group, rs []stats.Run) []stats.Run {
+			big, more := smallGroup(rng, model.ExactBelowSamples/5, 5, -1)
 			*g = *big
 			return more
 		}},
 	} {
 		g, rs := smallGroup(rng, 40, 5, -1)
 		rs = tc.edit(g, rs)
-		analyse(context.Background(), g, rs, &Options{Replicates: -1})
+		analyse(context.Background(), g, rs, &model.Options{Replicates: -1})
 		if g.H2.Exact || g.H3.Exact || g.H2.Percentiles[0].MS != -1 || g.H3.Percentiles[4].MS != -1 {
 			t.Errorf("%s: exact %v/%v, p50 %v", tc.name, g.H2.Exact, g.H3.Exact, g.H2.Percentiles[0].MS)
 		}
@@ -130,14 +111,14 @@ func TestBootstrapStopsWhenCanceled(t *testing.T) {
 	g, rs := smallGroup(rng, 200, 5, -1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	analyse(ctx, g, rs, &Options{Replicates: MaxReplicates, Seed: 1})
-	for _, s := range []*Stats{g.H2, g.H3} {
+	analyse(ctx, g, rs, &model.Options{Replicates: model.MaxReplicates, Seed: 1})
+	for _, s := range []*model.Stats{g.H2, g.H3} {
 		if p := s.Percentiles[0]; p.CILowMS != nil {
 			t.Errorf("canceled bootstrap still produced an interval: %+v", p)
 		}
 	}
 	g, rs = smallGroup(rng, 200, 5, -1)
-	analyse(context.Background(), g, rs, &Options{Replicates: 200, Seed: 1})
+	analyse(context.Background(), g, rs, &model.Options{Replicates: 200, Seed: 1})
 	if p := g.H2.Percentiles[0]; p.CILowMS == nil {
 		t.Errorf("bootstrap without cancellation gave no interval: %+v", p)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 func init() {
@@ -12,9 +13,9 @@ func init() {
 		name: "timeline", part: estimatePart, cost: light,
 		files: []string{"timeline_raw.sql", "timeline_rollup.sql", "timeline_runs.sql"},
 		reads: []source{fromRaw, fromRollup, fromRunsTable},
-		run: func(ctx context.Context, rep *Report, conn driver.Conn) error {
+		run: func(ctx context.Context, rep *build, conn driver.Conn) error {
 			o := &rep.opts
-			tl, err := timeline(ctx, conn, o, rep.win, o.rollupAnswers() && o.Source != SourceRaw)
+			tl, err := timeline(ctx, conn, o, rep.win, rollupAnswers(o) && o.Source != model.SourceRaw)
 			rep.Timeline = tl
 			return err
 		},
@@ -23,9 +24,9 @@ func init() {
 
 // timeline reads selected samples per hour and outcome: raw reports from
 // the runs table when it holds the selection.
-func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRollup bool) ([]Hour, error) {
+func timeline(ctx context.Context, conn driver.Conn, o *model.Options, w window, useRollup bool) ([]model.Hour, error) {
 	name := sourceFile("timeline", useRollup)
-	if !useRollup && o.runsTableSelects() {
+	if !useRollup && runsTableSelects(o) {
 		name = "timeline_runs.sql"
 	}
 	st, err := prepare(name, o, w, nil)
@@ -36,8 +37,8 @@ func timeline(ctx context.Context, conn driver.Conn, o *Options, w window, useRo
 }
 
 // timelineFrom reads a timeline query.
-func timelineFrom(ctx context.Context, conn driver.Conn, st stmt) ([]Hour, error) {
-	out := []Hour{}
+func timelineFrom(ctx context.Context, conn driver.Conn, st stmt) ([]model.Hour, error) {
+	out := []model.Hour{}
 	err := st.each(ctx, conn, "timeline", func(rows driver.Rows) error {
 		var (
 			h       time.Time
@@ -49,15 +50,15 @@ func timelineFrom(ctx context.Context, conn driver.Conn, st stmt) ([]Hour, error
 		}
 		h = h.UTC()
 		if len(out) == 0 || !out[len(out)-1].Hour.Equal(h) {
-			out = append(out, Hour{Hour: h})
+			out = append(out, model.Hour{Hour: h})
 		}
 		last := &out[len(out)-1]
 		switch outcome {
-		case OutcomeH2:
+		case model.OutcomeH2:
 			last.H2 += int(n)
-		case OutcomeH3:
+		case model.OutcomeH3:
 			last.H3 += int(n)
-		case OutcomeWantedH3GotH2:
+		case model.OutcomeWantedH3GotH2:
 			last.WantedH3GotH2 += int(n)
 		default:
 			last.Other += int(n)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
 func init() {
@@ -17,50 +19,11 @@ func init() {
 		name: "trend", part: completePart, cost: heavy,
 		files: []string{"trend.sql", "quantiles_rollup.sql", "quantiles_runs.sql"},
 		reads: []source{fromRaw, fromRollup, fromRunsTable},
-		run: func(ctx context.Context, rep *Report, conn driver.Conn) (err error) {
+		run: func(ctx context.Context, rep *build, conn driver.Conn) (err error) {
 			rep.Trend, err = trend(ctx, conn, &rep.opts, rep.win, rep.windowRuns)
 			return err
 		},
 	})
-}
-
-// Trend is H3 − H2 over time: per window (an hour, or a day for reports
-// longer than TrendHourlyUpTo) and group, the difference at each reported
-// percentile with an approximate interval, and HTTP/3 availability.
-// A window whose runs are too few for an interval at a percentile (the
-// MinTailRuns rule) says so: it is a gap, not a point.
-type Trend struct {
-	Step    string       `json:"step"` // "hour" or "day"
-	Groups  []TrendGroup `json:"groups"`
-	Method  string       `json:"method"`
-	Windows []time.Time  `json:"windows"` // every window's start, empty ones included
-}
-
-// TrendGroup is one group's trend, a point per window of Trend.Windows
-// (in that order; a window without runs of the group has zero runs and
-// every difference insufficient).
-type TrendGroup struct {
-	Group  string       `json:"group"`
-	Points []TrendPoint `json:"points"`
-}
-
-// TrendPoint is one window of a group.
-type TrendPoint struct {
-	RunsH2 int `json:"runs_h2"`
-	RunsH3 int `json:"runs_h3"`
-	// Diff is H3 − H2 at each reported percentile; MS is null with too
-	// few runs of either protocol for an interval at P.
-	Diff         []TrendDiff   `json:"diff"`
-	Availability *Availability `json:"h3_availability"` // null without H3 runs, or by collector
-}
-
-// TrendDiff is H3 − H2 at one percentile in one window.
-type TrendDiff struct {
-	P            float64  `json:"p"`
-	MS           *float64 `json:"ms"`
-	CILowMS      *float64 `json:"ci_low_ms"`
-	CIHighMS     *float64 `json:"ci_high_ms"`
-	Insufficient bool     `json:"insufficient"`
 }
 
 // TrendHourlyUpTo is the longest report whose trend is hourly.
@@ -92,20 +55,8 @@ func levelsList(l []float64) string {
 	return strings.Join(s, ", ")
 }
 
-// setAvailability sets each point's HTTP/3 availability from avail, the
-// runs per window × group that excluded counted (nil where the runs
-// table does not hold the selection: the points keep none).
-func (tr *Trend) setAvailability(avail map[trendCell]*Availability) {
-	for gi := range tr.Groups {
-		tg := &tr.Groups[gi]
-		for i, start := range tr.Windows {
-			tg.Points[i].Availability = avail[trendCell{t: uint32(start.Unix()), grp: tg.Group}]
-		}
-	}
-}
-
 // trendHourly reports whether o's trend is by hour (else by day).
-func trendHourly(o *Options) bool { return o.Until.Sub(o.Since) <= TrendHourlyUpTo }
+func trendHourly(o *model.Options) bool { return o.Until.Sub(o.Since) <= TrendHourlyUpTo }
 
 // trendWindow is the trend's window over the time column col: its hour,
 // or its day for reports longer than TrendHourlyUpTo.
@@ -119,9 +70,9 @@ func trendWindow(col string, hourly bool) string {
 // trend reads the report's trend (sql/trend.sql and the sources beside
 // it); its availability per window comes from excluded, set by complete
 // (setAvailability).
-func trend(ctx context.Context, conn driver.Conn, o *Options, w window, wr *windowRuns) (*Trend, error) {
+func trend(ctx context.Context, conn driver.Conn, o *model.Options, w window, wr *windowRuns) (*model.Trend, error) {
 	hourly := trendHourly(o)
-	tr := &Trend{Step: "day", Groups: []TrendGroup{}, Method: trendMethod, Windows: []time.Time{}}
+	tr := &model.Trend{Step: "day", Groups: []model.TrendGroup{}, Method: trendMethod, Windows: []time.Time{}}
 	step := 24 * time.Hour
 	if hourly {
 		tr.Step, step = "hour", time.Hour
@@ -135,7 +86,7 @@ func trend(ctx context.Context, conn driver.Conn, o *Options, w window, wr *wind
 		return nil, err
 	}
 	for _, name := range largest(runsOf, maxGroups) {
-		tg := TrendGroup{Group: name, Points: make([]TrendPoint, len(tr.Windows))}
+		tg := model.TrendGroup{Group: name, Points: make([]model.TrendPoint, len(tr.Windows))}
 		for i, start := range tr.Windows {
 			var c [2]trendSide
 			if cc := cells[trendKey{uint32(start.Unix()), name}]; cc != nil {
@@ -164,7 +115,7 @@ type trendSide struct {
 
 // trendCells reads the trend's curves from the source o's selection
 // allows: each window × group's H2 and H3 sides, and each group's runs.
-func trendCells(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, wr *windowRuns) (map[trendKey]*[2]trendSide, map[string]int, error) {
+func trendCells(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, wr *windowRuns) (map[trendKey]*[2]trendSide, map[string]int, error) {
 	cells := map[trendKey]*[2]trendSide{} // by outcome: h2, h3
 	runsOf := map[string]int{}
 	add := func(t uint32, grp, oc, ord string, runs uint64, qs []float32) {
@@ -178,7 +129,7 @@ func trendCells(ctx context.Context, conn driver.Conn, o *Options, w window, hou
 			cells[trendKey{t, grp}] = c
 		}
 		s := &c[0]
-		if oc == OutcomeH3 {
+		if oc == model.OutcomeH3 {
 			s = &c[1]
 		}
 		s.runs += int(runs)
@@ -190,9 +141,9 @@ func trendCells(ctx context.Context, conn driver.Conn, o *Options, w window, hou
 	}
 	var err error
 	switch {
-	case o.rollupAnswers() && o.Source != SourceRaw && o.runsTableSelects():
+	case rollupAnswers(o) && o.Source != model.SourceRaw && runsTableSelects(o):
 		err = trendFromRollup(ctx, conn, o, w, hourly, wr, add)
-	case o.runsTableSelects():
+	case runsTableSelects(o):
 		err = trendFromRuns(ctx, conn, o, w, hourly, add)
 	default:
 		err = trendFromSamples(ctx, conn, o, w, hourly, add)
@@ -218,8 +169,8 @@ func largest(runsOf map[string]int, n int) []string {
 
 // trendPoint is a window × group's H3 − H2 at each percentile, from its
 // two sides, with a normal interval from each curve's rank error.
-func trendPoint(c [2]trendSide) TrendPoint {
-	pt := TrendPoint{Diff: make([]TrendDiff, len(percentiles)), RunsH2: c[0].runs, RunsH3: c[1].runs}
+func trendPoint(c [2]trendSide) model.TrendPoint {
+	pt := model.TrendPoint{Diff: make([]model.TrendDiff, len(percentiles)), RunsH2: c[0].runs, RunsH3: c[1].runs}
 	var curve [2][]float64
 	for j := range c {
 		curve[j] = make([]float64, len(trendLevels))
@@ -230,7 +181,7 @@ func trendPoint(c [2]trendSide) TrendPoint {
 	for pi, p := range percentiles {
 		d := &pt.Diff[pi]
 		d.P = p
-		if curve[0] == nil || curve[1] == nil || !sufficient(c[0].runs, p) || !sufficient(c[1].runs, p) {
+		if curve[0] == nil || curve[1] == nil || !stats.Sufficient(c[0].runs, p) || !stats.Sufficient(c[1].runs, p) {
 			d.Insufficient = true
 			continue
 		}
@@ -242,7 +193,7 @@ func trendPoint(c [2]trendSide) TrendPoint {
 		}
 		const z = 1.959963984540054
 		diff, half := m3-m2, z*math.Hypot(se2, se3)
-		d.MS, d.CILowMS, d.CIHighMS = ptr(round3(diff)), ptr(round3(diff-half)), ptr(round3(diff+half))
+		d.MS, d.CILowMS, d.CIHighMS = model.Ptr(model.Round3(diff)), model.Ptr(model.Round3(diff-half)), model.Ptr(model.Round3(diff+half))
 	}
 	return pt
 }
@@ -285,7 +236,7 @@ func atLevel(curve []float64, q float64) (float64, bool) {
 
 // trendFromSamples reads sql/trend.sql: a row per window × group ×
 // outcome × batch order.
-func trendFromSamples(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+func trendFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
 	st, err := prepare("trend.sql", o, w, func(s *shape) { s.Hourly = hourly })
 	if err != nil {
 		return err
@@ -307,7 +258,7 @@ func trendFromSamples(ctx context.Context, conn driver.Conn, o *Options, w windo
 
 // trendFromRuns reads sql/quantiles_runs.sql: a row per window × group ×
 // batch order, both protocols side by side.
-func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+func trendFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
 	grid := func(s *shape) { s.Hourly, s.GridLevels = hourly, levelsList(trendLevels) }
 	return gridRowsFromRuns(ctx, conn, o, w, grid, "trend", add)
 }
@@ -315,7 +266,7 @@ func trendFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, 
 // gridRowsFromRuns reads sql/quantiles_runs.sql with the windows and
 // levels grid chooses, handing add each protocol's curve of a row that
 // has runs of it; what names the reader in an error.
-func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w window, grid func(*shape), what string, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, grid func(*shape), what string, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
 	st, err := prepare("quantiles_runs.sql", o, w, grid)
 	if err != nil {
 		return err
@@ -331,10 +282,10 @@ func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w windo
 			return err
 		}
 		if runsH2 > 0 {
-			add(t, grp, OutcomeH2, ord, runsH2, qH2)
+			add(t, grp, model.OutcomeH2, ord, runsH2, qH2)
 		}
 		if runsH3 > 0 {
-			add(t, grp, OutcomeH3, ord, runsH3, qH3)
+			add(t, grp, model.OutcomeH3, ord, runsH3, qH3)
 		}
 		return nil
 	})
@@ -346,7 +297,7 @@ func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *Options, w windo
 // cell of the rollup without runs there is left out, not shown without runs: the rollup's current hour holds every
 // row stored so far, also those received after Until or between the two
 // queries, which the runs table's window does not count.
-func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window, hourly bool, wr *windowRuns, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+func trendFromRollup(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, wr *windowRuns, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
 	runs, err := wr.wait(ctx)
 	if err != nil {
 		return err
@@ -368,7 +319,7 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window
 			return err
 		}
 		i := 0
-		if oc == OutcomeH3 {
+		if oc == model.OutcomeH3 {
 			i = 1
 		}
 		if n := runs[c][i]; n > 0 {
@@ -377,3 +328,19 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *Options, w window
 		return nil
 	})
 }
+
+// setTrendAvailability sets each of tr's points' HTTP/3 availability from
+// avail, the runs per window × group that excluded counted (nil where the runs
+// table does not hold the selection: the points keep none).
+func setTrendAvailability(tr *model.Trend, avail map[trendCell]*model.Availability) {
+	for gi := range tr.Groups {
+		tg := &tr.Groups[gi]
+		for i, start := range tr.Windows {
+			tg.Points[i].Availability = avail[trendCell{t: uint32(start.Unix()), grp: tg.Group}]
+		}
+	}
+}
+
+// maxGroups bounds the groups a chart draws (the dashboard's tables show
+// all): the trend keeps the largest.
+const maxGroups = 12

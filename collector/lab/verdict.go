@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // The self-check: what the lab's reports must show, given what it injected.
@@ -46,7 +46,7 @@ type Pass struct {
 	Timed   bool // timings checked (the first engine's); others show them
 	Planned map[string]int
 	Failed  map[string]int
-	Report  *queries.Report
+	Report  *model.Report
 }
 
 // Observed is a region with what the emulator measured of itself.
@@ -142,7 +142,7 @@ type calibration struct {
 // Calibrate finds, in a pass's report, the lossless region with the
 // shortest round trip that has both protocols, and the overhead its warm
 // medians show beyond the round trip. ok is false without one.
-func Calibrate(regions []Observed, rep *queries.Report) (region string, overH2, overH3 float64, ok bool) {
+func Calibrate(regions []Observed, rep *model.Report) (region string, overH2, overH3 float64, ok bool) {
 	groups := GroupsOf(rep)
 	var best *Observed
 	for i := range regions {
@@ -170,7 +170,7 @@ func Calibrate(regions []Observed, rep *queries.Report) (region string, overH2, 
 // and the emulator add (Chromium's own alone is more than any tolerance
 // at a short round trip). The lossless region with the shortest
 // round trip calibrates that overhead, per engine and protocol.
-func (s SelfCheck) Judge(regions []Observed, passes []Pass, agent *queries.Report) Result {
+func (s SelfCheck) Judge(regions []Observed, passes []Pass, agent *model.Report) Result {
 	s = s.withDefaults()
 	var res Result
 	calibs := make([]calibration, len(passes))
@@ -244,7 +244,7 @@ const TailP = 90
 // HTTP/3 availability 100 %.
 // With timed false the timings are shown, not checked: a second engine's
 // overhead, from a handful of visits, varies by tens of milliseconds.
-func (s SelfCheck) browser(g *queries.Group, r Observed, stored, planned int, calib calibration, timed bool, c *checker) {
+func (s SelfCheck) browser(g *model.Group, r Observed, stored, planned int, calib calibration, timed bool, c *checker) {
 	if stored == planned {
 		c.check(true, "visits stored %d/%d", stored, planned)
 	} else {
@@ -266,7 +266,7 @@ func (s SelfCheck) browser(g *queries.Group, r Observed, stored, planned int, ca
 	default:
 		for k, p := range []struct {
 			name string
-			st   *queries.Stats
+			st   *model.Stats
 		}{{"h2", g.H2}, {"h3", g.H3}} {
 			if p.st == nil {
 				c.check(false, "%s: none", p.name)
@@ -330,8 +330,8 @@ func ExpectedTailEffect(r Region) float64 { return r.RTT() }
 // Power decides, by the report's power rule (queries.VerdictRule), whether
 // a group's runs can detect an effect of effectMS at p: asserted, or why
 // not in words.
-func Power(g *queries.Group, p, effectMS float64) (asserted bool, why string) {
-	v := queries.VerdictRule{P: p, EffectMS: effectMS, MinRuns: 1}.Judge(g)
+func Power(g *model.Group, p, effectMS float64) (asserted bool, why string) {
+	v := model.VerdictRule{P: p, EffectMS: effectMS, MinRuns: 1}.Judge(g)
 	mde, ok := v.MDEAt(v.Runs)
 	if !ok {
 		return false, fmt.Sprintf("not asserted: no interval at p%.0f with %d runs (the report needs %d)", p, v.Runs, v.RunsForInterval)
@@ -345,7 +345,7 @@ func Power(g *queries.Group, p, effectMS float64) (asserted bool, why string) {
 
 // tail compares HTTP/3's tail with HTTP/2's under heavy loss, asserted
 // only where the runs have the power to see the expected effect.
-func tail(g *queries.Group, r Observed, c *checker) {
+func tail(g *model.Group, r Observed, c *checker) {
 	h2, h3 := at(g.H2, TailP), at(g.H3, TailP)
 	asserted, why := Power(g, TailP, ExpectedTailEffect(r.Region))
 	if asserted {
@@ -377,7 +377,7 @@ type agentCalibration struct {
 
 // calibrateAgent finds the agent's calibration; ok is false without a
 // lossless region that has agent runs of both protocols.
-func calibrateAgent(regions []Observed, groups map[string]*queries.Group) (agentCalibration, bool) {
+func calibrateAgent(regions []Observed, groups map[string]*model.Group) (agentCalibration, bool) {
 	var best *Observed
 	for i := range regions {
 		r := &regions[i]
@@ -404,7 +404,7 @@ func calibrateAgent(regions []Observed, groups map[string]*queries.Group) (agent
 }
 
 // handshakeOf is g's handshake of proto and kind, nil without one.
-func handshakeOf(g *queries.Group, proto, kind string) *queries.Handshake {
+func handshakeOf(g *model.Group, proto, kind string) *model.Handshake {
 	for i := range g.Handshakes {
 		if h := &g.Handshakes[i]; h.Proto == proto && h.Kind == kind {
 			return h
@@ -428,7 +428,7 @@ func handshakeOf(g *queries.Group, proto, kind string) *queries.Handshake {
 // medians at the path and the handshakes less the overhead the region's
 // own warm medians show beyond it. The calibration region's own handshakes
 // are shown, not judged: they are the base.
-func (s SelfCheck) agent(g *queries.Group, r Observed, cal agentCalibration, calibrated bool, c *checker) {
+func (s SelfCheck) agent(g *model.Group, r Observed, cal agentCalibration, calibrated bool, c *checker) {
 	if g == nil {
 		c.check(false, "agent: no runs in the report")
 		return
@@ -456,7 +456,7 @@ func (s SelfCheck) agent(g *queries.Group, r Observed, cal agentCalibration, cal
 	over := map[string]float64{}
 	for _, p := range []struct {
 		name string
-		st   *queries.Stats
+		st   *model.Stats
 	}{{"h2", g.H2}, {"h3", g.H3}} {
 		if p.st == nil || lossy {
 			continue
@@ -497,8 +497,8 @@ func (s SelfCheck) agent(g *queries.Group, r Observed, cal agentCalibration, cal
 }
 
 // GroupsOf indexes a report's groups by name; empty for no report.
-func GroupsOf(rep *queries.Report) map[string]*queries.Group {
-	m := map[string]*queries.Group{}
+func GroupsOf(rep *model.Report) map[string]*model.Group {
+	m := map[string]*model.Group{}
 	if rep != nil {
 		for i := range rep.Groups {
 			m[rep.Groups[i].Group] = &rep.Groups[i]
@@ -508,11 +508,11 @@ func GroupsOf(rep *queries.Report) map[string]*queries.Group {
 }
 
 // at is s's percentile p in ms, NaN where the report has none.
-func at(s *queries.Stats, p float64) float64 { return msAt(s.Percentiles, p) }
+func at(s *model.Stats, p float64) float64 { return msAt(s.Percentiles, p) }
 
 // halfWidth is half the width of s's 95 % interval at percentile p, 0
 // where it has none.
-func halfWidth(s *queries.Stats, p float64) float64 {
+func halfWidth(s *model.Stats, p float64) float64 {
 	if s == nil {
 		return 0
 	}
@@ -526,7 +526,7 @@ func halfWidth(s *queries.Stats, p float64) float64 {
 
 // msAt is the percentile p of ps in ms, NaN where ps has none: looked up
 // by level, never by its place in the list.
-func msAt(ps []queries.Percentile, p float64) float64 {
+func msAt(ps []model.Percentile, p float64) float64 {
 	for _, q := range ps {
 		if q.P == p {
 			return q.MS

@@ -4,28 +4,28 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // stats is a protocol's stats with runs and the given p50 and p90.
-func stats(runs int, p50, p90 float64) *queries.Stats {
-	return &queries.Stats{Runs: runs, Percentiles: []queries.Percentile{{P: 50, MS: p50}, {P: 90, MS: p90}}}
+func stats(runs int, p50, p90 float64) *model.Stats {
+	return &model.Stats{Runs: runs, Percentiles: []model.Percentile{{P: 50, MS: p50}, {P: 90, MS: p90}}}
 }
 
 func fp(v float64) *float64 { return &v }
 
 // group is a continent's group with both protocols, full availability
 // and, with ci > 0, an H3 − H2 interval of half-width ci at p90.
-func group(continent string, runs int, h2p50, h3p50, h2p90, h3p90, ci float64) queries.Group {
-	g := queries.Group{Group: continent, H2: stats(runs, h2p50, h2p90), H3: stats(runs, h3p50, h3p90),
-		Availability: &queries.Availability{Share: 1}}
-	d := queries.Diff{P: 90, MS: h3p90 - h2p90}
+func group(continent string, runs int, h2p50, h3p50, h2p90, h3p90, ci float64) model.Group {
+	g := model.Group{Group: continent, H2: stats(runs, h2p50, h2p90), H3: stats(runs, h3p50, h3p90),
+		Availability: &model.Availability{Share: 1}}
+	d := model.Diff{P: 90, MS: h3p90 - h2p90}
 	if ci > 0 {
 		d.CILowMS, d.CIHighMS = fp(d.MS-ci), fp(d.MS+ci)
 	} else {
 		d.Insufficient = true
 	}
-	g.Diff = []queries.Diff{d}
+	g.Diff = []model.Diff{d}
 	return g
 }
 
@@ -36,9 +36,9 @@ func TestSelfCheckJudge(t *testing.T) {
 	blocked := Observed{Region: Region{Name: "blocked", Continent: "AF", Up: Path{DelayMS: 20}, Down: Path{DelayMS: 20}, BlockUDP: true}}
 	regions := []Observed{control, mid, lossy, blocked}
 	planned := map[string]int{"control": 10, "mid": 10, "lossy": 30, "blocked": 10}
-	blockedGroup := queries.Group{Group: "AF", H2: stats(10, 28, 30), Availability: &queries.Availability{Share: 0}}
-	report := func(lossyGroup queries.Group, midP50 float64) *queries.Report {
-		return &queries.Report{Groups: []queries.Group{
+	blockedGroup := model.Group{Group: "AF", H2: stats(10, 28, 30), Availability: &model.Availability{Share: 0}}
+	report := func(lossyGroup model.Group, midP50 float64) *model.Report {
+		return &model.Report{Groups: []model.Group{
 			group("NA", 10, 26, 25, 30, 30, 0), // overhead 6 (h2) and 5 ms (h3)
 			group("AS", 10, midP50, 105, 110, 110, 0),
 			lossyGroup,
@@ -60,7 +60,7 @@ func TestSelfCheckJudge(t *testing.T) {
 			map[string]bool{"control": true, "mid": true, "lossy": true, "blocked": true},
 			[]string{"calibration: region control", "h2 p50 106.0 ms (want 106.0 ± 15 %) ok", "under loss, h3 p90 200.0 < h2 p90 400.0 (asserted: MDE 57 ms ≤ expected effect 80 ms with 30 runs) ok",
 				"UDP blocked: HTTP/3 availability 0 % (want 0) ok"}},
-		{"a fallback under heavy loss is shown, one where the path is clean fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: func() *queries.Report {
+		{"a fallback under heavy loss is shown, one where the path is clean fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: func() *model.Report {
 			lossyFB := powerful
 			lossyFB.Excluded = map[string]int{"fallback": 1}
 			r := report(lossyFB, 106)
@@ -72,9 +72,9 @@ func TestSelfCheckJudge(t *testing.T) {
 		{"a median off the round trip fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: report(powerful, 130)}},
 			map[string]bool{"control": true, "mid": false, "lossy": true, "blocked": true},
 			[]string{"h2 p50 130.0 ms (want 106.0 ± 15 %) FAILED"}},
-		{"a median off the round trip within its measured noise passes, beyond it fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: func() *queries.Report {
+		{"a median off the round trip within its measured noise passes, beyond it fails", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: func() *model.Report {
 			r := report(powerful, 130)
-			noisy := func(st *queries.Stats, half float64) {
+			noisy := func(st *model.Stats, half float64) {
 				ms := st.Percentiles[0].MS
 				st.Percentiles[0].CILowMS, st.Percentiles[0].CIHighMS = fp(ms-half), fp(ms+half)
 			}
@@ -121,14 +121,14 @@ func TestSelfCheckJudge(t *testing.T) {
 // rtt with base ms of the agent's and the server's own, each kind's
 // fastest request at its round trips and its median slow by noise
 // (which only ever adds).
-func handshakes(rtt, base, noise float64, kinds ...string) []queries.Handshake {
-	var hs []queries.Handshake
+func handshakes(rtt, base, noise float64, kinds ...string) []model.Handshake {
+	var hs []model.Handshake
 	for _, k := range agentHandshakes {
 		for _, want := range kinds {
 			if want == k.proto+" "+k.kind {
 				fastest := k.trips*rtt + base
-				hs = append(hs, queries.Handshake{Proto: k.proto, Kind: k.kind, Samples: 3, FastestMS: fastest,
-					Percentiles: []queries.Percentile{{P: 50, MS: fastest + noise}}})
+				hs = append(hs, model.Handshake{Proto: k.proto, Kind: k.kind, Samples: 3, FastestMS: fastest,
+					Percentiles: []model.Percentile{{P: 50, MS: fastest + noise}}})
 			}
 		}
 	}
@@ -140,23 +140,23 @@ func TestSelfCheckAgent(t *testing.T) {
 	mid := Observed{Region: Region{Name: "mid", Continent: "AS", Up: Path{DelayMS: 50}, Down: Path{DelayMS: 50}}}
 	blocked := Observed{Region: Region{Name: "blocked", Continent: "AF", Up: Path{DelayMS: 20}, Down: Path{DelayMS: 20}, BlockUDP: true}}
 	all := []string{"h3 full", "h3 0rtt", "h2 full"}
-	agentGroup := func(continent string, rtt, warm float64, hs []queries.Handshake) queries.Group {
-		return queries.Group{Group: continent, H2: stats(3, rtt+warm, rtt+warm), H3: stats(3, rtt+warm, rtt+warm),
-			Availability: &queries.Availability{Share: 1}, Handshakes: hs}
+	agentGroup := func(continent string, rtt, warm float64, hs []model.Handshake) model.Group {
+		return model.Group{Group: continent, H2: stats(3, rtt+warm, rtt+warm), H3: stats(3, rtt+warm, rtt+warm),
+			Availability: &model.Availability{Share: 1}, Handshakes: hs}
 	}
-	blockedGroup := func(hs []queries.Handshake) queries.Group {
-		return queries.Group{Group: "AF", Availability: &queries.Availability{Share: 0}, Handshakes: hs}
+	blockedGroup := func(hs []model.Handshake) model.Group {
+		return model.Group{Group: "AF", Availability: &model.Availability{Share: 0}, Handshakes: hs}
 	}
 	for _, tc := range []struct {
 		name    string
 		regions []Observed
-		groups  []queries.Group
+		groups  []model.Group
 		ok      map[string]bool
 		want    []string
 	}{
 		{"fastest handshakes at their round trips pass, however slow the median",
 			[]Observed{control, mid, blocked},
-			[]queries.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 1.5, handshakes(100, 5, 40, all...)),
+			[]model.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 1.5, handshakes(100, 5, 40, all...)),
 				blockedGroup(handshakes(40, 5, 60, "h2 full"))},
 			map[string]bool{"control": true, "mid": true, "blocked": true},
 			[]string{"agent h3 0rtt fastest 25.0 ms (5.0 ms over 1R: the base the other regions are judged by)", "agent calibration: region control puts the agent's and the server's own time at 1.5 ms (h2)",
@@ -164,34 +164,34 @@ func TestSelfCheckAgent(t *testing.T) {
 				"agent h3 0rtt fastest 1.00R after 5.0 ms, region control's base (want 1R) ok", "agent h2 full fastest 3.00R after 5.0 ms, region control's base (want 3R) ok"}},
 		{"a round trip more in every handshake fails",
 			[]Observed{control, mid, blocked},
-			[]queries.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 1.5, handshakes(100, 105, 0, all...)),
+			[]model.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 1.5, handshakes(100, 105, 0, all...)),
 				blockedGroup(handshakes(40, 45, 0, "h2 full"))},
 			map[string]bool{"control": true, "mid": false, "blocked": false},
 			[]string{"agent h3 0rtt fastest 2.00R after 5.0 ms, region control's base (want 1R) FAILED", "agent h2 full fastest 4.00R after 5.0 ms, region control's base (want 3R) FAILED"}},
 		{"a warm median off the calibrated path fails",
 			[]Observed{control, mid, blocked},
-			[]queries.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 30, handshakes(100, 5, 0, all...)),
+			[]model.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 30, handshakes(100, 5, 0, all...)),
 				blockedGroup(handshakes(40, 5, 0, "h2 full"))},
 			map[string]bool{"control": true, "mid": false, "blocked": true},
 			[]string{"agent h2 warm p50 130.0 ms (want 101.5) FAILED"}},
 		{"the only region calibrates: its handshakes are shown, not judged",
 			[]Observed{mid},
-			[]queries.Group{agentGroup("AS", 100, 5, handshakes(100, 105, 0, all...))},
+			[]model.Group{agentGroup("AS", 100, 5, handshakes(100, 105, 0, all...))},
 			map[string]bool{"mid": true},
 			[]string{"agent h3 full fastest 305.0 ms (105.0 ms over 2R: the base the other regions are judged by)"}},
 		{"without a lossless region, the region's own warm overhead is the base",
 			[]Observed{mid, blocked},
-			[]queries.Group{blockedGroup(handshakes(40, 5, 0, "h2 full"))},
+			[]model.Group{blockedGroup(handshakes(40, 5, 0, "h2 full"))},
 			map[string]bool{"mid": false, "blocked": true},
 			[]string{"agent: no runs in the report FAILED", "agent h2 full fastest 3.12R after 0.0 ms, the region's own request overhead (want 3R) ok"}},
 		{"a missing handshake fails",
 			[]Observed{control, mid},
-			[]queries.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 1.5, handshakes(100, 5, 0, "h3 full", "h2 full"))},
+			[]model.Group{agentGroup("NA", 20, 1.5, handshakes(20, 5, 0, all...)), agentGroup("AS", 100, 1.5, handshakes(100, 5, 0, "h3 full", "h2 full"))},
 			map[string]bool{"control": true, "mid": false},
 			[]string{"agent h3 0rtt: none FAILED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := SelfCheck{}.Judge(tc.regions, nil, &queries.Report{Groups: tc.groups})
+			res := SelfCheck{}.Judge(tc.regions, nil, &model.Report{Groups: tc.groups})
 			checkVerdicts(t, res, tc.ok, tc.want)
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/h3rum/h3rum/collector/agent"
 	"github.com/h3rum/h3rum/collector/lab"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -22,7 +23,7 @@ import (
 // them, and reports their runs apart by continent. late is the emulator's
 // own delay per region and direction while the agents ran (zero without
 // agents).
-func (r *run) agentPass(ctx context.Context) (rep *queries.Report, late [][2]lab.Lateness, err error) {
+func (r *run) agentPass(ctx context.Context) (rep *model.Report, late [][2]lab.Lateness, err error) {
 	late = make([][2]lab.Lateness, len(r.lab.Regions))
 	if r.AgentRuns == 0 {
 		return nil, late, nil
@@ -41,7 +42,7 @@ func (r *run) agentPass(ctx context.Context) (rep *queries.Report, late [][2]lab
 	if err := waitAgentRuns(ctx, r.conn, start, delivered); err != nil {
 		return nil, nil, err
 	}
-	rep, err = queries.Run(ctx, r.conn, queries.Options{Since: start, Until: time.Now().UTC().Add(time.Second), By: "continent",
+	rep, err = queries.Run(ctx, r.conn, model.Options{Since: start, Until: time.Now().UTC().Add(time.Second), By: "continent",
 		Agent: true, MinRuns: 1})
 	if err != nil {
 		return nil, nil, fmt.Errorf("lab agent report: %w", err)

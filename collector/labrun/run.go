@@ -17,6 +17,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/firefox"
 	"github.com/h3rum/h3rum/collector/lab"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -155,7 +156,7 @@ func (r *run) run(ctx context.Context) (ok bool, err error) {
 			}
 			passes = append(passes, ff)
 			// Both engines side by side, as a user would compare them.
-			byBrowser, err := queries.Run(ctx, r.conn, queries.Options{Since: labStart, Until: time.Now().UTC().Add(time.Second), By: "browser",
+			byBrowser, err := queries.Run(ctx, r.conn, model.Options{Since: labStart, Until: time.Now().UTC().Add(time.Second), By: "browser",
 				IncludeBots: true, MinRuns: 1, Replicates: -1})
 			if err != nil {
 				return false, fmt.Errorf("lab report by browser: %w", err)

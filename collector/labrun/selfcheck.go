@@ -5,13 +5,13 @@ import (
 	"strings"
 
 	"github.com/h3rum/h3rum/collector/lab"
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // verdicts runs the lab package's self-check over the passes and prints
 // it, with the emulator's packet counts per region; it returns whether
 // every check passed.
-func (r *run) verdicts(passes []*pass, agentRep *queries.Report, agentLate [][2]lab.Lateness) bool {
+func (r *run) verdicts(passes []*pass, agentRep *model.Report, agentLate [][2]lab.Lateness) bool {
 	obs := make([]lab.Observed, len(r.lab.Regions))
 	fmt.Fprintln(r.out, "\nthe packets' fate per region and direction (loss model's own counters; udp = QUIC, the rest TCP):")
 	for i, reg := range r.lab.Regions {

@@ -12,6 +12,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/firefox"
 	"github.com/h3rum/h3rum/collector/lab"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -27,7 +28,7 @@ type engine struct {
 type pass struct {
 	engine engine
 	runs   int // per region, unless the region says (runsOf)
-	rep    *queries.Report
+	rep    *model.Report
 	failed map[string]int
 }
 
@@ -59,7 +60,7 @@ func (r *run) browserPass(ctx context.Context, e engine, runs int) (*pass, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rep, err := queries.Run(ctx, r.conn, queries.Options{Since: start, Until: time.Now().UTC().Add(time.Second), By: "continent",
+	rep, err := queries.Run(ctx, r.conn, model.Options{Since: start, Until: time.Now().UTC().Add(time.Second), By: "continent",
 		IncludeBots: true, MinRuns: 1})
 	if err != nil {
 		return nil, fmt.Errorf("lab report (%s): %w", e.name, err)

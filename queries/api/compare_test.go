@@ -14,6 +14,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render"
 	"github.com/h3rum/h3rum/queries/synth"
 )
@@ -26,13 +27,13 @@ func TestCompareWindows(t *testing.T) {
 	day := changeDay
 	conn := plantedChange(t, true)
 
-	after := queries.Options{Since: day(2), Until: day(4)}
+	after := model.Options{Since: day(2), Until: day(4)}
 	c, err := queries.Compare(context.Background(), conn, after, day(0), day(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"AS": queries.ChangeH3Gained, "EU": queries.ChangeNone, "OC": queries.ChangeNotEnoughRun}
-	check := func(how string, c *queries.Comparison) {
+	want := map[string]string{"AS": model.ChangeH3Gained, "EU": model.ChangeNone, "OC": model.ChangeNotEnoughRun}
+	check := func(how string, c *model.Comparison) {
 		t.Helper()
 		if c.P != 95 || len(c.Groups) != 3 || c.Groups[0].Group != "AS" {
 			t.Fatalf("%s: p%g, groups %+v: want p95, AS, EU, OC", how, c.P, c.Groups)
@@ -45,10 +46,10 @@ func TestCompareWindows(t *testing.T) {
 		}
 		as := c.Groups[0]
 		if as.ChangeMS == nil || math.Abs(*as.ChangeMS+150) > 30 || *as.CILowMS > *as.ChangeMS || *as.CIHighMS < *as.ChangeMS ||
-			*as.CIHighMS >= 0 || as.Before.Verdict != queries.VerdictNoDifference || as.After.Verdict != queries.VerdictFaster {
+			*as.CIHighMS >= 0 || as.Before.Verdict != model.VerdictNoDifference || as.After.Verdict != model.VerdictFaster {
 			t.Errorf("%s: Asia planted −150 ms: %+v", how, as)
 		}
-		eu := c.Groups[slices.IndexFunc(c.Groups, func(g queries.GroupChange) bool { return g.Group == "EU" })]
+		eu := c.Groups[slices.IndexFunc(c.Groups, func(g model.GroupChange) bool { return g.Group == "EU" })]
 		if eu.MDEMS == nil || *eu.MDEMS <= 0 || *eu.CILowMS > 0 || *eu.CIHighMS < 0 {
 			t.Errorf("%s: Europe: %+v", how, eu)
 		}
@@ -68,7 +69,7 @@ func TestCompareWindows(t *testing.T) {
 	}
 
 	// Overlapping windows share runs: refused.
-	if _, err := queries.Compare(context.Background(), conn, after, day(1), day(3)); !errors.Is(err, queries.ErrInvalidOptions) {
+	if _, err := queries.Compare(context.Background(), conn, after, day(1), day(3)); !errors.Is(err, model.ErrInvalidOptions) {
 		t.Errorf("overlapping windows: %v, want ErrInvalidOptions", err)
 	}
 
@@ -79,7 +80,7 @@ func TestCompareWindows(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/api/compare: %d %s", resp.StatusCode, body)
 	}
-	var api queries.Comparison
+	var api model.Comparison
 	if err := json.Unmarshal([]byte(body), &api); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // TestDashboardCompareInChromium: over TestCompareWindows's planted change
@@ -40,7 +40,7 @@ func TestDashboardCompareInChromium(t *testing.T) {
 		t.Helper()
 		var s seen
 		tb.eval(read, &s)
-		if s.Table["AS"] != queries.ChangeH3Gained || s.Table["EU"] != queries.ChangeNone || s.Chart["AS"] != queries.ChangeH3Gained+" dot" || s.Chart["EU"] != queries.ChangeNone+" dot" ||
+		if s.Table["AS"] != model.ChangeH3Gained || s.Table["EU"] != model.ChangeNone || s.Chart["AS"] != model.ChangeH3Gained+" dot" || s.Chart["EU"] != model.ChangeNone+" dot" ||
 			!strings.HasPrefix(s.Text["AS"], "AS: HTTP/3 gained ") || s.Text["EU"] == "" || s.Since != since || s.Until != until {
 			t.Errorf("%s: %+v, want AS h3_gained, EU no_change, baseline %s – %s", how, s, since, until)
 		}

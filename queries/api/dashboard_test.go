@@ -22,7 +22,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -44,13 +44,13 @@ var cellRE = regexp.MustCompile(`data-group="([^"]*)" data-proto="([^"]*)" data-
 
 // expectedCells lists what the dashboard's data cells must show, from the
 // JSON API's report.
-func expectedCells(r *queries.Report) map[string]float64 {
+func expectedCells(r *model.Report) map[string]float64 {
 	m := map[string]float64{}
 	for _, g := range r.Groups {
 		for _, o := range []struct {
 			k string
-			s *queries.Stats
-		}{{queries.OutcomeH2, g.H2}, {queries.OutcomeH3, g.H3}, {queries.OutcomeWantedH3GotH2, g.WantedH3GotH2}, {queries.OutcomeOther, g.Other}} {
+			s *model.Stats
+		}{{model.OutcomeH2, g.H2}, {model.OutcomeH3, g.H3}, {model.OutcomeWantedH3GotH2, g.WantedH3GotH2}, {model.OutcomeOther, g.Other}} {
 			if o.s == nil {
 				continue
 			}
@@ -94,7 +94,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep queries.Report
+	var rep model.Report
 	err = json.NewDecoder(res.Body).Decode(&rep)
 	res.Body.Close()
 	if err != nil || res.StatusCode != 200 {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/beacon/chromium"
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -75,7 +75,7 @@ func plantedServer(t *testing.T) string {
 func curveLevels(t *testing.T, base string) int {
 	t.Helper()
 	_, body := get(t, base+"/api/report?by=continent&"+plantedWindow, map[string]string{"Authorization": "Bearer " + testToken})
-	var rep queries.Report
+	var rep model.Report
 	if err := json.Unmarshal([]byte(body), &rep); err != nil {
 		t.Fatalf("/api/report: %v: %s", err, body)
 	}
@@ -231,7 +231,7 @@ func TestDashboardBlockedASNInChromium(t *testing.T) {
 	// Its verdict says that more runs will not help, not "not enough runs yet".
 	var verdict struct{ Verdict, Text string }
 	tb.eval(`(() => { const li = document.querySelector('#verdicts li[data-group="`+blocked+`"]'); return li ? {verdict: li.dataset.verdict, text: li.textContent} : {}; })()`, &verdict)
-	if verdict.Verdict != queries.VerdictNoHTTP3 || !strings.Contains(verdict.Text, "HTTP/3 never used: none of 150 runs' H3 batches") {
+	if verdict.Verdict != model.VerdictNoHTTP3 || !strings.Contains(verdict.Text, "HTTP/3 never used: none of 150 runs' H3 batches") {
 		t.Errorf("the blocked network's verdict: %+v", verdict)
 	}
 	tb.screenshot(filepath.Join(artifactDir(t), "dashboard-blocked-asn.png"))

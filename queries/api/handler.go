@@ -26,6 +26,7 @@ import (
 
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -214,13 +215,13 @@ func admit[T any](h *Handler, w http.ResponseWriter, r *http.Request, parse func
 	}
 	v, err := parse(r.URL.Query(), time.Now())
 	if err != nil {
-		fail(w, http.StatusBadRequest, "bad request: "+strings.TrimPrefix(err.Error(), queries.ErrInvalidOptions.Error()+": "))
+		fail(w, http.StatusBadRequest, "bad request: "+strings.TrimPrefix(err.Error(), model.ErrInvalidOptions.Error()+": "))
 		return v, false
 	}
 	return v, h.acquire(w, r)
 }
 
-func (h *Handler) run(w http.ResponseWriter, r *http.Request, o queries.Options) (*queries.Report, bool) {
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, o model.Options) (*model.Report, bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
 	rep, err := queries.Run(ctx, h.Conn, o)
@@ -233,7 +234,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, o queries.Options)
 
 func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 	h.init()
-	o, ok := admit(h, w, r, queries.OptionsFromValues)
+	o, ok := admit(h, w, r, model.OptionsFromValues)
 	if !ok {
 		return
 	}
@@ -286,7 +287,7 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return
 	}
-	o, ok := admit(h, w, r, queries.OptionsFromValues)
+	o, ok := admit(h, w, r, model.OptionsFromValues)
 	if !ok {
 		return
 	}
@@ -306,7 +307,7 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 // validated first (a bad request still gets 400), and an estimate that
 // fails after that is shown in the page, its 200 status already sent
 // (/api/report answers 502 for it).
-func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o queries.Options) {
+func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o model.Options) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout())
 	defer cancel()
 	check := o // Estimate validates its own copy
@@ -332,7 +333,7 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o quer
 	http.NewResponseController(w).Flush()
 	rep, err := queries.Estimate(ctx, h.Conn, o)
 	if err == nil {
-		err = queries.CheckFinite(rep) // what /api/report refuses is not drawn either
+		err = model.CheckFinite(rep.Report) // what /api/report refuses is not drawn either
 	}
 	if err != nil {
 		h.log.Warn("report failed", "err", err)
@@ -341,7 +342,7 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o quer
 		return
 	}
 	var first bytes.Buffer
-	page := render.NewDashboard(rep, &o, live)
+	page := render.NewDashboard(rep.Report, &o, live)
 	if err = page.Header(&first); err == nil {
 		first.WriteString(`<div id="estimate">`)
 		err = page.Content(&first)
@@ -360,14 +361,14 @@ func (h *Handler) streamDashboard(w http.ResponseWriter, r *http.Request, o quer
 	var rest bytes.Buffer
 	err = rep.AddRuns(ctx, h.Conn)
 	if err == nil {
-		err = queries.CheckFinite(rep)
+		err = model.CheckFinite(rep.Report)
 	}
 	if err != nil {
 		h.log.Warn("report failed", "err", err)
 		fmt.Fprintf(&rest, `<p class="error" id="complete-failed">Confidence intervals and the paired view failed: %s</p>`, template.HTMLEscapeString(err.Error()))
 	} else {
 		rest.WriteString(`<template id="complete">`)
-		if err := render.NewDashboard(rep, &o, live).Content(&rest); err != nil {
+		if err := render.NewDashboard(rep.Report, &o, live).Content(&rest); err != nil {
 			h.log.Warn("rendering dashboard", "err", err)
 		}
 		rest.WriteString("</template>\n")
@@ -388,7 +389,7 @@ const writeTime = 15 * time.Second
 
 // reportFailed answers a report that could not be computed.
 func (h *Handler) reportFailed(w http.ResponseWriter, err error) {
-	if errors.Is(err, queries.ErrInvalidOptions) {
+	if errors.Is(err, model.ErrInvalidOptions) {
 		fail(w, http.StatusBadRequest, "bad request: "+err.Error())
 		return
 	}

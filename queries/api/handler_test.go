@@ -18,6 +18,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -134,11 +135,11 @@ func TestHandlerAuthAndParams(t *testing.T) {
 
 	// The API's JSON is the Report of Run.
 	_, body = get(t, open.URL+"/api/report"+window+"&by=country", nil)
-	var got queries.Report
+	var got model.Report
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatal(err)
 	}
-	want, err := queries.Run(context.Background(), conn, queries.Options{Since: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2025, 1, 3, 0, 0, 0, 0, time.UTC), By: "country"})
+	want, err := queries.Run(context.Background(), conn, model.Options{Since: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2025, 1, 3, 0, 0, 0, 0, time.UTC), By: "country"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func TestHandlerCostLimits(t *testing.T) {
 	h := &Handler{Conn: conn, AllowOpen: true, MaxConcurrent: 1, QueueWait: 200 * time.Millisecond}
 	srv := serve(t, h)
 
-	if res, body := get(t, srv.URL+"/api/report"+window+"&replicates="+strconv.Itoa(queries.MaxReplicates+1), nil); res.StatusCode != 400 || !strings.Contains(body, "replicates") {
+	if res, body := get(t, srv.URL+"/api/report"+window+"&replicates="+strconv.Itoa(model.MaxReplicates+1), nil); res.StatusCode != 400 || !strings.Contains(body, "replicates") {
 		t.Errorf("replicates over the cap: %d %q, want 400", res.StatusCode, body)
 	}
 
@@ -331,7 +332,7 @@ func TestHandlerCostLimits(t *testing.T) {
 	// (the 26.x test server would abort on a reset).
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/report"+window+"&by=country&replicates="+strconv.Itoa(queries.MaxReplicates), nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/report"+window+"&by=country&replicates="+strconv.Itoa(model.MaxReplicates), nil)
 	if res, err := http.DefaultClient.Do(req); err == nil {
 		res.Body.Close()
 		t.Logf("the report finished within the client's 300 ms; its slot is free anyway")
@@ -370,9 +371,9 @@ func TestHandlerRefusesEffectOutOfRange(t *testing.T) {
 // naming it, not an empty 200.
 func TestReportNotFinite(t *testing.T) {
 	share := math.NaN()
-	bad := &queries.Report{By: "continent", Groups: []queries.Group{}, Timeline: []queries.Hour{}, Verdicts: []queries.Verdict{},
-		NEL: &queries.NEL{By: "continent", Failures: []queries.NELFailure{},
-			Protocols: []queries.NELProtocol{{Proto: "h2"}, {Proto: "h3", FailedEstimated: math.Inf(1), FailureShare: &share}}}}
+	bad := &model.Report{By: "continent", Groups: []model.Group{}, Timeline: []model.Hour{}, Verdicts: []model.Verdict{},
+		NEL: &model.NEL{By: "continent", Failures: []model.NELFailure{},
+			Protocols: []model.NELProtocol{{Proto: "h2"}, {Proto: "h3", FailedEstimated: math.Inf(1), FailureShare: &share}}}}
 	h := &Handler{}
 	h.init()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { h.writeJSON(w, bad) }))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/h3rum/h3rum/beacon/chromium"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -39,7 +40,7 @@ func TestHTMLReportOffline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	opts := queries.Options{Since: start, Until: start.Add(48 * time.Hour), By: "continent", MinRuns: 30}
+	opts := model.Options{Since: start, Until: start.Add(48 * time.Hour), By: "continent", MinRuns: 30}
 	rep, err := queries.Run(ctx, conn, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +134,7 @@ func TestHTMLReportOffline(t *testing.T) {
 			}
 			asFaster := false
 			for _, v := range dom {
-				asFaster = asFaster || v.Group == "AS" && v.Verdict == queries.VerdictFaster
+				asFaster = asFaster || v.Group == "AS" && v.Verdict == model.VerdictFaster
 			}
 			if !asFaster {
 				t.Errorf("Asia is not shown faster: %+v", dom)
@@ -167,7 +168,7 @@ func TestHTMLReportOffline(t *testing.T) {
 		t.Fatal("the page carries no report JSON")
 	}
 	var inPage, direct map[string]any
-	b, _ := json.Marshal(map[string]*queries.Report{"continent": rep, "country": byCountry})
+	b, _ := json.Marshal(map[string]*model.Report{"continent": rep, "country": byCountry})
 	if err := json.Unmarshal([]byte(m[1]), &inPage); err != nil {
 		t.Fatalf("the page's report JSON: %v", err)
 	}
@@ -187,7 +188,7 @@ func TestHTMLReportUnreadableData(t *testing.T) {
 	}
 	// A complete report of an hour without a run.
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	rep, err := queries.Run(context.Background(), newDB(t), queries.Options{By: "country", Since: start, Until: start.Add(time.Hour)})
+	rep, err := queries.Run(context.Background(), newDB(t), model.Options{By: "country", Since: start, Until: start.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -101,7 +102,7 @@ func TestNELUploadCannotBreakReport(t *testing.T) {
 	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /api/report: %d %s %q", res.StatusCode, res.Header.Get("Content-Type"), body)
 	}
-	var rep queries.Report
+	var rep model.Report
 	if err := json.Unmarshal([]byte(body), &rep); err != nil || rep.NEL == nil {
 		t.Fatalf("GET /api/report answered %d bytes that are no report with a NEL section (%v): %.200q", len(body), err, body)
 	}
@@ -124,7 +125,7 @@ func TestNELUploadCannotBreakReport(t *testing.T) {
 		}
 	}
 
-	full, err := queries.Run(ctx, conn, queries.Options{Since: time.Now().Add(-2 * time.Hour), Until: time.Now(), By: "country", Replicates: -1})
+	full, err := queries.Run(ctx, conn, model.Options{Since: time.Now().Add(-2 * time.Hour), Until: time.Now(), By: "country", Replicates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestNELUploadCannotBreakReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?s)<script type="application/json" id="h3rum-data">(.*?)</script>`).FindSubmatch(html.Bytes())
-	var carried map[string]queries.Report
+	var carried map[string]model.Report
 	if m == nil || json.Unmarshal(m[1], &carried) != nil || carried["country"].NEL == nil {
 		t.Errorf("the HTML report carries no report with a NEL section (%d bytes of page)", html.Len())
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render/internal/dashbuild"
 	"github.com/h3rum/h3rum/queries/synth"
 )
@@ -52,7 +53,7 @@ func TestDashboardBudget(t *testing.T) {
 	load(t, conn, synth.All(synth.Config{Seed: 5, Runs: 3000}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	o := queries.Options{Since: testSince, Until: testUntil, By: "country", Replicates: 200}
+	o := model.Options{Since: testSince, Until: testUntil, By: "country", Replicates: 200}
 	rep, err := queries.Run(ctx, conn, o)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // CSVHeader is the header row of CSV: one figure per row ("tidy"
@@ -24,7 +24,7 @@ import (
 var CSVHeader = []string{"group", "too_small", "measure", "outcome", "p", "value", "ci_low", "ci_high", "runs", "samples", "insufficient"}
 
 // CSV writes r as CSV with CSVHeader's columns.
-func CSV(w io.Writer, r *queries.Report) error {
+func CSV(w io.Writer, r *model.Report) error {
 	cw := csv.NewWriter(w)
 	cw.Write(CSVHeader)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -77,7 +77,7 @@ func CSV(w io.Writer, r *queries.Report) error {
 		if t := g.ITT; t != nil {
 			for _, o := range []struct {
 				origin string
-				s      *queries.ITTStats
+				s      *model.ITTStats
 			}{{"h2", t.H2}, {"h3", t.H3}} {
 				if o.s == nil {
 					continue
@@ -105,7 +105,7 @@ func CSV(w io.Writer, r *queries.Report) error {
 // where the first request was seen) and first_contact_runs (outcome also
 // not_measured or unknown; value and runs: counts of runs). too_small is
 // the group's in the headline, empty for a group it does not have.
-func firstContactCSV(cw *csv.Writer, r *queries.Report) {
+func firstContactCSV(cw *csv.Writer, r *model.Report) {
 	if r.FirstContact == nil {
 		return
 	}
@@ -120,7 +120,7 @@ func firstContactCSV(cw *csv.Writer, r *queries.Report) {
 		}
 		for _, s := range []struct {
 			outcome string
-			p       *queries.Proportion
+			p       *model.Proportion
 		}{{"h3_first", c.H3FirstShare}, {"upgraded", c.UpgradedShare}, {"never", c.NeverShare}} {
 			if s.p != nil {
 				row("first_contact_share", s.outcome, f(s.p.Share), f(*s.p.CILow), f(*s.p.CIHigh), c.Measured)

@@ -5,7 +5,7 @@ import (
 	"encoding/csv"
 	"testing"
 
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // Group labels come from what visitors sent (by=connection, collector…):
@@ -29,10 +29,10 @@ func TestCSVEscapesFormulas(t *testing.T) {
 		{"'quoted", "'quoted"},
 		{"", ""},
 	} {
-		rep := &queries.Report{Groups: []queries.Group{{
+		rep := &model.Report{Groups: []model.Group{{
 			Group:    tc.group,
-			Paired:   &queries.Paired{Runs: 40, MedianMS: -12.5, MedianCILowMS: &lo, MedianCIHighMS: &hi, P90MS: -1},
-			Failures: []queries.Failure{{Origin: "h3", Error: "-1", Samples: 2}},
+			Paired:   &model.Paired{Runs: 40, MedianMS: -12.5, MedianCILowMS: &lo, MedianCIHighMS: &hi, P90MS: -1},
+			Failures: []model.Failure{{Origin: "h3", Error: "-1", Samples: 2}},
 		}}}
 		var b bytes.Buffer
 		if err := CSV(&b, rep); err != nil {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
@@ -27,9 +27,9 @@ var dashboardTmpl = template.Must(template.New("dashboard.html").Funcs(template.
 	"cishr":     shareCI,
 	"time":      func(t time.Time) string { return t.Format("2006-01-02 15:04 UTC") },
 	"label":     func(k string) string { return outcomeLabel[k] },
-	"rule":      queries.SufficiencyText,
+	"rule":      model.SufficiencyText,
 	"continent": continentName,
-	"fcTable":   func(by string, rows []queries.FirstContactCount) fcTable { return fcTable{by, rows} },
+	"fcTable":   func(by string, rows []model.FirstContactCount) fcTable { return fcTable{by, rows} },
 }).ParseFS(assets, "assets/dashboard.html"))
 
 // Chart colours (Tableau 10): H2 blue, H3 orange, fallback red, other grey.
@@ -71,8 +71,8 @@ type text struct {
 
 // dashView is what the template renders.
 type dashView struct {
-	R         *queries.Report
-	O         *queries.Options
+	R         *model.Report
+	O         *model.Options
 	Query     string
 	Groupings []string
 	Live      bool
@@ -109,7 +109,7 @@ func continentName(code string) string {
 // drillLinks are the breadcrumb and the drill-down links of the page o
 // makes: world › continent › country, then the groupings inside the place
 // (and, on a page by continent, each continent's countries).
-func drillLinks(r *queries.Report, o *queries.Options) (crumbs, drill []crumb) {
+func drillLinks(r *model.Report, o *model.Options) (crumbs, drill []crumb) {
 	link := func(continent, country, by string) string {
 		c := *o
 		c.Continent, c.Country, c.By = continent, country, by
@@ -135,7 +135,7 @@ func drillLinks(r *queries.Report, o *queries.Options) (crumbs, drill []crumb) {
 	}
 	if o.By == "continent" && o.Country == "" {
 		for _, g := range r.Groups {
-			if queries.IsPlaceCode(g.Group) {
+			if model.IsPlaceCode(g.Group) {
 				drill = append(drill, crumb{Label: continentName(g.Group) + " by country", Href: link(g.Group, "", "country")})
 			}
 		}
@@ -146,40 +146,40 @@ func drillLinks(r *queries.Report, o *queries.Options) (crumbs, drill []crumb) {
 // dashData is the charts' data: the figures of the report they draw,
 // under the report's JSON names.
 type dashData struct {
-	Percentiles []float64         `json:"percentiles"`
-	VerdictP    float64           `json:"verdict_p"`
-	Groups      []dashGroup       `json:"groups"`
-	Verdicts    []queries.Verdict `json:"verdicts"`
-	Trend       *queries.Trend    `json:"trend"`
+	Percentiles []float64       `json:"percentiles"`
+	VerdictP    float64         `json:"verdict_p"`
+	Groups      []dashGroup     `json:"groups"`
+	Verdicts    []model.Verdict `json:"verdicts"`
+	Trend       *model.Trend    `json:"trend"`
 }
 
 type dashGroup struct {
-	Group        string                `json:"group"`
-	Runs         int                   `json:"runs"`
-	TooSmall     bool                  `json:"too_small"`
-	H2           *dashStats            `json:"h2"`
-	H3           *dashStats            `json:"h3"`
-	Diff         []queries.Diff        `json:"diff"`
-	Curves       *queries.Curves       `json:"curves"`
-	Paired       *dashPaired           `json:"paired"`
-	Availability *queries.Availability `json:"h3_availability"`
+	Group        string              `json:"group"`
+	Runs         int                 `json:"runs"`
+	TooSmall     bool                `json:"too_small"`
+	H2           *dashStats          `json:"h2"`
+	H3           *dashStats          `json:"h3"`
+	Diff         []model.Diff        `json:"diff"`
+	Curves       *model.Curves       `json:"curves"`
+	Paired       *dashPaired         `json:"paired"`
+	Availability *model.Availability `json:"h3_availability"`
 }
 
 type dashStats struct {
-	Runs        int                  `json:"runs"`
-	Percentiles []queries.Percentile `json:"percentiles"`
+	Runs        int                `json:"runs"`
+	Percentiles []model.Percentile `json:"percentiles"`
 }
 
 type dashPaired struct {
-	Runs      int               `json:"runs"`
-	MedianMS  float64           `json:"median_ms"`
-	Histogram queries.Histogram `json:"histogram"`
+	Runs      int             `json:"runs"`
+	MedianMS  float64         `json:"median_ms"`
+	Histogram model.Histogram `json:"histogram"`
 }
 
 // newDashData takes the charts' figures from a complete report.
-func newDashData(r *queries.Report, verdictP float64) *dashData {
+func newDashData(r *model.Report, verdictP float64) *dashData {
 	d := &dashData{Percentiles: r.Percentiles, VerdictP: verdictP, Groups: make([]dashGroup, 0, len(r.Groups)), Verdicts: r.Verdicts, Trend: r.Trend}
-	stats := func(s *queries.Stats) *dashStats {
+	stats := func(s *model.Stats) *dashStats {
 		if s == nil {
 			return nil
 		}
@@ -199,15 +199,15 @@ func newDashData(r *queries.Report, verdictP float64) *dashData {
 
 // outcomeRow is one group × outcome line of the regional table.
 type outcomeRow struct {
-	G     *queries.Group
+	G     *model.Group
 	Key   string
-	S     *queries.Stats
+	S     *model.Stats
 	First bool
 }
 
 // newDashView prepares what the dashboard template shows of r.
-func newDashView(r *queries.Report, o *queries.Options, live bool) *dashView {
-	v := &dashView{R: r, O: o, Query: o.Query(), Groupings: queries.Groupings(), Live: live, Complete: r.Complete(),
+func newDashView(r *model.Report, o *model.Options, live bool) *dashView {
+	v := &dashView{R: r, O: o, Query: o.Query(), Groupings: model.Groupings(), Live: live, Complete: r.Complete(),
 		VerdictP: o.VerdictPercentile()}
 	for i := range r.Groups {
 		g := &r.Groups[i]
@@ -235,7 +235,7 @@ type Dashboard struct{ v *dashView }
 
 // NewDashboard prepares the page of r for the options o; live shows the
 // live feed's section. The page reads r when it is written, not before.
-func NewDashboard(r *queries.Report, o *queries.Options, live bool) *Dashboard {
+func NewDashboard(r *model.Report, o *model.Options, live bool) *Dashboard {
 	return &Dashboard{newDashView(r, o, live)}
 }
 
@@ -262,8 +262,8 @@ func DashboardHead(w io.Writer, by string) error {
 
 // DashboardMasthead writes the page's heading, which needs no report: the
 // grouping and the links of o.
-func DashboardMasthead(w io.Writer, o *queries.Options, live bool) error {
-	return dashboardTmpl.ExecuteTemplate(w, "masthead", &dashView{R: &queries.Report{By: o.By}, O: o, Live: live})
+func DashboardMasthead(w io.Writer, o *model.Options, live bool) error {
+	return dashboardTmpl.ExecuteTemplate(w, "masthead", &dashView{R: &model.Report{By: o.By}, O: o, Live: live})
 }
 
 // DashboardFailed ends a page whose report failed, saying why.
@@ -300,7 +300,7 @@ func axes(c *chart, x0, y0, x1, y1, scaleMax float64, y func(float64) float64, u
 }
 
 // timelineChart stacks samples per hour by outcome.
-func timelineChart(r *queries.Report) chart {
+func timelineChart(r *model.Report) chart {
 	const left, top, bottom, right = 50.0, 24.0, 30.0, 10.0
 	c := chart{ID: "chart-timeline", Title: "Samples per hour: h2, h3, wanted h3 got h2, other", W: 900, H: 200}
 	hours := r.Timeline

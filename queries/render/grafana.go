@@ -3,8 +3,6 @@ package render
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/h3rum/h3rum/queries"
 )
 
 // The Grafana dashboard for ClickHouse (deploy/grafana/h3rum-clickhouse.json)
@@ -42,11 +40,16 @@ var grafanaValues = map[string]string{
 	"include_bots": "0", // bots are left out
 }
 
-// grafanaSQL returns the query file name for the dashboard: the report's
-// SQL as queries.PanelSQL renders it, every parameter bound to the
-// dashboard's macros and variables.
-func grafanaSQL(name string) (string, error) {
-	return queries.PanelSQL(name, grafanaValues)
+// PanelSQL renders the report's query name (a file of its sql/ or a named
+// block) for a tool that runs it with its own macros, each @name replaced
+// by values[name]: queries.PanelSQL, which the dashboard takes as a
+// parameter so that the outputs need no package that runs SQL.
+type PanelSQL func(name string, values map[string]string) (string, error)
+
+// bind returns the query file name for the dashboard: the report's SQL,
+// every parameter bound to the dashboard's macros and variables.
+func (sql PanelSQL) bind(name string) (string, error) {
+	return sql(name, grafanaValues)
 }
 
 // grafanaPanel is one panel: its title, description, kind and SQL.
@@ -57,17 +60,17 @@ type grafanaPanel struct {
 	w, h               int
 }
 
-// GrafanaDashboard returns the dashboard's JSON.
-func GrafanaDashboard() ([]byte, error) {
-	panels, err := grafanaPanels()
+// GrafanaDashboard returns the dashboard's JSON, its SQL rendered by sql.
+func GrafanaDashboard(sql PanelSQL) ([]byte, error) {
+	panels, err := grafanaPanels(sql)
 	if err != nil {
 		return nil, err
 	}
-	designs, err := grafanaSQL("designs.sql")
+	designs, err := sql.bind("designs.sql")
 	if err != nil {
 		return nil, err
 	}
-	designKey, err := queries.PanelSQL("design key", nil)
+	designKey, err := sql("design key", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -127,16 +130,16 @@ func GrafanaDashboard() ([]byte, error) {
 
 // grafanaPanels are the dashboard's panels, each over one of the
 // report's query files.
-func grafanaPanels() ([]grafanaPanel, error) {
-	points, err := grafanaSQL("points_rollup.sql")
+func grafanaPanels(sql PanelSQL) ([]grafanaPanel, error) {
+	points, err := sql.bind("points_rollup.sql")
 	if err != nil {
 		return nil, err
 	}
-	timeline, err := grafanaSQL("timeline_rollup.sql")
+	timeline, err := sql.bind("timeline_rollup.sql")
 	if err != nil {
 		return nil, err
 	}
-	excluded, err := grafanaSQL("excluded.sql")
+	excluded, err := sql.bind("excluded.sql")
 	if err != nil {
 		return nil, err
 	}

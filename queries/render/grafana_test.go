@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -29,7 +30,7 @@ const grafanaFile = "../../deploy/grafana/h3rum-clickhouse.json"
 // from the same rollup states), HTTP/3 availability per run and the
 // hourly volume.
 func TestGrafanaDashboard(t *testing.T) {
-	want, err := GrafanaDashboard()
+	want, err := GrafanaDashboard(queries.PanelSQL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	conn := newDB(t)
 	load(t, conn, synth.All(synth.Config{Seed: 3, Runs: 1500}))
 	ctx := context.Background()
-	o := queries.Options{Since: testSince, Until: testUntil, By: "continent", Replicates: -1}
+	o := model.Options{Since: testSince, Until: testUntil, By: "continent", Replicates: -1}
 	est, err := queries.Estimate(ctx, conn, o)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	if len(rows) != len(est.Groups) {
 		t.Errorf("percentile panel: %d regions, the report %d", len(rows), len(est.Groups))
 	}
-	groups := map[string]*queries.Group{}
+	groups := map[string]*model.Group{}
 	for i := range est.Groups {
 		groups[est.Groups[i].Group] = &est.Groups[i]
 	}
@@ -175,7 +176,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 	}
 	// Availability per run, against the complete report.
-	full := map[string]*queries.Group{}
+	full := map[string]*model.Group{}
 	for i := range rep.Groups {
 		full[rep.Groups[i].Group] = &rep.Groups[i]
 	}

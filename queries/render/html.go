@@ -9,7 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // The HTML report is the dashboard's page as one file: its content
@@ -46,7 +46,7 @@ var htmlReportTmpl = template.Must(template.Must(dashboardTmpl.Clone()).New("htm
 // fcTable is one first-contact table of the page.
 type fcTable struct {
 	By   string
-	Rows []queries.FirstContactCount
+	Rows []model.FirstContactCount
 }
 
 // htmlReportCSS is added to the dashboard's style sheet: the live feed's
@@ -58,7 +58,7 @@ type htmlReportView struct {
 	V *dashView
 	// Reports are inlined as JSON by grouping: the page's, and those its
 	// views would fetch (web/src/static.js answers them).
-	Reports map[string]*queries.Report
+	Reports map[string]*model.Report
 	CSP     string
 	CSS     template.CSS
 	JS      template.JS
@@ -70,9 +70,9 @@ type htmlReportView struct {
 // by other groupings that the page's views ask for, inlined beside it: the
 // map's, by country, when r is not (without it the map says it has no
 // data). Every report must be complete (Run, or Estimate then AddRuns).
-func HTML(w io.Writer, r *queries.Report, more ...*queries.Report) error {
-	reports := map[string]*queries.Report{r.By: r}
-	for _, m := range append([]*queries.Report{r}, more...) {
+func HTML(w io.Writer, r *model.Report, more ...*model.Report) error {
+	reports := map[string]*model.Report{r.By: r}
+	for _, m := range append([]*model.Report{r}, more...) {
 		if !m.Complete() {
 			return errors.New("writing the HTML report: it needs a complete report (Run, or Estimate then AddRuns)")
 		}
@@ -81,7 +81,7 @@ func HTML(w io.Writer, r *queries.Report, more ...*queries.Report) error {
 		}
 		// The template would write null for the report's JSON, and the
 		// page would draw nothing without saying why.
-		if err := queries.CheckFinite(m); err != nil {
+		if err := model.CheckFinite(m); err != nil {
 			return fmt.Errorf("writing the HTML report: the report by %s: %w", m.By, err)
 		}
 		if _, ok := reports[m.By]; !ok {

@@ -3,7 +3,7 @@ package render
 import (
 	"encoding/json"
 
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // JSON is v (a report, a comparison) as JSON and a newline, as
@@ -11,7 +11,7 @@ import (
 // infinity, and the error names the first by its path
 // (queries.CheckFinite).
 func JSON(v any) ([]byte, error) {
-	if err := queries.CheckFinite(v); err != nil {
+	if err := model.CheckFinite(v); err != nil {
 		return nil, err
 	}
 	b, err := json.Marshal(v)

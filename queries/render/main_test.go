@@ -9,7 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store/storetest"
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -33,7 +33,7 @@ var (
 )
 
 // renderDashboard is the whole page of r, as a Dashboard writes it.
-func renderDashboard(r *queries.Report, o *queries.Options, live bool) ([]byte, error) {
+func renderDashboard(r *model.Report, o *model.Options, live bool) ([]byte, error) {
 	var b bytes.Buffer
 	err := NewDashboard(r, o, live).Write(&b)
 	return b.Bytes(), err

@@ -11,15 +11,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // outcomeLabel names outcomes for people.
 var outcomeLabel = map[string]string{
-	queries.OutcomeH2:            "h2",
-	queries.OutcomeH3:            "h3",
-	queries.OutcomeWantedH3GotH2: "wanted h3, got h2",
-	queries.OutcomeOther:         "other",
+	model.OutcomeH2:            "h2",
+	model.OutcomeH3:            "h3",
+	model.OutcomeWantedH3GotH2: "wanted h3, got h2",
+	model.OutcomeOther:         "other",
 }
 
 // InsufficientMark follows, in the table, an estimate too few runs stand
@@ -42,7 +42,7 @@ func siteText(s string) string {
 }
 
 // pctl is the value at percentile p of ps, 0 when ps lacks it.
-func pctl(ps []queries.Percentile, p float64) float64 {
+func pctl(ps []model.Percentile, p float64) float64 {
 	for _, x := range ps {
 		if x.P == p {
 			return x.MS
@@ -85,7 +85,7 @@ func shareCI(lo, hi *float64) string {
 
 // Table writes r for a terminal: aligned columns, units in the headers,
 // signed differences, small groups marked with "*".
-func Table(w io.Writer, r *queries.Report) error {
+func Table(w io.Writer, r *model.Report) error {
 	bw := &errWriter{w: w}
 	fmt.Fprintf(bw, "h3rum report  %s – %s  %s  by %s  (source: %s)\n",
 		r.Since.Format(time.RFC3339), r.Until.Format(time.RFC3339), siteText(r.Site), r.By, r.Source)
@@ -118,7 +118,7 @@ func Table(w io.Writer, r *queries.Report) error {
 	}
 	if insufficient {
 		fmt.Fprintf(bw, "%s too few runs for an interval at this percentile (%s): estimate only, interval —.\n",
-			InsufficientMark, queries.SufficiencyText())
+			InsufficientMark, model.SufficiencyText())
 	}
 	return bw.err
 }
@@ -127,7 +127,7 @@ func Table(w io.Writer, r *queries.Report) error {
 // every percentile and H3 − H2 with its interval; it reports whether a
 // group is too small and whether a percentile lacks an interval, for the
 // footnotes.
-func writeDurations(bw io.Writer, r *queries.Report) (small, insufficient bool) {
+func writeDurations(bw io.Writer, r *model.Report) (small, insufficient bool) {
 	fmt.Fprintln(bw, "Request duration, ms (H3-H2 < 0: HTTP/3 faster)")
 	tw := &table{left: 2}
 	fmt.Fprint(tw, "group\tproto\truns\tsamples\t")
@@ -159,10 +159,10 @@ func writeDurations(bw io.Writer, r *queries.Report) (small, insufficient bool) 
 		}
 		if len(g.Diff) > 0 {
 			withCI := r.CI.Method != "none"
-			diffRows(tw, label(), "H3-H2 ms", "", g.Diff, withCI, func(d queries.Diff) (float64, *float64, *float64) {
+			diffRows(tw, label(), "H3-H2 ms", "", g.Diff, withCI, func(d model.Diff) (float64, *float64, *float64) {
 				return d.MS, d.CILowMS, d.CIHighMS
 			})
-			diffRows(tw, "", "H3-H2 %", "%", g.Diff, withCI, func(d queries.Diff) (float64, *float64, *float64) {
+			diffRows(tw, "", "H3-H2 %", "%", g.Diff, withCI, func(d model.Diff) (float64, *float64, *float64) {
 				return d.Pct, d.CILowPct, d.CIHighPct
 			})
 		}
@@ -173,7 +173,7 @@ func writeDurations(bw io.Writer, r *queries.Report) (small, insufficient bool) 
 
 // groupName is a group's name as the tables write it, marked when the
 // group is too small.
-func groupName(g *queries.Group) string {
+func groupName(g *model.Group) string {
 	if g.TooSmall {
 		return g.Group + " *"
 	}
@@ -182,7 +182,7 @@ func groupName(g *queries.Group) string {
 
 // writeSection writes a titled table whose first left columns are text,
 // with rows written by groupRows for each group.
-func writeSection(bw io.Writer, r *queries.Report, title string, left int, header string, groupRows func(tw io.Writer, g *queries.Group)) {
+func writeSection(bw io.Writer, r *model.Report, title string, left int, header string, groupRows func(tw io.Writer, g *model.Group)) {
 	fmt.Fprintln(bw, "\n"+title)
 	tw := &table{left: left}
 	fmt.Fprintln(tw, header)
@@ -194,12 +194,12 @@ func writeSection(bw io.Writer, r *queries.Report, title string, left int, heade
 
 // writeGroupSections writes the per-group tables below the headline: the
 // paired view and availability, then the optional ones.
-func writeGroupSections(bw io.Writer, r *queries.Report) {
-	section := func(title string, left int, header string, groupRows func(tw io.Writer, g *queries.Group)) {
+func writeGroupSections(bw io.Writer, r *model.Report) {
+	section := func(title string, left int, header string, groupRows func(tw io.Writer, g *model.Group)) {
 		writeSection(bw, r, title, left, header, groupRows)
 	}
 	section("Within-run difference d = median(H3 batch) - median(H2 batch), ms (paired view; p90 is the 90th percentile of d over runs; won/tie/lost: d ≤ -0.5, |d| < 0.5, d ≥ 0.5 ms)", 1,
-		"group\truns\tmedian d\t95% CI\tp90 of d\t95% CI\tH3 won\t95% CI\ttie\tlost\t", func(tw io.Writer, g *queries.Group) {
+		"group\truns\tmedian d\t95% CI\tp90 of d\t95% CI\tH3 won\t95% CI\ttie\tlost\t", func(tw io.Writer, g *model.Group) {
 			p := g.Paired
 			if p == nil {
 				fmt.Fprintf(tw, "%s\t0\t-\t\t-\t\t-\t\t-\t-\t\n", groupName(g))
@@ -211,7 +211,7 @@ func writeGroupSections(bw io.Writer, r *queries.Report) {
 				share(p.H3WonShare), shareCI(p.H3WonCILow, p.H3WonCIHigh), share(p.H3TieShare), share(p.H3LostShare))
 		})
 	section("HTTP/3 availability: runs (estimate: requests) whose H3 batch used h3 throughout", 1,
-		"group\twanted h3\tgot h3\tshare\t95% CI\t", func(tw io.Writer, g *queries.Group) {
+		"group\twanted h3\tgot h3\tshare\t95% CI\t", func(tw io.Writer, g *model.Group) {
 			a := g.Availability
 			if a == nil {
 				fmt.Fprintf(tw, "%s\t0\t0\t-\t-\t\n", groupName(g))
@@ -226,8 +226,8 @@ func writeGroupSections(bw io.Writer, r *queries.Report) {
 // writeOptionalSections writes the per-group tables a report has only
 // where some group has their figures: the intention-to-treat view,
 // handshakes, failures and the runs left out.
-func writeOptionalSections(bw io.Writer, r *queries.Report) {
-	section := func(title string, left int, header string, groupRows func(tw io.Writer, g *queries.Group)) {
+func writeOptionalSections(bw io.Writer, r *model.Report) {
+	section := func(title string, left int, header string, groupRows func(tw io.Writer, g *model.Group)) {
 		writeSection(bw, r, title, left, header, groupRows)
 	}
 	var hasITT bool
@@ -240,13 +240,13 @@ func writeOptionalSections(bw io.Writer, r *queries.Report) {
 			header += fmt.Sprintf("p%g\t", p)
 		}
 		section("Intention to treat: every request of the design's non-bot runs by the origin it was sent to, failures at the 10 s timeout", 2,
-			header, func(tw io.Writer, g *queries.Group) {
+			header, func(tw io.Writer, g *model.Group) {
 				if g.ITT == nil {
 					return
 				}
 				for _, o := range []struct {
 					name string
-					s    *queries.ITTStats
+					s    *model.ITTStats
 				}{{"H2 origin", g.ITT.H2}, {"H3 origin", g.ITT.H3}} {
 					if o.s == nil {
 						continue
@@ -267,7 +267,7 @@ func writeOptionalSections(bw io.Writer, r *queries.Report) {
 	}
 	if hasHandshakes {
 		section("Handshakes: requests on a new connection, by protocol (apart from the warm comparison above)", 2,
-			"group\tproto\trequests\tfastest ms\tp50 ms\tp90 ms\tconnect p50 ms\tresumed\t0-RTT\t", func(tw io.Writer, g *queries.Group) {
+			"group\tproto\trequests\tfastest ms\tp50 ms\tp90 ms\tconnect p50 ms\tresumed\t0-RTT\t", func(tw io.Writer, g *model.Group) {
 				for _, h := range g.Handshakes {
 					proto := h.Proto
 					if h.Kind != "" {
@@ -289,7 +289,7 @@ func writeOptionalSections(bw io.Writer, r *queries.Report) {
 		if r.Filters.IncludeFailed {
 			verb = "included above"
 		}
-		section("Failed requests ("+verb+")", 3, "group\torigin\terror\trequests\t", func(tw io.Writer, g *queries.Group) {
+		section("Failed requests ("+verb+")", 3, "group\torigin\terror\trequests\t", func(tw io.Writer, g *model.Group) {
 			for _, f := range g.Failures {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t\n", groupName(g), f.Origin, f.Error, f.Samples)
 			}
@@ -309,7 +309,7 @@ func writeOptionalSections(bw io.Writer, r *queries.Report) {
 // writeSections writes, under their names, what sections the report has
 // no field for (its Sections), as their JSON: a new section shows here
 // before it has a table of its own.
-func writeSections(w io.Writer, r *queries.Report) {
+func writeSections(w io.Writer, r *model.Report) {
 	for _, name := range slices.Sorted(maps.Keys(r.Sections)) {
 		b, err := json.Marshal(r.Sections[name])
 		if err != nil {
@@ -321,7 +321,7 @@ func writeSections(w io.Writer, r *queries.Report) {
 }
 
 // writeNEL writes the Network Error Logging section (complete reports).
-func writeNEL(w io.Writer, r *queries.Report) {
+func writeNEL(w io.Writer, r *model.Report) {
 	n := r.NEL
 	if n == nil {
 		return
@@ -343,7 +343,7 @@ func writeNEL(w io.Writer, r *queries.Report) {
 	fmt.Fprintln(w, "\nNEL by protocol: failure share (where success sampling is on) and elapsed time of successful /probe requests, beside the beacon's duration (ms)")
 	tw := &table{left: 1}
 	fmt.Fprintln(tw, "proto\tok reports\tfailed (est.)\tfailure share\tNEL probe ok\tNEL p50\tNEL p90\tbeacon samples\tbeacon p50\tbeacon p90\t")
-	dash := func(ps []queries.Percentile, p float64) string {
+	dash := func(ps []model.Percentile, p float64) string {
 		if len(ps) == 0 {
 			return "-"
 		}
@@ -363,7 +363,7 @@ func writeNEL(w io.Writer, r *queries.Report) {
 
 // writeScriptErrors writes the section "Script errors by browser"
 // (complete reports).
-func writeScriptErrors(w io.Writer, r *queries.Report) {
+func writeScriptErrors(w io.Writer, r *model.Report) {
 	se := r.ScriptErrors
 	if se == nil {
 		return
@@ -383,7 +383,7 @@ func writeScriptErrors(w io.Writer, r *queries.Report) {
 
 // writeFirstContact writes the section "First contact with the HTTP/3
 // origin" (complete reports): by the report's grouping, then by browser.
-func writeFirstContact(w io.Writer, r *queries.Report) {
+func writeFirstContact(w io.Writer, r *model.Report) {
 	fc := r.FirstContact
 	if fc == nil {
 		return
@@ -393,13 +393,13 @@ func writeFirstContact(w io.Writer, r *queries.Report) {
 		fmt.Fprintln(w, "  no such run in this window")
 		return
 	}
-	pc := func(p *queries.Proportion) string {
+	pc := func(p *model.Proportion) string {
 		if p == nil {
 			return "-"
 		}
 		return share(p.Share)
 	}
-	write := func(title string, list []queries.FirstContactCount) {
+	write := func(title string, list []model.FirstContactCount) {
 		tw := &table{left: 1}
 		fmt.Fprintln(tw, title+"\truns\th3 first\tupgraded\tnever\th3 first share\t95% CI\tupgraded share\tnever share\tnot measured\tunknown\t")
 		for _, c := range list {
@@ -422,7 +422,7 @@ func writeFirstContact(w io.Writer, r *queries.Report) {
 
 // diffRows writes a row of differences, labelled title, picked from diffs
 // with their unit, and with intervals a row of their 95 % CIs.
-func diffRows(tw io.Writer, label, title, unit string, diffs []queries.Diff, withCI bool, pick func(queries.Diff) (v float64, lo, hi *float64)) {
+func diffRows(tw io.Writer, label, title, unit string, diffs []model.Diff, withCI bool, pick func(model.Diff) (v float64, lo, hi *float64)) {
 	fmt.Fprintf(tw, "%s\t%s\t\t\t", label, title)
 	for _, d := range diffs {
 		v, _, _ := pick(d)

@@ -31,6 +31,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/store/local"
 	"github.com/h3rum/h3rum/queries"
 	"github.com/h3rum/h3rum/queries/api"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -148,23 +149,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// defaults. Now as well, as a reused load's present is its own. The
 	// complete report over exactly 24 h, whose first partial hour is read
 	// from raw rows, is timed beside it.
-	opts := queries.Options{Now: now}
-	exact := queries.Options{Since: now.Add(-24 * time.Hour), Until: now.Add(time.Second), Now: now}
+	opts := model.Options{Now: now}
+	exact := model.Options{Since: now.Add(-24 * time.Hour), Until: now.Add(time.Second), Now: now}
 	// A stage is timed in the estimate alone, as the dashboard paints it
 	// first: Run reads the complete report's other sections beside it.
 	figures := []struct {
 		name   string
-		o      queries.Options
+		o      model.Options
 		target time.Duration
 		stage  string // "" = the whole complete report, "*" = the whole estimate (designs, points, timeline)
 	}{
-		{"default report, point estimates from raw rows", with(opts, queries.SourceRaw), targetRaw, "points"},
-		{"default report, point estimates from the rollup", with(opts, queries.SourceAuto), targetRollup, "points"},
-		{"default report, first part from raw rows", with(opts, queries.SourceRaw), 0, "*"},
-		{"default report, first part from the rollup", with(opts, queries.SourceAuto), 0, "*"},
-		{"default report, complete (raw)", with(opts, queries.SourceRaw), 0, ""},
-		{"default report, complete (rollup)", with(opts, queries.SourceAuto), targetComplete, ""},
-		{"exactly 24 h, complete (rollup)", with(exact, queries.SourceAuto), 0, ""},
+		{"default report, point estimates from raw rows", with(opts, model.SourceRaw), targetRaw, "points"},
+		{"default report, point estimates from the rollup", with(opts, model.SourceAuto), targetRollup, "points"},
+		{"default report, first part from raw rows", with(opts, model.SourceRaw), 0, "*"},
+		{"default report, first part from the rollup", with(opts, model.SourceAuto), 0, "*"},
+		{"default report, complete (raw)", with(opts, model.SourceRaw), 0, ""},
+		{"default report, complete (rollup)", with(opts, model.SourceAuto), targetComplete, ""},
+		{"exactly 24 h, complete (rollup)", with(exact, model.SourceAuto), 0, ""},
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -217,7 +218,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		for i := 0; i < *repeat; i++ {
 			run := queries.Run
 			if f.stage != "" {
-				run = queries.Estimate
+				run = func(ctx context.Context, conn driver.Conn, o model.Options) (*model.Report, error) {
+					p, err := queries.Estimate(ctx, conn, o)
+					if err != nil {
+						return nil, err
+					}
+					return p.Report, nil
+				}
 			}
 			t := time.Now()
 			rep, err := run(ctx, conn, f.o)
@@ -388,7 +395,7 @@ func settle(ctx context.Context, conn driver.Conn, out io.Writer, limit time.Dur
 	return nil
 }
 
-func with(o queries.Options, s queries.Source) queries.Options {
+func with(o model.Options, s model.Source) model.Options {
 	o.Source = s
 	return o
 }

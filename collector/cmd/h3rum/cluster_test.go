@@ -22,6 +22,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/store/local"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // TestClusterFleet runs what a fleet looks like on one machine: a real
@@ -141,12 +142,12 @@ func TestClusterFleet(t *testing.T) {
 		t.Fatalf("copying the cluster's rows to a single server: %v", err)
 	}
 	now := time.Now().UTC()
-	for _, src := range []queries.Source{queries.SourceRaw, queries.SourceRollup} {
+	for _, src := range []model.Source{model.SourceRaw, model.SourceRollup} {
 		for _, by := range []string{"none", "continent", "collector"} {
-			if by == "collector" && src == queries.SourceRollup {
+			if by == "collector" && src == model.SourceRollup {
 				continue // the rollup is not keyed by collector
 			}
-			o := queries.Options{Since: now.Add(-time.Hour), Until: now.Add(time.Hour), By: by, Source: src, MinRuns: 1, Replicates: 200, Seed: 7}
+			o := model.Options{Since: now.Add(-time.Hour), Until: now.Add(time.Hour), By: by, Source: src, MinRuns: 1, Replicates: 200, Seed: 7}
 			a, err := queries.Run(ctx, conns[2], o)
 			if err != nil {
 				t.Fatalf("%s by %s on the cluster: %v", src, by, err)
@@ -168,7 +169,7 @@ func TestClusterFleet(t *testing.T) {
 			ja, _ := json.Marshal(a.Groups)
 			jb, _ := json.Marshal(b.Groups)
 			// The rollup counts runs with HyperLogLog (REPORT.md): ±5 %.
-			if len(a.Groups) == 0 || (src == queries.SourceRaw && a.Groups[0].Runs != len(acked)) ||
+			if len(a.Groups) == 0 || (src == model.SourceRaw && a.Groups[0].Runs != len(acked)) ||
 				math.Abs(float64(a.Groups[0].Runs-len(acked))) > 0.05*float64(len(acked)) {
 				t.Fatalf("%s by %s: the cluster's report has %+v, want the %d acknowledged runs", src, by, a.Groups, len(acked))
 			}
@@ -181,7 +182,7 @@ func TestClusterFleet(t *testing.T) {
 
 // curvesClose reports how two groups' quantile curves differ by more than
 // 2 % at a level, or nil.
-func curvesClose(a, b *queries.Curves) error {
+func curvesClose(a, b *model.Curves) error {
 	if (a == nil) != (b == nil) {
 		return fmt.Errorf("one is null: %v, %v", a, b)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/firefox"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // pageOrigin serves html on a third, TCP-only origin (plain HTTP on
@@ -119,7 +120,7 @@ func browserRun(t *testing.T, ts *testServe, site string) (store.Exclusions, []s
 		t.Errorf("parallel samples' connection age: min %v ms (%v), want every one reported and positive", minAge, err)
 	}
 	if store.Exclusions(excl) == store.ExcludeBot {
-		rep, err := queries.Run(ctx, conn, queries.Options{Site: site, By: "none", IncludeBots: true})
+		rep, err := queries.Run(ctx, conn, model.Options{Site: site, By: "none", IncludeBots: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/h3rum/h3rum/beacon/chromium"
 	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // TestNELChromium makes real headless Chromium emit Network Error Logging
@@ -127,7 +128,7 @@ func TestNELChromium(t *testing.T) {
 		return slices.Contains(okOrigins, ts.h3) && slices.Contains(okOrigins, ts.h2), q.Err()
 	})
 
-	rep, err := queries.Run(ctx, conn, queries.Options{By: "continent", IncludeBots: true, Replicates: -1})
+	rep, err := queries.Run(ctx, conn, model.Options{By: "continent", IncludeBots: true, Replicates: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -19,7 +20,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var st storeFlags
 	st.register(fs)
 	format := fs.String("format", "table", "output: table, json, csv, or html (one self-contained page with the dashboard's verdicts and charts, to mail or attach; it fetches nothing)")
-	opts := queries.RegisterFlags(fs)
+	opts := model.RegisterFlags(fs)
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -38,19 +39,19 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer closeStore()
-	o, rep := req.Options, (*queries.Report)(nil)
+	o, rep := req.Options, (*model.Report)(nil)
 	var (
 		res   any                   // what --format json writes
 		table func(io.Writer) error // and --format table
 	)
 	if req.Compare {
-		var c *queries.Comparison
+		var c *model.Comparison
 		c, err = queries.Compare(ctx, conn, o, req.BaselineSince, req.BaselineUntil)
 		res, table = c, func(w io.Writer) error { return render.Comparison(w, c) }
 	} else if rep, err = queries.Run(ctx, conn, o); err == nil {
 		res, table = rep, func(w io.Writer) error { return render.Table(w, rep) }
 	}
-	if errors.Is(err, queries.ErrInvalidOptions) {
+	if errors.Is(err, model.ErrInvalidOptions) {
 		return cli.UsageError{Msg: err.Error()}
 	} else if err != nil {
 		return err

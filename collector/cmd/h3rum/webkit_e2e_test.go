@@ -16,6 +16,7 @@ import (
 	"github.com/h3rum/h3rum/ingest"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries"
+	"github.com/h3rum/h3rum/queries/model"
 )
 
 // TestWebKitEndToEnd is TestBrowserEndToEnd with the third engine: the
@@ -111,10 +112,10 @@ func TestWebKitEndToEnd(t *testing.T) {
 	// The report by browser shows the run under WebKit: the H2 batch as
 	// h2, the H3 batch as the fallback, no HTTP/3 at all.
 	// Its samples may be visible a moment before the report counts the run.
-	var rep *queries.Report
+	var rep *model.Report
 	waitFor(t, 30*time.Second, "the WebKit run in the report by browser", func() (bool, error) {
 		var err error
-		rep, err = queries.Run(ctx, conn, queries.Options{Site: site, By: "browser", IncludeBots: true, IncludeExcluded: true, Source: queries.SourceRaw})
+		rep, err = queries.Run(ctx, conn, model.Options{Site: site, By: "browser", IncludeBots: true, IncludeExcluded: true, Source: model.SourceRaw})
 		return err == nil && len(rep.Groups) > 0 && rep.Groups[0].Runs > 0, err
 	})
 	if len(rep.Groups) != 1 {
@@ -164,9 +165,9 @@ func TestWebKitEndToEnd(t *testing.T) {
 			t.Fatalf("%s: got %d samples, want 13", e.site, len(rows))
 		}
 	}
-	groups := map[string]*queries.Group{}
+	groups := map[string]*model.Group{}
 	waitFor(t, 30*time.Second, "three runs in the report by browser", func() (bool, error) {
-		rep, err := queries.Run(ctx, conn, queries.Options{By: "browser", IncludeBots: true, IncludeExcluded: true, Source: queries.SourceRaw})
+		rep, err := queries.Run(ctx, conn, model.Options{By: "browser", IncludeBots: true, IncludeExcluded: true, Source: model.SourceRaw})
 		if err != nil {
 			return false, err
 		}

@@ -18,9 +18,10 @@ import (
 const module = "github.com/h3rum/h3rum/"
 
 // rank orders the packages on the data path, script → ingest → store →
-// queries → its outputs → its HTTP → the collector that wires them: a
-// package imports only packages of a lower rank. beacon, the wire format,
-// is below every room.
+// the report's model → queries → its HTTP → the collector that wires them:
+// a package imports only packages of a lower rank. beacon, the wire
+// format, is below every room. The outputs share the rank of queries, so
+// that they draw the model and never run its SQL.
 var rank = map[string]int{
 	"beacon":               0,
 	"ingest/access":        1,
@@ -32,8 +33,9 @@ var rank = map[string]int{
 	"ingest/store":         3,
 	"ingest":               4,
 	"queries/stats":        1,
-	"queries":              4,
+	"queries/model":        4,
 	"collector/agent":      4,
+	"queries":              5,
 	"queries/render":       5,
 	"collector/lab":        5,
 	"queries/api":          6,

@@ -1,4 +1,9 @@
-package queries
+// Package model is the answer of h3rum's regional HTTP/3-versus-HTTP/2
+// report: its JSON types, each section's result among them, the options a
+// request or flags parse into, the verdict rule and the sentences that
+// describe a report. It runs no SQL and serves nothing, so that the outputs
+// draw a report without the package that computes it.
+package model
 
 import (
 	"sync"
@@ -12,9 +17,7 @@ import (
 const ReportVersion = 1
 
 // percentiles are those reported for every protocol, in percent: the one list,
-// stats.Percentiles. The SQL files take it as .Levels (the rollup's
-// t-digest states were built with the same levels, see the samples_rollup
-// migration).
+// stats.Percentiles.
 var percentiles = stats.Percentiles
 
 // Outcome names, as the samples' outcome column spells them: the
@@ -57,14 +60,14 @@ type Report struct {
 	// origins (complete report; null in an estimate).
 	NEL *NEL `json:"nel"`
 	// Trend is H3 − H2 and HTTP/3 availability per hour or day (complete
-	// report; null in an estimate; trend.go).
+	// report; null in an estimate; queries/trend.go).
 	Trend *Trend `json:"trend"`
 	// ScriptErrors is the beacon script's own errors by browser (complete
-	// report; null in an estimate and in an agent report; scripterrors.go).
+	// report; null in an estimate and in an agent report; queries/runfacts.go).
 	ScriptErrors *ScriptErrors `json:"script_errors"`
 	// FirstContact is how each run's first request to the HTTP/3 origin
 	// went, by group and by browser (complete report; null in an estimate
-	// and in an agent report; firstcontact.go).
+	// and in an agent report; queries/runfacts.go).
 	FirstContact *FirstContact `json:"first_contact"`
 	// Sections holds, under its name, what a section added after this
 	// version's fields were fixed (REPORT.md, "Sections"); omitted while
@@ -73,21 +76,36 @@ type Report struct {
 	// Stages is how long each step of Run took (not part of the JSON).
 	Stages []Stage `json:"-"`
 
-	// What AddRuns needs to complete a report made by Estimate.
-	opts          Options
-	win           window
-	useRollup     bool // the point estimates come from the rollup
-	groups        *groupSet
-	perRun        map[*Group]perRunCounts        // from excluded, set once the bootstrap and the intention-to-treat view are done
-	ittFromRollup bool                           // the intention-to-treat view came from the rollup, without run counts
-	windowRuns    *windowRuns                    // the trend's runs per window, counted with the point estimates
-	rollupCurves  *handoff[[]curveRow]           // the curves' rows, read with the point estimates from the rollup
-	groupRuns     *handoff[map[string]groupRuns] // the groups' runs, as soon as counted (nil: from the groups once the points are done)
-	pointsDone    *handoff[struct{}]             // set once the point estimates are in the groups
-	windowAvail   map[trendCell]*Availability    // the trend's availability per window × group, from excluded
-	done          bool                           // AddRuns ran
-	//lint:ignore U1000 used by put, the extension point a new section writes through
-	mu sync.Mutex // guards Sections, which sections fill at once
+	// How it was computed, set by Finish: the options, defaults
+	// resolved, and whether it is complete.
+	opts Options
+	done bool
+	mu   sync.Mutex // guards Sections, which sections fill at once
+}
+
+// Finish records how r was computed — o, its defaults resolved, and
+// whether r is complete — and judges each of r.Groups by o's verdict rule
+// (VerdictRule), in the groups' order.
+func (r *Report) Finish(o Options, complete bool) {
+	r.opts, r.done = o, complete
+	rule := o.verdictRule()
+	r.Verdicts = make([]Verdict, 0, len(r.Groups))
+	for i := range r.Groups {
+		r.Verdicts = append(r.Verdicts, rule.Judge(&r.Groups[i]))
+	}
+}
+
+// Put sets a section's result under its name in Sections: the place of a
+// section the report's version does not name a field for. No section of
+// this version needs it; a new one does until it gets a field. Sections
+// that run at once may call it together.
+func (r *Report) Put(name string, v any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Sections == nil {
+		r.Sections = map[string]any{}
+	}
+	r.Sections[name] = v
 }
 
 // Stage is the wall time of one step of Run.
@@ -165,15 +183,16 @@ type Group struct {
 	Sampled       bool `json:"sampled"`
 }
 
-// outcomeStats is one outcome of a group and its figures.
-type outcomeStats struct {
-	key string // OutcomeH2, …
-	s   *Stats // nil when the group has no such sample
+// OutcomeStats is one outcome of a group and its figures (Stats is nil
+// when the group has no such sample).
+type OutcomeStats struct {
+	Outcome string // OutcomeH2, …
+	Stats   *Stats
 }
 
-// outcomes lists g's outcomes in the report's order.
-func (g *Group) outcomes() []outcomeStats {
-	return []outcomeStats{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}}
+// Outcomes lists g's outcomes in the report's order.
+func (g *Group) Outcomes() []OutcomeStats {
+	return []OutcomeStats{{OutcomeH2, g.H2}, {OutcomeH3, g.H3}, {OutcomeWantedH3GotH2, g.WantedH3GotH2}, {OutcomeOther, g.Other}}
 }
 
 // Stats are the figures of one outcome in one group.
@@ -185,13 +204,13 @@ type Stats struct {
 	// the samples, computed in Go, rather than ClickHouse's t-digest.
 	Exact bool `json:"exact"`
 	// RunsByOrder counts the runs of each batch order. Percentiles are the
-	// mean of each order's (order.go): both orders weigh half, whatever
+	// mean of each order's (queries/order.go): both orders weigh half, whatever
 	// their shares; with one order only, they are that order's.
 	RunsByOrder OrderRuns    `json:"runs_by_order"`
 	Percentiles []Percentile `json:"percentiles"`
 
 	// fetchedRuns counts, exactly, the runs with a sample of the outcome
-	// among those the bootstrap fetched (settle): the runs its intervals
+	// among those the bootstrap fetched (Settle): the runs its intervals
 	// stand on. 0 before the bootstrap.
 	fetchedRuns int
 }
@@ -349,6 +368,9 @@ type NELProtocol struct {
 	Beacon        []Percentile `json:"beacon_percentiles"`
 }
 
-// maxGroups bounds the groups a chart draws (the dashboard's tables show
-// all): the trend keeps the largest.
-const maxGroups = 12
+// Complete reports whether r is a complete report (Run, or Estimate then
+// AddRuns): intervals and the paired view are in.
+func (r *Report) Complete() bool { return r.done }
+
+// Options returns the options r was computed with, defaults resolved.
+func (r *Report) Options() Options { return r.opts }

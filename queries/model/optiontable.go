@@ -1,4 +1,4 @@
-package queries
+package model
 
 import (
 	"errors"
@@ -223,8 +223,9 @@ func readValues(v url.Values, now time.Time, baseline bool) (Request, error) {
 	return r, err
 }
 
-// values is the inverse of OptionsFromValues for links on the dashboard.
-func (o *Options) values() url.Values {
+// Values is o as URL parameters, the inverse of OptionsFromValues: what
+// the dashboard's links to itself carry (Query encodes them).
+func (o *Options) Values() url.Values {
 	v := url.Values{}
 	for _, opt := range optionTable {
 		if opt.get != nil {
@@ -353,3 +354,11 @@ func (v *flagValue) Set(s string) error {
 }
 
 func (v *flagValue) IsBoolFlag() bool { return v.opt.boolean }
+
+// Query is o as URL parameters, the inverse of OptionsFromValues: the
+// dashboard's links to itself with other options.
+func (o *Options) Query() string { return o.Values().Encode() }
+
+// VerdictPercentile is the percentile the verdicts of o's report judge,
+// its default resolved.
+func (o *Options) VerdictPercentile() float64 { return o.verdictRule().withDefaults().P }

@@ -1,4 +1,4 @@
-package queries
+package model
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 	"strings"
 )
 
-// checkFinite returns an error naming the first NaN or infinity in v by
+// CheckFinite returns an error naming the first NaN or infinity in v by
 // its JSON path ("protocols[0].failed_estimated_requests is +Inf"), or
 // nil. JSON has no such numbers: encoding/json refuses them after a
 // handler has sent its status, and html/template writes null in their
 // place, so a report is checked before it is answered or written.
-func checkFinite(v any) error {
+func CheckFinite(v any) error {
 	path, f, ok := firstNonFinite(reflect.ValueOf(v), "")
 	if !ok {
 		return nil

@@ -1,11 +1,20 @@
-package queries
+package model
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/h3rum/h3rum/queries/stats"
 )
+
+// Round3 rounds to 0.001 (a microsecond, or a thousandth of a percent).
+func Round3(v float64) float64 { return math.Round(v*1000)/1000 + 0 }
+
+func Ptr(v float64) *float64 {
+	v = Round3(v)
+	return &v
+}
 
 // MinTailRuns is K of the sufficiency rule (stats.MinTailRuns): an
 // interval at percentile p needs runs × (1 − p/100) ≥ K.
@@ -24,8 +33,8 @@ func sufficient(runs int, p float64) bool { return stats.Sufficient(runs, p) }
 // groups with the most data.
 func minRunCap() int { return stats.RunsNeeded(percentiles[len(percentiles)-1]) }
 
-// sufficiencyText states the rule and what each percentile needs.
-func sufficiencyText() string {
+// SufficiencyText states the rule and what each percentile needs.
+func SufficiencyText() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "runs × (1 − p) ≥ %d:", MinTailRuns)
 	for i, p := range percentiles {
@@ -37,9 +46,9 @@ func sufficiencyText() string {
 	return b.String()
 }
 
-// markSufficiency flags the percentiles that runs are too few for and
+// MarkSufficiency flags the percentiles that runs are too few for and
 // drops their intervals.
-func (s *Stats) markSufficiency(runs int) {
+func (s *Stats) MarkSufficiency(runs int) {
 	for i := range s.Percentiles {
 		p := &s.Percentiles[i]
 		p.Insufficient = !sufficient(runs, p.P)
@@ -49,13 +58,13 @@ func (s *Stats) markSufficiency(runs int) {
 	}
 }
 
-// settle completes the outcomes of g from its fetched runs, before any
+// Settle completes the outcomes of g from its fetched runs, before any
 // interval is computed: exact percentiles (stats.Exact, order-balanced)
 // where ExactBelowSamples allows, and the sufficiency of H2 and H3 judged
 // on the runs their intervals are computed from (exactly counted; the
 // group's runs unless it was thinned). The fallback and other outcomes
 // have no intervals and keep the flags their reported runs gave them.
-func settle(g *Group, runs []stats.Run) {
+func Settle(g *Group, runs []stats.Run) {
 	for _, o := range []struct {
 		s    *Stats
 		kind stats.Kind
@@ -85,14 +94,14 @@ func settle(g *Group, runs []stats.Run) {
 			}
 			if qs, ok := stats.Exact(runs, o.kind, ps); ok {
 				for i := range o.s.Percentiles {
-					o.s.Percentiles[i].MS = round3(qs[i])
+					o.s.Percentiles[i].MS = Round3(qs[i])
 				}
 			}
 			o.s.Exact = true
 		}
 		o.s.fetchedRuns = n
 		if o.ci {
-			o.s.markSufficiency(n)
+			o.s.MarkSufficiency(n)
 		}
 	}
 }

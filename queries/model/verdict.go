@@ -1,4 +1,4 @@
-package queries
+package model
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
-// A verdict is the power rule (stats/power.go) applied to a group's H3 − H2
+// A verdict is the power rule (queries/stats/power.go) applied to a group's H3 − H2
 // difference at one percentile and its bootstrap interval, said in words,
 // with what the runs at hand can and cannot tell apart. The report's
 // verdicts use it, and so can anything that must decide whether a
@@ -147,7 +147,7 @@ func (r VerdictRule) Judge(g *Group) Verdict {
 		}
 	}
 	if d != nil {
-		v.DiffMS, v.DiffPct = ptr(d.MS), ptr(d.Pct)
+		v.DiffMS, v.DiffPct = Ptr(d.MS), Ptr(d.Pct)
 	}
 	tooSmall := g.H2 == nil || g.H3 == nil || v.Runs < r.MinRuns
 	a := g.Availability
@@ -167,8 +167,8 @@ func (r VerdictRule) Judge(g *Group) Verdict {
 		v.Verdict = VerdictNoInterval
 	default:
 		lo, hi := *d.CILowMS, *d.CIHighMS
-		v.CILowMS, v.CIHighMS = ptr(lo), ptr(hi)
-		v.MDEMS = ptr(stats.MDE(stats.SE(lo, hi)))
+		v.CILowMS, v.CIHighMS = Ptr(lo), Ptr(hi)
+		v.MDEMS = Ptr(stats.MDE(stats.SE(lo, hi)))
 		switch stats.Decide(lo, hi) {
 		case stats.Faster:
 			v.Verdict = VerdictFaster
@@ -214,7 +214,7 @@ func (v *Verdict) judgeExperiment(diff, lo, hi, effect float64) {
 	var seq stats.Sequence
 	se := stats.SE(lo, hi)
 	elo, ehi := seq.Interval(diff, se, v.Runs)
-	e := &ExperimentVerdict{CILowMS: round3(elo), CIHighMS: round3(ehi), Multiplier: round3(seq.Multiplier(v.Runs)), OneLook: v.Verdict}
+	e := &ExperimentVerdict{CILowMS: Round3(elo), CIHighMS: Round3(ehi), Multiplier: Round3(seq.Multiplier(v.Runs)), OneLook: v.Verdict}
 	if n, ok := seq.RunsToDecide(se, v.Runs, effect); ok {
 		more := max(n-v.Runs, 0)
 		e.RunsToDecide, e.MoreRunsToDecide = &n, &more
@@ -263,7 +263,7 @@ func (v *Verdict) text() string {
 		return v.experimentText()
 	}
 	at := "p" + strconv.FormatFloat(v.P, 'f', -1, 64)
-	runs := groupDigits(v.Runs) + " runs"
+	runs := GroupDigits(v.Runs) + " runs"
 	switch v.Verdict {
 	case VerdictFaster, VerdictSlower:
 		word, lo, hi := "faster", -*v.CIHighMS, -*v.CILowMS
@@ -278,7 +278,7 @@ func (v *Verdict) text() string {
 			v.Group, at, signedRough(*v.DiffMS), signedRough(*v.CILowMS), signedRough(*v.CIHighMS), runs, roughMS(*v.MDEMS))
 		if v.MoreRunsForEffect != nil {
 			if *v.MoreRunsForEffect > 0 {
-				s += fmt.Sprintf("; ~%s more runs would detect %s ms", groupDigits(twoSignificant(*v.MoreRunsForEffect)), roughMS(v.EffectMS))
+				s += fmt.Sprintf("; ~%s more runs would detect %s ms", GroupDigits(twoSignificant(*v.MoreRunsForEffect)), roughMS(v.EffectMS))
 			} else {
 				s += fmt.Sprintf(", below %s ms", roughMS(v.EffectMS))
 			}
@@ -291,7 +291,7 @@ func (v *Verdict) text() string {
 			ci = fmt.Sprintf(" (95 %% CI of the share %.1f–%.1f %%)", 100**a.CILow, 100**a.CIHigh)
 		}
 		return fmt.Sprintf("%s: HTTP/3 never used: none of %s %s to the HTTP/3 origin used h3%s, so there is nothing to compare; "+
-			"more runs will not change that while QUIC does not get through", v.Group, groupDigits(a.WantedH3), availabilityUnit(a), ci)
+			"more runs will not change that while QUIC does not get through", v.Group, GroupDigits(a.WantedH3), availabilityUnit(a), ci)
 	case VerdictNoInterval:
 		if v.DiffMS == nil {
 			return fmt.Sprintf("%s: no interval at %s, so no verdict", v.Group, at)
@@ -299,7 +299,7 @@ func (v *Verdict) text() string {
 		return fmt.Sprintf("%s: H3 − H2 at %s %s ms; no interval, so no verdict", v.Group, at, signedRough(*v.DiffMS))
 	}
 	return fmt.Sprintf("%s: not enough runs yet for a verdict at %s: %s with both protocols, %s needed (%s more)",
-		v.Group, at, runs, groupDigits(v.RunsForInterval), groupDigits(v.MoreRunsForInterval))
+		v.Group, at, runs, GroupDigits(v.RunsForInterval), GroupDigits(v.MoreRunsForInterval))
 }
 
 // experimentText says an experiment's verdict in one line, e.g. "AS:
@@ -307,7 +307,7 @@ func (v *Verdict) text() string {
 // 110–182 ms), 4 210 runs".
 func (v *Verdict) experimentText() string {
 	at := "p" + strconv.FormatFloat(v.P, 'f', -1, 64)
-	runs := groupDigits(v.Runs) + " runs"
+	runs := GroupDigits(v.Runs) + " runs"
 	e := v.Experiment
 	ci := fmt.Sprintf("anytime-valid 95 %% CI %s to %s ms", signedRough(e.CILowMS), signedRough(e.CIHighMS))
 	switch v.Verdict {
@@ -326,7 +326,7 @@ func (v *Verdict) experimentText() string {
 	switch {
 	case e.MoreRunsToDecide == nil:
 	case *e.MoreRunsToDecide > 0:
-		s += fmt.Sprintf("; ~%s more runs to decide %s ms", groupDigits(twoSignificant(*e.MoreRunsToDecide)), roughMS(v.EffectMS))
+		s += fmt.Sprintf("; ~%s more runs to decide %s ms", GroupDigits(twoSignificant(*e.MoreRunsToDecide)), roughMS(v.EffectMS))
 	default: // the difference, if any, is smaller than the effect of interest, and not yet ruled out
 		s += fmt.Sprintf("; these runs would decide %s ms", roughMS(v.EffectMS))
 	}
@@ -375,9 +375,9 @@ func signedRough(v float64) string {
 	return "+" + s
 }
 
-// groupDigits writes a count with its digits in groups of three,
+// GroupDigits writes a count with its digits in groups of three,
 // separated by spaces (SI style: 4 210, 12 500).
-func groupDigits(n int) string {
+func GroupDigits(n int) string {
 	s := strconv.Itoa(n)
 	if n < 0 {
 		return s

@@ -1,7 +1,4 @@
-// Package queries computes h3rum's regional HTTP/3-versus-HTTP/2 report
-// from ClickHouse and serves it as a table, CSV, JSON, a dashboard and a
-// live WebSocket feed.
-package queries
+package model
 
 import (
 	"errors"
@@ -10,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/h3rum/h3rum/ingest/store"
 )
 
 // ErrInvalidOptions wraps every validation error of Options, ParseTime and
@@ -181,7 +176,7 @@ func (o *Options) validateSelection() error {
 		code *string
 	}{{"continent", &o.Continent}, {"country", &o.Country}} {
 		*f.code = strings.ToUpper(*f.code)
-		if *f.code != "" && !isPlaceCode(*f.code) {
+		if *f.code != "" && !IsPlaceCode(*f.code) {
 			return invalid("%s %q is not a two-letter code (such as JP or AS)", f.name, *f.code)
 		}
 	}
@@ -225,7 +220,7 @@ func (o *Options) validateStatistics() error {
 	}
 	if need := minRunCap(); o.MaxRunsPerGroup < need {
 		return invalid("max runs per group %d is below the %d runs p%g needs for an interval (%s)",
-			o.MaxRunsPerGroup, need, percentiles[len(percentiles)-1], sufficiencyText())
+			o.MaxRunsPerGroup, need, percentiles[len(percentiles)-1], SufficiencyText())
 	}
 	if o.Seed == 0 {
 		o.Seed = DefaultSeed
@@ -245,9 +240,9 @@ func (o *Options) validateStatistics() error {
 	return nil
 }
 
-// isPlaceCode reports whether s is two ASCII capital letters, the form of
+// IsPlaceCode reports whether s is two ASCII capital letters, the form of
 // every continent and country code the collector stores.
-func isPlaceCode(s string) bool {
+func IsPlaceCode(s string) bool {
 	return len(s) == 2 && 'A' <= s[0] && s[0] <= 'Z' && 'A' <= s[1] && s[1] <= 'Z'
 }
 
@@ -263,32 +258,6 @@ func percentileList() string {
 // verdictRule is the power rule's configuration of the report o makes.
 func (o *Options) verdictRule() VerdictRule {
 	return VerdictRule{P: o.VerdictP, EffectMS: o.EffectMS, MinRuns: o.MinRuns, Experiment: o.Experiment}
-}
-
-// exclusionMask is the exclusion bits that leave a run out of o's
-// selection: every reason, but bot when bots are asked for (IncludeBots
-// then brings in bots' otherwise like-for-like runs).
-func (o *Options) exclusionMask() store.Exclusions {
-	if o.IncludeBots {
-		return ^store.ExcludeBot
-	}
-	return ^store.Exclusions(0)
-}
-
-// runsTableHolds reports whether the runs table (one row per run) has
-// what o groups by and selects from: browser runs (not the agent's), by
-// any grouping but collector, a per-sample column.
-func (o *Options) runsTableHolds() bool { return o.By != "collector" && !o.Agent }
-
-// runsTableSelects reports whether the runs table holds o's whole
-// selection of samples: what runsTableHolds says, and parallel batches only
-// (its arrays hold no warm-up).
-func (o *Options) runsTableSelects() bool { return o.runsTableHolds() && !o.IncludeWarmup }
-
-// rollupAnswers reports whether the hourly rollup holds what o asks for.
-func (o *Options) rollupAnswers() bool {
-	return !o.IncludeWarmup && !o.IncludeFailed && !o.IncludeBots && !o.IncludeExcluded &&
-		(o.By == "continent" || o.By == "country" || o.By == "none")
 }
 
 // ParseTime reads a report time: "" (zero: the default), "now", a
