@@ -18,7 +18,7 @@ func TestReportNotFinite(t *testing.T) {
 		r := &model.Report{By: "continent", Percentiles: percentiles[:], Groups: []model.Group{}, Timeline: []model.Hour{}, Verdicts: []model.Verdict{},
 			NEL: &model.NEL{By: "continent", Failures: []model.NELFailure{},
 				Protocols: []model.NELProtocol{{Proto: "h2"}, {Proto: "h3", FailedEstimated: math.Inf(1), FailureShare: &share}}}}
-		r.Finish(model.Options{}, true)
+		r.Finish(nil, model.Options{}, true)
 		return r
 	}
 	const reason = "nel.protocols[1].failed_estimated_requests is +Inf"

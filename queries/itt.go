@@ -73,7 +73,7 @@ func ittFrom(ctx context.Context, conn driver.Conn, st stmt, get func(string) *m
 	}
 	for _, g := range touched {
 		if t := g.ITT; t != nil && t.H2 != nil && t.H3 != nil {
-			t.Diff = pointDiffs(&model.Stats{Percentiles: t.H2.Percentiles}, &model.Stats{Percentiles: t.H3.Percentiles})
+			t.Diff = model.PointDiffs(&model.Stats{Percentiles: t.H2.Percentiles}, &model.Stats{Percentiles: t.H3.Percentiles})
 		}
 	}
 	return nil

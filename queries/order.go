@@ -1,6 +1,9 @@
 package queries
 
-import "github.com/h3rum/h3rum/queries/stats"
+import (
+	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/stats"
+)
 
 // Every figure of the headline weighs the two batch orders equally (the
 // crossover's estimator, stats/order.go); the query code averages the
@@ -12,15 +15,12 @@ const (
 	orderH3First = stats.H3First
 )
 
-// orderNames are the batch orders as param_order spells them, by index.
-var orderNames = [2]string{"h2first", "h3first"}
-
 // orderIndex maps a batch order name to its index (ok false for "").
 func orderIndex(name string) (int, bool) {
 	switch name {
-	case orderNames[orderH2First]:
+	case model.OrderNames()[orderH2First]:
 		return orderH2First, true
-	case orderNames[orderH3First]:
+	case model.OrderNames()[orderH3First]:
 		return orderH3First, true
 	}
 	return 0, false

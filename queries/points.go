@@ -113,7 +113,7 @@ func pointsInto(o *model.Options, read func(add pointRow) error, get func(string
 		}
 		s.TooSmall = s.Runs < o.MinRuns
 		// Judged on the reported runs until the bootstrap counts the runs
-		// its intervals come from (settle).
+		// its intervals come from (model.Settle).
 		s.MarkSufficiency(s.Runs)
 	}
 	return nil

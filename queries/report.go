@@ -4,18 +4,15 @@
 package queries
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/queries/model"
-	"github.com/h3rum/h3rum/queries/stats"
 )
 
 // Run computes the report for opts (validated and defaulted in place of a
@@ -233,45 +230,8 @@ func (rep *build) checkFinite() error {
 	return nil
 }
 
-// finish turns the groups into the report's sorted Groups, then judges
-// them (Report.Finish); complete is whether the report is.
+// finish completes the report from its groups (Report.Finish);
+// complete is whether it is.
 func (rep *build) finish(complete bool) {
-	rep.Groups = rep.Groups[:0]
-	for _, g := range rep.groups.all() {
-		finishGroup(g, &rep.opts)
-		rep.Groups = append(rep.Groups, *g)
-	}
-	slices.SortFunc(rep.Groups, func(a, b model.Group) int {
-		if c := cmp.Compare(b.Runs, a.Runs); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Group, b.Group)
-	})
-	rep.Finish(rep.opts, complete)
+	rep.Finish(rep.groups.all(), rep.opts, complete)
 }
-
-// finishGroup sets the comparison fields that need both protocols.
-func finishGroup(g *model.Group, o *model.Options) {
-	if g.Handshakes == nil {
-		g.Handshakes = []model.Handshake{}
-	}
-	g.TooSmall = g.H2 == nil || g.H3 == nil || g.H2.TooSmall || g.H3.TooSmall
-	if g.Availability == nil {
-		g.Availability = availability(g) // per request; the complete report has it per run
-	}
-	if g.H2 != nil && g.H3 != nil && len(g.Diff) == 0 {
-		// Bootstrap did not run (no intervals wanted): point differences only.
-		g.Diff = pointDiffs(g.H2, g.H3)
-	}
-}
-
-func pointDiffs(h2, h3 *model.Stats) []model.Diff {
-	out := make([]model.Diff, len(percentiles))
-	for i, p := range percentiles {
-		a, b := h2.Percentiles[i], h3.Percentiles[i]
-		out[i] = model.Diff{P: p, MS: model.Round3(b.MS - a.MS), Pct: model.Round3(stats.PctChange(a.MS, b.MS)), Insufficient: a.Insufficient || b.Insufficient}
-	}
-	return out
-}
-
-// + 0 turns -0 into 0

@@ -116,7 +116,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 			// reproducible for a given seed.
 			slices.SortFunc(runs, stats.CompareRuns)
 			g.BootstrapRuns = len(runs)
-			analyse(ctx, g, runs, o)
+			model.Analyse(ctx, g, runs, o)
 		}()
 	}
 	wg.Wait()

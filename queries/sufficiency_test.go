@@ -55,7 +55,7 @@ func pooled(rs []stats.Run, h3 bool) []float64 {
 func TestSmallGroupExactAndSufficiency(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	g, rs := smallGroup(rng, 40, 5, -1) // 200 samples per protocol, as in the issue
-	analyse(context.Background(), g, rs, &model.Options{Replicates: 300, Seed: 1})
+	model.Analyse(context.Background(), g, rs, &model.Options{Replicates: 300, Seed: 1})
 	for _, c := range []struct {
 		name string
 		s    *model.Stats
@@ -97,7 +97,7 @@ func TestSmallGroupExactAndSufficiency(t *testing.T) {
 	} {
 		g, rs := smallGroup(rng, 40, 5, -1)
 		rs = tc.edit(g, rs)
-		analyse(context.Background(), g, rs, &model.Options{Replicates: -1})
+		model.Analyse(context.Background(), g, rs, &model.Options{Replicates: -1})
 		if g.H2.Exact || g.H3.Exact || g.H2.Percentiles[0].MS != -1 || g.H3.Percentiles[4].MS != -1 {
 			t.Errorf("%s: exact %v/%v, p50 %v", tc.name, g.H2.Exact, g.H3.Exact, g.H2.Percentiles[0].MS)
 		}
@@ -111,14 +111,14 @@ func TestBootstrapStopsWhenCanceled(t *testing.T) {
 	g, rs := smallGroup(rng, 200, 5, -1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	analyse(ctx, g, rs, &model.Options{Replicates: model.MaxReplicates, Seed: 1})
+	model.Analyse(ctx, g, rs, &model.Options{Replicates: model.MaxReplicates, Seed: 1})
 	for _, s := range []*model.Stats{g.H2, g.H3} {
 		if p := s.Percentiles[0]; p.CILowMS != nil {
 			t.Errorf("canceled bootstrap still produced an interval: %+v", p)
 		}
 	}
 	g, rs = smallGroup(rng, 200, 5, -1)
-	analyse(context.Background(), g, rs, &model.Options{Replicates: 200, Seed: 1})
+	model.Analyse(context.Background(), g, rs, &model.Options{Replicates: 200, Seed: 1})
 	if p := g.H2.Percentiles[0]; p.CILowMS == nil {
 		t.Errorf("bootstrap without cancellation gave no interval: %+v", p)
 	}

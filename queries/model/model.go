@@ -1,11 +1,14 @@
 // Package model is the answer of h3rum's regional HTTP/3-versus-HTTP/2
 // report: its JSON types, each section's result among them, the options a
-// request or flags parse into, the verdict rule and the sentences that
-// describe a report. It runs no SQL and serves nothing, so that the outputs
-// draw a report without the package that computes it.
+// request or flags parse into, a group's figures from its fetched runs
+// (exact percentiles, bootstrap intervals), the verdict rule and the
+// sentences that describe a report. It runs no SQL and serves nothing, so
+// that the outputs draw a report without the package that computes it.
 package model
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,10 +86,23 @@ type Report struct {
 	mu   sync.Mutex // guards Sections, which sections fill at once
 }
 
-// Finish records how r was computed — o, its defaults resolved, and
-// whether r is complete — and judges each of r.Groups by o's verdict rule
-// (VerdictRule), in the groups' order.
-func (r *Report) Finish(o Options, complete bool) {
+// Finish turns groups into r's Groups, most runs first, with the
+// comparison fields that need both protocols; then records how r was
+// computed — o, its defaults resolved, and whether r is complete — and
+// judges each group by o's verdict rule (VerdictRule), in the groups'
+// order.
+func (r *Report) Finish(groups []*Group, o Options, complete bool) {
+	r.Groups = r.Groups[:0]
+	for _, g := range groups {
+		finishGroup(g, &o)
+		r.Groups = append(r.Groups, *g)
+	}
+	slices.SortFunc(r.Groups, func(a, b Group) int {
+		if c := cmp.Compare(b.Runs, a.Runs); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Group, b.Group)
+	})
 	r.opts, r.done = o, complete
 	rule := o.verdictRule()
 	r.Verdicts = make([]Verdict, 0, len(r.Groups))
@@ -374,3 +390,7 @@ func (r *Report) Complete() bool { return r.done }
 
 // Options returns the options r was computed with, defaults resolved.
 func (r *Report) Options() Options { return r.opts }
+
+// OrderNames are the batch orders as param_order spells them, by index
+// (stats.H2First, stats.H3First).
+func OrderNames() [2]string { return [2]string{"h2first", "h3first"} }
