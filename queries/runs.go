@@ -14,6 +14,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/stats"
 )
@@ -182,4 +183,23 @@ func fetchRuns(ctx context.Context, conn driver.Conn, st stmt, expect map[string
 		return nil
 	})
 	return byGroup, err
+}
+
+// splitRun splits one run's samples as the per-run query sends them
+// (stats.SplitRun), by the store's outcome codes.
+func splitRun(d []float32, oc, par []uint8) stats.Run {
+	return stats.SplitRun(d, oc, par, kindOf)
+}
+
+// kindOf is what an outcome code is to the statistics.
+func kindOf(oc uint8) stats.Kind {
+	switch store.Outcome(oc) {
+	case store.OutcomeH2:
+		return stats.KindH2
+	case store.OutcomeH3:
+		return stats.KindH3
+	case store.OutcomeWantedH3GotH2:
+		return stats.KindFallback
+	}
+	return stats.KindOther
 }

@@ -394,3 +394,7 @@ func (r *Report) Options() Options { return r.opts }
 // OrderNames are the batch orders as param_order spells them, by index
 // (stats.H2First, stats.H3First).
 func OrderNames() [2]string { return [2]string{"h2first", "h3first"} }
+
+// PairTieMS is the paired difference below which (in absolute value) a
+// run is a tie (stats.PairTieMS).
+const PairTieMS = stats.PairTieMS

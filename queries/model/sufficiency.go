@@ -9,8 +9,9 @@ import (
 )
 
 // Round3 rounds to 0.001 (a microsecond, or a thousandth of a percent).
-func Round3(v float64) float64 { return math.Round(v*1000)/1000 + 0 }
+func Round3(v float64) float64 { return math.Round(v*1000)/1000 + 0 } // + 0 turns -0 into 0
 
+// Ptr points to v rounded by Round3: an optional figure of the report.
 func Ptr(v float64) *float64 {
 	v = Round3(v)
 	return &v
