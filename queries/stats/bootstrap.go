@@ -10,6 +10,14 @@ import (
 	"slices"
 )
 
+// streamOf is the random stream a name seeds: a group's draws do not
+// depend on which other groups there are.
+func streamOf(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
 // intN is rand.New(src).IntN(n) for n > 0 (math/rand/v2's unbiased
 // multiply-and-shift; its 32-bit path yields the same values), without
 // the call through the Source interface: the draws of every replicate are
@@ -434,9 +442,7 @@ func (b *Bootstrap) replicate(ctx context.Context, c Config) (*replicateSet, err
 	// draws.
 	packed := packSizes(per, b.packLimit)
 	B := c.Replicates
-	h := fnv.New64a()
-	h.Write([]byte(c.Stream))
-	rng := rand.NewPCG(c.Seed, h.Sum64())
+	rng := rand.NewPCG(c.Seed, streamOf(c.Stream))
 	w := make([]int32, m)
 	q2, q3, qp := make([]float64, len(qs)), make([]float64, len(qs)), make([]float64, 2)
 	reps := func() []float64 { return make([]float64, 0, B) }
