@@ -32,10 +32,23 @@ func init() {
 			if err != nil {
 				return err
 			}
-			return perRun(ctx, conn, &rep.opts, rep.win, counts, func(ctx context.Context) ([]*model.Group, error) {
+			byGroup, byName, err := perRun(ctx, conn, &rep.opts, rep.win, counts, func(ctx context.Context) ([]*model.Group, error) {
 				_, err := rep.pointsDone.wait(ctx)
 				return rep.groups.all(), err
 			})
+			if err != nil || len(byName) == 0 {
+				return err
+			}
+			// Then the site-wide line, over every group's runs.
+			in := make([]*model.Group, 0, len(byName))
+			for _, name := range slices.Sorted(maps.Keys(byName)) {
+				in = append(in, byName[name])
+			}
+			rep.SiteWide = model.SiteLine(ctx, in, byGroup, &rep.opts)
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("computing the site-wide line: %w", err)
+			}
+			return nil
 		},
 	})
 }
@@ -47,12 +60,14 @@ const hashScale = 1000000
 // perRun fetches the runs of the groups counts names (each sampled down
 // to MaxRunsPerGroup; counts nil: the groups' own, once done returns
 // them) and, once done returns the groups with their point estimates,
-// computes confidence intervals, the paired view and availability.
-func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, counts map[string]groupRuns, done func(context.Context) ([]*model.Group, error)) error {
+// computes confidence intervals, the paired view and availability. It
+// returns each group's fetched runs, sorted, and the groups they are of.
+func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, counts map[string]groupRuns,
+	done func(context.Context) ([]*model.Group, error)) (map[string][]stats.Run, map[string]*model.Group, error) {
 	if counts == nil {
 		groups, err := done(ctx)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		counts = map[string]groupRuns{}
 		for _, g := range groups {
@@ -76,19 +91,19 @@ func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 		expect[name] = min(c.runs, o.MaxRunsPerGroup) + min(c.runs, o.MaxRunsPerGroup)/8
 	}
 	if len(names) == 0 {
-		return nil
+		return nil, nil, nil
 	}
 	st, err := perRunQuery(o, w, names, thresholds)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	byGroup, err := fetchRuns(ctx, conn, st, expect)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	groups, err := done(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	byName := map[string]*model.Group{}
 	for _, g := range groups {
@@ -122,9 +137,9 @@ func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("computing confidence intervals: %w", err)
+		return nil, nil, fmt.Errorf("computing confidence intervals: %w", err)
 	}
-	return nil
+	return byGroup, byName, nil
 }
 
 // perRunQuery returns the query that fetches the runs of groups names,

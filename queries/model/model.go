@@ -53,6 +53,9 @@ type Report struct {
 	// are exact (Stats.Exact; the constant of that name).
 	ExactBelowSamples int      `json:"exact_below_samples"`
 	CI                CIMethod `json:"ci"`
+	// SiteWide is the site-wide line, every visitor's run weighing the same
+	// (complete report; null in an estimate and without runs; site.go).
+	SiteWide *SiteWide `json:"site_wide"`
 	// Verdicts say the answer per group, in the groups' order: faster,
 	// slower or no difference detectable at one percentile (VerdictRule,
 	// verdict.go), or how many runs are missing.

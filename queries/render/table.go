@@ -1,10 +1,12 @@
 package render
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,8 +91,15 @@ func Table(w io.Writer, r *model.Report) error {
 	bw := &errWriter{w: w}
 	fmt.Fprintf(bw, "h3rum report  %s – %s  %s  by %s  (source: %s)\n",
 		r.Since.Format(time.RFC3339), r.Until.Format(time.RFC3339), siteText(r.Site), r.By, r.Source)
+	if s := r.SiteWide; s != nil {
+		fmt.Fprintln(bw, s.Headline)
+		for _, v := range s.Verdicts {
+			fmt.Fprintln(bw, "  "+v.Text)
+		}
+		fmt.Fprintf(bw, "  (%s)\n\n", s.WeightsText())
+	}
 	if len(r.Verdicts) > 0 {
-		for _, v := range r.Verdicts {
+		for _, v := range byEffect(r.Verdicts) {
 			fmt.Fprintln(bw, v.Text)
 		}
 		fmt.Fprintf(bw, "(verdicts: %s)\n\n", r.VerdictRuleText())
@@ -121,6 +130,20 @@ func Table(w io.Writer, r *model.Report) error {
 			InsufficientMark, model.SufficiencyText())
 	}
 	return bw.err
+}
+
+// byEffect is the verdicts with the largest difference first, either
+// way, those without one last, as the report lists its groups otherwise.
+func byEffect(vs []model.Verdict) []model.Verdict {
+	out := slices.Clone(vs)
+	size := func(v model.Verdict) float64 {
+		if v.DiffMS == nil {
+			return -1
+		}
+		return math.Abs(*v.DiffMS)
+	}
+	slices.SortStableFunc(out, func(a, b model.Verdict) int { return cmp.Compare(size(b), size(a)) })
+	return out
 }
 
 // writeDurations writes the headline's table: each group's outcomes at
