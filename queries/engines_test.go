@@ -97,6 +97,9 @@ func TestEnginesAgree(t *testing.T) {
 					}
 				}
 			}
+			if sw := reps[0].SiteWide; sw != nil && (!sw.H2.Exact || !sw.H3.Exact) {
+				estimated[siteKey] = true // one group's t-digest figures, as that group's
+			}
 			if len(reps[0].Groups) != len(reps[1].Groups) {
 				t.Fatalf("%s: %d groups on %s, %d on %s", label, len(reps[0].Groups), engines[0], len(reps[1].Groups), engines[1])
 			}
@@ -144,6 +147,14 @@ func estimate(path string, estimated map[int]bool) bool {
 	if strings.HasPrefix(path, ".trend.") {
 		return true
 	}
+	if rest, ok := strings.CutPrefix(path, ".site_wide"); ok {
+		if !estimated[siteKey] {
+			return false
+		}
+		m := verdictPath.FindStringSubmatch(rest)
+		return percentilePath.MatchString(rest) || strings.HasPrefix(rest, ".diff[") || rest == ".headline" ||
+			m != nil && slices.Contains([]string{"diff_ms", "diff_pct", "ci_low_ms", "ci_high_ms", "text"}, m[1])
+	}
 	if m := verdictPath.FindStringSubmatch(path); m != nil {
 		// A verdict reads its group's difference and interval.
 		switch m[1] {
@@ -161,6 +172,9 @@ var (
 	percentilePath = regexp.MustCompile(`^\.(h2|h3)\.percentiles\[\d+\]\.(ms|ci_low_ms|ci_high_ms)$`)
 	verdictPath    = regexp.MustCompile(`^\.verdicts\[\d+\]\.(\w+)$`)
 )
+
+// siteKey is the site-wide line's key in estimated.
+const siteKey = -1
 
 // leafDiff is one leaf where two decoded JSON documents differ.
 type leafDiff struct {

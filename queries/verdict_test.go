@@ -90,22 +90,38 @@ func TestVerdictsReadAsPlanted(t *testing.T) {
 		t.Errorf("EU, 1200 runs at 30 ms: %s; want 10 ms detectable already", v.Text)
 	}
 
-	// The table opens with them, under its title line.
+	// The table opens, under its title line, with the site-wide line, its
+	// verdicts and weights, then the groups' verdicts, the largest
+	// decided first, then the largest difference (AS 140 ms faster; NA 2.0
+	// and EU 0.5 ms, no difference; OC, too few runs).
 	var tb bytes.Buffer
 	if err := writeTable(&tb, rep); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(tb.String(), "\n")
-	for i, v := range rep.Verdicts {
-		if lines[1+i] != v.Text {
-			t.Errorf("table line %d: %q, want %q", 2+i, lines[1+i], v.Text)
+	if sw := rep.SiteWide; sw == nil || lines[1] != sw.Headline || len(sw.Verdicts) != 3 {
+		t.Fatalf("table line 2: %q, want the site-wide line %+v", lines[1], sw)
+	}
+	for i, v := range rep.SiteWide.Verdicts {
+		if lines[2+i] != "  "+v.Text {
+			t.Errorf("table line %d: %q, want %q", 3+i, lines[2+i], "  "+v.Text)
 		}
 	}
-	if as := lines[1]; !strings.HasPrefix(as, "AS: HTTP/3 faster at p95 by ") || !strings.Contains(as, "(95 % CI ") || !strings.HasSuffix(as, "1 500 runs") {
+	if !strings.HasPrefix(lines[5], "  (each run weighs the same, whatever its group: AS 46.6 %") {
+		t.Errorf("table line 6: %q, want the site-wide line's weights", lines[5])
+	}
+	const first = 7
+	order := []string{"AS", "NA", "EU", "OC"}
+	for i, g := range order {
+		if lines[first+i] != byGroup[g].Text {
+			t.Errorf("table line %d: %q, want %q", first+1+i, lines[first+i], byGroup[g].Text)
+		}
+	}
+	if as := lines[first]; !strings.HasPrefix(as, "AS: HTTP/3 faster at p95 by ") || !strings.Contains(as, "(95 % CI ") || !strings.HasSuffix(as, "1 500 runs") {
 		t.Errorf("table's first verdict: %q", as)
 	}
-	if !strings.HasPrefix(lines[1+len(rep.Verdicts)], "(verdicts: each group judged at its own 95 % interval") {
-		t.Errorf("the verdicts' rule does not follow them: %q", lines[1+len(rep.Verdicts)])
+	if !strings.HasPrefix(lines[first+len(order)], "(verdicts: each group judged at its own 95 % interval") {
+		t.Errorf("the verdicts' rule does not follow them: %q", lines[first+len(order)])
 	}
 
 	// The JSON carries them as documented.

@@ -132,17 +132,30 @@ func Table(w io.Writer, r *model.Report) error {
 	return bw.err
 }
 
-// byEffect is the verdicts with the largest difference first, either
-// way, those without one last, as the report lists its groups otherwise.
+// byEffect is the verdicts in the order a reader wants them: the decided
+// (faster, slower) first, then those judged without a decision, then those
+// not judged (too few runs, no interval, no HTTP/3); within each, the
+// largest difference first, either way.
 func byEffect(vs []model.Verdict) []model.Verdict {
 	out := slices.Clone(vs)
+	rank := func(v model.Verdict) int {
+		switch v.Verdict {
+		case model.VerdictFaster, model.VerdictSlower:
+			return 0
+		case model.VerdictNoDifference, model.VerdictKeepGoing:
+			return 1
+		}
+		return 2
+	}
 	size := func(v model.Verdict) float64 {
 		if v.DiffMS == nil {
 			return -1
 		}
 		return math.Abs(*v.DiffMS)
 	}
-	slices.SortStableFunc(out, func(a, b model.Verdict) int { return cmp.Compare(size(b), size(a)) })
+	slices.SortStableFunc(out, func(a, b model.Verdict) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(size(b), size(a)))
+	})
 	return out
 }
 
