@@ -62,7 +62,7 @@ func TestImageCompose(t *testing.T) {
 		podman(ctx, "volume", "rm", "-f", project+"_collector-data", project+"_clickhouse-data")
 	})
 	const h3Host, h2Host = "h3.rumtest.example.com", "h2.rumtest.example.com"
-	tlsDir, pool := certFiles(t, map[string]string{"h3": h3Host, "h2": h2Host})
+	tlsDir, pool, _ := certFiles(t, map[string]string{"h3": h3Host, "h2": h2Host})
 	override := filepath.Join(t.TempDir(), "compose.test.yaml")
 	if err := os.WriteFile(override, fmt.Appendf(nil, `services:
   collector:

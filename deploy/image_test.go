@@ -10,11 +10,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
@@ -284,7 +288,8 @@ type collector struct {
 	run                composeRun
 	h2, h3             *http.Client // HTTP/2 and HTTP/3 clients of the published ports, trusting the test's certificates
 	token              string       // H3RUM_REPORT_TOKEN
-	h3Origin, h2Origin string
+	h3Origin, h2Origin string       // as the world names them: https://host, port 443
+	spki               []string     // the two certificates' SPKI hashes, for Chromium
 }
 
 // startCollector starts the image's collector service as compose.yaml runs it, with the data volume
@@ -294,11 +299,11 @@ func startCollector(t *testing.T, image, dataDir, dsn string) *collector {
 	t.Helper()
 	ctx := context.Background()
 	const h3Host, h2Host = "h3.rumtest.example.com", "h2.rumtest.example.com"
-	tlsDir, pool := certFiles(t, map[string]string{"h3": h3Host, "h2": h2Host})
+	tlsDir, pool, spki := certFiles(t, map[string]string{"h3": h3Host, "h2": h2Host})
 	c := &collector{
 		id:       fmt.Sprintf("h3rum-test-%d-%s", os.Getpid(), randomHex(t, 4)),
 		token:    randomHex(t, 32),
-		h3Origin: "https://" + h3Host, h2Origin: "https://" + h2Host,
+		h3Origin: "https://" + h3Host, h2Origin: "https://" + h2Host, spki: spki,
 	}
 	binds := map[string]string{"/etc/h3rum": tlsDir, "/var/lib/GeoIP": t.TempDir()}
 	if dataDir != "" {
@@ -308,6 +313,8 @@ func startCollector(t *testing.T, image, dataDir, dsn string) *collector {
 		map[string]string{"CLICKHOUSE_PASSWORD": "unused", "H3RUM_REPORT_TOKEN": c.token}, binds,
 		map[string]string{"H3RUM_CLICKHOUSE": dsn, "H3RUM_GEOIP_DB": "", "H3RUM_LOG_FORMAT": "text"},
 		c.id+"-")
+	// The published UDP port is not 443, so Alt-Svc must name it, as compose.yaml says for PUBLISH_H3.
+	c.run.args = append(c.run.args, "-e", fmt.Sprintf("H3RUM_ALT_SVC_PORT=%d", c.run.ports["443/udp"]))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("container log:\n%s", containerLog(c.id))
@@ -344,11 +351,100 @@ func originClients(t *testing.T, pool *x509.CertPool, ports map[string]int, h3Po
 	return h2, &http.Client{Timeout: 10 * time.Second, Transport: h3tr}
 }
 
+// visitResult is a real browser's run as ClickHouse stored it.
+type visitResult struct {
+	runID     string
+	protocols []string // each sample's phase, origin (want) and protocol as the browser and the server saw it, in order
+}
+
+// visit has a fresh headless Chromium load a page that embeds the script for site with the tag the
+// image's own `h3rum embed` prints for the published origins (README, "Embed the script"). The page
+// comes from a third origin on loopback; the origins' names resolve to loopback, where their ports are
+// published. It waits (90 s at most) for the run's 13 samples (2+1 warm-ups, 5+5 parallel) and checks
+// that each parallel batch used its origin's protocol, as the browser and the server both saw it.
+func (c *collector) visit(t *testing.T, image string, conn driver.Conn, site string) visitResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	h3 := fmt.Sprintf("%s:%d", c.h3Origin, c.run.ports["443/tcp"])
+	h2 := fmt.Sprintf("%s:%d", c.h2Origin, c.run.ports["8444/tcp"])
+	tag, err := podman(ctx, "run", "--rm", "--network", "none", "--entrypoint", "h3rum", image,
+		"embed", "--collector", h3, "--h3", h3, "--h2", h2, "--site", site, "--sample", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><title>%s</title><p>page\n%s\n", site, tag)
+	}))
+	defer page.Close()
+	h3URL, _ := url.Parse(c.h3Origin)
+	h2URL, _ := url.Parse(c.h2Origin)
+	// A dummy QUIC origin of the H3 host makes Chromium accept the SPKI-trusted certificate over QUIC,
+	// while HTTP/3 is still found through the Alt-Svc the collector sends.
+	b, err := chromium.Start(ctx, page.URL, chromium.Options{
+		SPKI:              c.spki,
+		ForceQUICOn:       h3URL.Hostname() + ":1",
+		HostResolverRules: fmt.Sprintf("MAP %s 127.0.0.1, MAP %s 127.0.0.1", h3URL.Hostname(), h2URL.Hostname()),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	type sample struct{ run, phase, want, got, srv, errCode string }
+	var rows []sample
+	for {
+		rows = rows[:0]
+		q, err := conn.Query(ctx, `SELECT toString(run_id), toString(phase), toString(want), toString(got),
+			toString(srv_proto), error FROM samples WHERE site = ? ORDER BY seq`, site)
+		if err == nil {
+			for q.Next() {
+				var r sample
+				if err = q.Scan(&r.run, &r.phase, &r.want, &r.got, &r.srv, &r.errCode); err != nil {
+					break
+				}
+				rows = append(rows, r)
+			}
+			err = errors.Join(err, q.Err())
+			q.Close()
+		}
+		if err == nil && len(rows) >= 13 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for the visit's 13 samples: %d so far (%v)\nchromium: %s", len(rows), err, b.Output())
+		case <-b.Done():
+			t.Fatalf("chromium exited before the visit's samples were stored (%d so far)\nchromium: %s", len(rows), b.Output())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	v := visitResult{runID: rows[0].run}
+	parallel := map[string]int{}
+	for i, r := range rows {
+		v.protocols = append(v.protocols, fmt.Sprintf("%s/%s:%s/%s", r.phase, r.want, r.got, r.srv))
+		if r.run != v.runID || r.errCode != "" {
+			t.Errorf("sample %d: run %s (want %s), error %q", i, r.run, v.runID, r.errCode)
+		}
+		if r.phase == "parallel" {
+			parallel[r.want]++
+			if r.got != r.want || r.srv != r.want {
+				t.Errorf("parallel sample %d meant for %s: Chromium saw %s, the collector %s", i, r.want, r.got, r.srv)
+			}
+		}
+	}
+	if len(rows) != 13 || parallel["h2"] != 5 || parallel["h3"] != 5 {
+		t.Errorf("%d samples, parallel ones by origin %v; want 13 with 5 h2 and 5 h3", len(rows), parallel)
+	}
+	return v
+}
+
 // TestImage runs the image (ImageEnv) with podman as compose.yaml runs its collector service (read-only
 // root, every capability dropped, the image's user nonroot, a named volume, the file's ports published on
 // loopback) against a ClickHouse 18.16 the test starts: /probe answers over HTTP/2 and HTTP/3 from
-// outside the container, a report posted is stored and reported, and SIGTERM drains within the
-// service's stop_grace_period with nothing acknowledged lost.
+// outside the container, a real headless Chromium's visit is stored with the protocols it used and
+// reported, and SIGTERM drains within the service's stop_grace_period with nothing acknowledged lost.
 func TestImage(t *testing.T) {
 	image := os.Getenv(ImageEnv)
 	if image == "" {
@@ -385,25 +481,6 @@ func TestImage(t *testing.T) {
 		t.Errorf("/metrics on the published 9464: %v", err)
 	}
 
-	// A report, stored in ClickHouse and counted by /api/report.
-	post := func(client *http.Client) string {
-		t.Helper()
-		runID := randomHex(t, 16)
-		req, _ := http.NewRequest("POST", h3Origin+"/beacon", bytes.NewReader(beacontest.Report(beacontest.Run{ID: runID, Site: "shop", Warmup: 2})))
-		req.Header.Set("Content-Type", "text/plain")
-		req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36")
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("POST /beacon: %v", err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 204 {
-			t.Fatalf("POST /beacon: %s, want 204", resp.Status)
-		}
-		return runID
-	}
-	post(h3)
 	conn, err := store.Open(ctx, ch.DSNFor(database))
 	if err != nil {
 		t.Fatal(err)
@@ -415,24 +492,47 @@ func TestImage(t *testing.T) {
 		}
 		return n
 	}
-	waitUntil(t, 20*time.Second, "the run in samples and in /api/report", func() error {
-		if n := runs(); n != 1 {
-			return fmt.Errorf("%d runs in samples", n)
-		}
-		body, err := get(h3, h3Origin+"/api/report?since=1h&by=none&source=raw", token, 200, 3)
+
+	// A real visit: headless Chromium runs the script from the container's origins, and its run is
+	// stored with the protocols each request used and counted by /api/report. Chromium is a bot and
+	// its first run on a loaded machine may be cold, so the report is asked with both.
+	visit := c.visit(t, image, conn, "shop")
+	waitUntil(t, 20*time.Second, "the run in /api/report", func() error {
+		body, err := get(h3, h3Origin+"/api/report?since=1h&by=none&source=raw&site=shop&include-bots=1&include-excluded=1", token, 200, 3)
 		if err == nil && !strings.Contains(body, `"runs":1`) {
 			err = fmt.Errorf("report: %.300s", body)
 		}
 		return err
 	})
+	if n := runs(); n != 1 {
+		t.Errorf("%d runs in samples after one visit, want 1", n)
+	}
+	t.Logf("Chromium's run %s: %s", visit.runID, strings.Join(visit.protocols, " "))
+
+	// Reports posted as the script posts them, ten paced under the per-address limit (--rate-limit,
+	// 10 a second), for the drain below to have acknowledged reports in flight.
+	post := func(client *http.Client) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", h3Origin+"/beacon", bytes.NewReader(beacontest.Report(beacontest.Run{ID: randomHex(t, 16), Site: "shop", Warmup: 2})))
+		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("POST /beacon: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 204 {
+			t.Fatalf("POST /beacon: %s, want 204", resp.Status)
+		}
+	}
+	for i := range 10 {
+		post([]*http.Client{h2, h3}[i%2])
+		time.Sleep(150 * time.Millisecond)
+	}
 
 	// SIGTERM (podman stop, as compose stop) right after reports are acknowledged: the collector drains
 	// them into ClickHouse and exits 0 within the grace period.
-	// Ten more, paced under the per-address limit (--rate-limit, 10 a second).
-	for range 10 {
-		post(h2)
-		time.Sleep(150 * time.Millisecond)
-	}
 	start := time.Now()
 	if _, err := podman(ctx, "stop", "--time", strconv.Itoa(int(run.grace.Seconds())), id); err != nil {
 		t.Fatal(err)
@@ -576,7 +676,7 @@ func get(c *http.Client, url, token string, status, proto int) (string, error) {
 
 // certFiles writes a certificate for each name (file stem → host name) into a directory as compose.yaml
 // asks for /etc/h3rum: <stem>.pem, and <stem>.key readable by the container's group 65532 (0640).
-func certFiles(t *testing.T, names map[string]string) (dir string, pool *x509.CertPool) {
+func certFiles(t *testing.T, names map[string]string) (dir string, pool *x509.CertPool, spki []string) {
 	t.Helper()
 	dir = t.TempDir()
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -602,8 +702,9 @@ func certFiles(t *testing.T, names map[string]string) (dir string, pool *x509.Ce
 			t.Fatal(err)
 		}
 		pool.AddCert(c.Leaf)
+		spki = append(spki, c.SPKI)
 	}
-	return dir, pool
+	return dir, pool, spki
 }
 
 func randomHex(t *testing.T, n int) string {
