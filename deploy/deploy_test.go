@@ -207,6 +207,11 @@ type k8sObject struct {
 				Volumes    []struct {
 					Name string `yaml:"name"`
 				} `yaml:"volumes"`
+				SecurityContext struct {
+					RunAsUser  int `yaml:"runAsUser"`
+					RunAsGroup int `yaml:"runAsGroup"`
+					FSGroup    int `yaml:"fsGroup"`
+				} `yaml:"securityContext"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 		VolumeClaimTemplates []struct {

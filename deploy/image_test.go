@@ -568,6 +568,7 @@ func TestImageDataDirs(t *testing.T) {
 	}
 	// Nothing listens there: reports would wait in the spool, and the origins serve meanwhile.
 	const noClickHouse = "clickhouse://h3rum:x@127.0.0.1:9/h3rum"
+	fsGroup, stateMode := deployedDataDirs(t)
 	for _, tc := range []struct {
 		name          string
 		uid, gid      int
@@ -575,10 +576,10 @@ func TestImageDataDirs(t *testing.T) {
 		tmpfs         string // instead of a directory: "tmpfs" and --tmpfs's options
 		want, wantFix string // "" starts
 	}{
-		// A fresh PersistentVolumeClaim's root after the kubelet applied fsGroup 65532 (runAsGroup 65532).
-		{"PVC with fsGroup", 0, 65532, 0o775 | os.ModeSetgid, "", "", ""},
-		// systemd's StateDirectory=, StateDirectoryMode=0750, User= and Group= the service's.
-		{"StateDirectory", 65532, 65532, 0o750, "", "", ""},
+		// A fresh PersistentVolumeClaim's root after the kubelet applied k8s/statefulset.yaml's fsGroup.
+		{"PVC with fsGroup", 0, fsGroup, 0o775 | os.ModeSetgid, "", "", ""},
+		// systemd's StateDirectory= with h3rum.service's StateDirectoryMode=, User= and Group= the service's.
+		{"StateDirectory", 65532, 65532, stateMode, "", "", ""},
 		// A default emptyDir: root's, 0777.
 		{"emptyDir", 0, 0, 0o777, "", "its group and others may write it (mode 0777)", "give it a volume of its own"},
 		// A tmpfs as Docker's --tmpfs mounts it (root's, 1777). podman 4.3's --tmpfs takes the image
@@ -621,6 +622,46 @@ func TestImageDataDirs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deployedDataDirs reads what k8s/statefulset.yaml and h3rum.service make of the data directory, so
+// that TestImageDataDirs tries the directories the files make: the pod's fsGroup, which must be its
+// runAsGroup with runAsUser the image's user, and the unit's StateDirectoryMode=.
+func deployedDataDirs(t *testing.T) (fsGroup int, stateMode os.FileMode) {
+	t.Helper()
+	_, objs := k8sObjects(t)
+	n := 0
+	for _, o := range objs {
+		if o.Kind != "StatefulSet" {
+			continue
+		}
+		n++
+		sc := o.Spec.Template.Spec.SecurityContext
+		if sc.RunAsUser != 65532 || sc.RunAsGroup != 65532 || sc.FSGroup != sc.RunAsGroup {
+			t.Fatalf("%s: runAsUser %d, runAsGroup %d, fsGroup %d; want the image's user and group, 65532, and fsGroup its group",
+				o.file, sc.RunAsUser, sc.RunAsGroup, sc.FSGroup)
+		}
+		fsGroup = sc.FSGroup
+	}
+	if n != 1 {
+		t.Fatalf("%d StatefulSets in k8s/, want 1", n)
+	}
+	unit, err := os.ReadFile("h3rum.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^StateDirectoryMode=([0-7]{3,4})$`).FindSubmatch(unit)
+	if m == nil {
+		t.Fatal("h3rum.service: no StateDirectoryMode=")
+	}
+	mode, _ := strconv.ParseUint(string(m[1]), 8, 32)
+	stateMode = os.FileMode(mode & 0o777)
+	for bit, fm := range map[uint64]os.FileMode{0o4000: os.ModeSetuid, 0o2000: os.ModeSetgid, 0o1000: os.ModeSticky} {
+		if mode&bit != 0 {
+			stateMode |= fm
+		}
+	}
+	return fsGroup, stateMode
 }
 
 // owner returns the owner, group and permission bits of path.
