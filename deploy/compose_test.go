@@ -58,7 +58,9 @@ func TestImageCompose(t *testing.T) {
 				t.Logf("%s's log:\n%s", c, containerLog(c))
 			}
 		}
-		podman(ctx, append([]string{"rm", "-f", "-t", "0"}, containers...)...)
+		// -v: the clickhouse service, made from the h3rum image, has an anonymous volume for the
+		// image's VOLUME, which would outlive every run otherwise.
+		podman(ctx, append([]string{"rm", "-f", "-v", "-t", "0"}, containers...)...)
 		podman(ctx, "volume", "rm", "-f", project+"_collector-data", project+"_clickhouse-data")
 	})
 	const h3Host, h2Host = "h3.rumtest.example.com", "h2.rumtest.example.com"

@@ -319,7 +319,7 @@ func startCollector(t *testing.T, image, dataDir, dsn string) *collector {
 		if t.Failed() {
 			t.Logf("container log:\n%s", containerLog(c.id))
 		}
-		podman(ctx, "rm", "-f", "-t", "0", c.id)
+		podman(ctx, "rm", "-f", "-v", "-t", "0", c.id)
 		podman(ctx, "volume", "rm", "-f", c.id+"-collector-data")
 	})
 	if _, err := podman(ctx, append(append([]string{"run", "-d", "--name", c.id}, c.run.args...), image)...); err != nil {
