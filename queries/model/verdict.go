@@ -350,7 +350,8 @@ func verdictRuleText(n int, experiment bool) string {
 	}
 	// One look's 5 % holds for one reading; watched as runs arrive, a null
 	// difference reads faster or slower at some look far more often.
-	return s + "; for one reading: a report watched as runs arrive is an experiment (--experiment, from a fixed --since)"
+	return s + "; for one reading: at each reading a verdict is false 5 % of the time, so a report read again as runs arrive " +
+		"errs more often over all its readings (watch an experiment instead: --experiment, from a fixed --since)"
 }
 
 // roughMS formats a duration for a sentence: whole ms from 10 ms on, a
