@@ -43,7 +43,7 @@ func BenchmarkE2EMainThreadTrace(b *testing.B) {
 			if i == 0 {
 				done = report
 			}
-			byKind := mainThreadEntries(b, traceLoad(b, f, f.page+"?"+p, done))
+			byKind := mainThreadEntries(b, traceLoad(b, f, f.page+"?"+p, 0, done))
 			if kinds[p] == nil {
 				kinds[p] = map[string][]float64{}
 			}
@@ -97,12 +97,19 @@ type traceEvent struct {
 }
 
 // traceLoad loads url in a fresh Chromium with DevTools tracing on, from
-// navigation until done returns, and returns the trace's events.
-func traceLoad(b *testing.B, f *fixture, url string, done func(*chromium.Browser)) []traceEvent {
+// navigation until done returns, and returns the trace's events. A
+// throttle above 1 slows the page's CPU that many times (DevTools' CPU
+// throttling, as Lighthouse's mobile preset does with 4).
+func traceLoad(b *testing.B, f *fixture, url string, throttle float64, done func(*chromium.Browser)) []traceEvent {
 	br, s, closeAll := blankSession(b, f)
 	defer closeAll()
+	if throttle > 1 {
+		if _, err := s.call("Emulation.setCPUThrottlingRate", map[string]any{"rate": throttle}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	if _, err := s.call("Tracing.start", map[string]any{
-		"categories":   "devtools.timeline,v8.execute,disabled-by-default-devtools.timeline",
+		"categories":   "toplevel,devtools.timeline,v8.execute,disabled-by-default-devtools.timeline",
 		"transferMode": "ReturnAsStream",
 	}); err != nil {
 		b.Fatal(err)
@@ -172,10 +179,43 @@ func (c *cdpSession) event(method string, v any) error {
 	}
 }
 
-// mainThreadEntries sums the renderer main thread's JavaScript entries'
-// thread CPU, ms, by kind: each outermost EvaluateScript or FunctionCall
-// by the event that called it, and the microtask checkpoints after them.
-func mainThreadEntries(b *testing.B, evs []traceEvent) map[string]float64 {
+// LongTaskMS is the Long Tasks API's threshold: a task over it delays
+// input on the page.
+const LongTaskMS = 50
+
+// scriptTasks returns the wall duration, ms, of every renderer main-thread
+// task (RunTask) that ran the script: one enclosing an EvaluateScript or
+// FunctionCall of a URL holding script.
+func scriptTasks(b *testing.B, evs []traceEvent, script string) []float64 {
+	xs := mainThreadEvents(b, evs)
+	var out []float64
+	var task *traceEvent
+	counted := false
+	for i := range xs {
+		e := &xs[i]
+		if e.Name == "RunTask" || e.Name == "ThreadControllerImpl::RunTask" {
+			if task == nil || e.Ts >= task.Ts+task.Dur {
+				task, counted = e, false
+			}
+			continue
+		}
+		if task == nil || counted || e.Ts >= task.Ts+task.Dur || (e.Name != "EvaluateScript" && e.Name != "FunctionCall") {
+			continue
+		}
+		var a struct {
+			Data struct{ URL string } `json:"data"`
+		}
+		json.Unmarshal(e.Args, &a)
+		if strings.Contains(a.Data.URL, script) {
+			out, counted = append(out, task.Dur/1000), true
+		}
+	}
+	return out
+}
+
+// mainThreadEvents are the renderer main thread's complete events,
+// parents before children: by start, the longer first.
+func mainThreadEvents(b *testing.B, evs []traceEvent) []traceEvent {
 	main := map[[2]int]bool{}
 	for _, e := range evs {
 		if e.Ph == "M" && e.Name == "thread_name" && strings.Contains(string(e.Args), `"CrRendererMain"`) {
@@ -191,13 +231,20 @@ func mainThreadEntries(b *testing.B, evs []traceEvent) map[string]float64 {
 	if len(xs) == 0 {
 		b.Fatal("the trace has no renderer main thread events")
 	}
-	// Parents before children: by start, the longer first.
 	slices.SortFunc(xs, func(a, b traceEvent) int {
 		if a.Ts != b.Ts {
 			return int(a.Ts - b.Ts)
 		}
 		return int(b.Dur - a.Dur)
 	})
+	return xs
+}
+
+// mainThreadEntries sums the renderer main thread's JavaScript entries'
+// thread CPU, ms, by kind: each outermost EvaluateScript or FunctionCall
+// by the event that called it, and the microtask checkpoints after them.
+func mainThreadEntries(b *testing.B, evs []traceEvent) map[string]float64 {
+	xs := mainThreadEvents(b, evs)
 	out := map[string]float64{}
 	var stack []traceEvent // the enclosing events of the current one
 	for _, e := range xs {
