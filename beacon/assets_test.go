@@ -38,13 +38,15 @@ func TestDistFresh(t *testing.T) {
 	}
 }
 
-// TestScriptSize holds the budget: minified and gzipped h3rum.js ≤ 2,432
+// TestScriptSize holds the budget: minified and gzipped h3rum.js ≤ 2,560
 // bytes. It was 2,048 until 1.3.0, whose run ids from the CSPRNG, consent
 // and counts of the script's own errors took the script from 2,041 to
-// 2,245 bytes, and 2,304 until 1.3.1, whose checks that no time it sends is
-// one the collector refuses took it from 2,299 to 2,415.
+// 2,245 bytes, 2,304 until 1.3.1, whose checks that no time it sends is
+// one the collector refuses took it from 2,299 to 2,415, and 2,432 until
+// 1.4.0, whose "alt" (what the page's own loads taught of the H3 origin)
+// took it from 2,419 to 2,543.
 func TestScriptSize(t *testing.T) {
-	const budget = 2432
+	const budget = 2560
 	t.Logf("h3rum.js: %d bytes minified, %d gzip, %d brotli", len(scriptJS), len(scriptGzip), len(scriptBrotli))
 	if len(scriptGzip) > budget {
 		t.Errorf("gzipped script is %d bytes, budget %d", len(scriptGzip), budget)
@@ -124,6 +126,7 @@ func TestHandlerScript(t *testing.T) {
 			for k, want := range map[string]string{
 				"Content-Encoding": tt.encoding, "Cache-Control": tt.cache, "Vary": "Accept-Encoding",
 				"Content-Type": "text/javascript; charset=utf-8", "Cross-Origin-Resource-Policy": "cross-origin",
+				"Timing-Allow-Origin": "*",
 			} {
 				if got := hd.Get(k); got != want {
 					t.Errorf("%s: %q, want %q", k, got, want)

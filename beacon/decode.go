@@ -121,7 +121,8 @@ var decodeFields = func() []string {
 	return fields
 }()
 
-// Decode parses and validates one report in wire format v1 (PROTOCOL.md).
+// Decode parses and validates one report in any wire format from
+// MinVersion to Version (PROTOCOL.md).
 // Every rejection is a *DecodeError. Decode never panics on any input.
 func Decode(data []byte) (*Report, error) {
 	if len(data) > MaxReportBytes {

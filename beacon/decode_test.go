@@ -3,6 +3,7 @@ package beacon
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -155,6 +156,46 @@ func TestDecodeEffectiveType(t *testing.T) {
 	checkReason(t, marshal(t, v), ReasonField)
 }
 
+// Wire v2 carries alt, each of its values read on both paths; a v1 report
+// reads as not recorded.
+func TestDecodeAltSvc(t *testing.T) {
+	r, err := Decode(marshal(t, validReport()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != 1 || r.AltSvc != AltSvcUnrecorded {
+		t.Errorf("v1: version %d, alt %d; want 1, %d", r.Version, r.AltSvc, AltSvcUnrecorded)
+	}
+	for a := AltSvcNone; a <= MaxAltSvc; a++ {
+		v := validReport()
+		v["v"], v["alt"] = 2, int(a)
+		b := marshal(t, v)
+		r, err := Decode(b)
+		if err != nil {
+			t.Fatalf("alt %d: %v", a, err)
+		}
+		if r.Version != 2 || r.AltSvc != a {
+			t.Errorf("alt %d: version %d, alt %d", a, r.Version, r.AltSvc)
+		}
+		if _, ok := fastDecode(b, arenas.Get().(*arena)); !ok {
+			t.Errorf("alt %d: fell back to the general path", a)
+		}
+		back, err := Encode(r)
+		if err != nil {
+			t.Fatalf("alt %d: Encode: %v", a, err)
+		}
+		if !strings.Contains(string(back), `"v":2,`) || !strings.Contains(string(back), fmt.Sprintf(`"alt":%d,`, a)) {
+			t.Errorf("alt %d: encoded %s", a, back)
+		}
+	}
+	// Encode keeps an older version's form: no alt in v1.
+	r.Version, r.AltSvc = 1, AltSvcUnrecorded
+	b, err := Encode(r)
+	if err != nil || strings.Contains(string(b), `"alt"`) {
+		t.Errorf("v1 Encode: %s, %v", b, err)
+	}
+}
+
 func TestDecodePartial(t *testing.T) {
 	v := validReport()
 	v["p"] = true
@@ -184,7 +225,15 @@ func TestDecodeInvalid(t *testing.T) {
 		m      mutate
 		reason string
 	}{
-		{"version 2", set("v", 2), ReasonVersion},
+		{"version 3", set("v", 3), ReasonVersion},
+		{"version 0", set("v", 0), ReasonVersion},
+		{"alt in v1", set("alt", 2), ReasonField},
+		{"alt missing in v2", set("v", 2), ReasonField},
+		{"alt 0 in v2", func(v map[string]any) { v["v"], v["alt"] = 2, 0 }, ReasonValue},
+		{"alt 6 in v2", func(v map[string]any) { v["v"], v["alt"] = 2, 6 }, ReasonValue},
+		{"alt negative", func(v map[string]any) { v["v"], v["alt"] = 2, -1 }, ReasonValue},
+		{"alt a string", func(v map[string]any) { v["v"], v["alt"] = 2, "2" }, ReasonField},
+		{"alt a fraction", func(v map[string]any) { v["v"], v["alt"] = 2, 2.5 }, ReasonField},
 		{"version string", set("v", "1"), ReasonVersion},
 		{"version float", set("v", 1.0001), ReasonVersion},
 		{"no version", del("v"), ReasonVersion},
@@ -484,7 +533,9 @@ func TestDecodeErrorField(t *testing.T) {
 		{"complete run short of a sample", func(v map[string]any) { v["s"] = v["s"].([]any)[1:] }, "s"},
 		{"an unknown key names no field", func(v map[string]any) { v["s.d"] = 1 }, ""},
 		{"an unknown sample key", smp(3, "zz", 1), ""},
-		{"another version", func(v map[string]any) { v["v"] = 2 }, ""},
+		{"another version", func(v map[string]any) { v["v"] = 3 }, ""},
+		{"alt", func(v map[string]any) { v["v"], v["alt"] = 2, 9 }, "alt"},
+		{"alt missing", func(v map[string]any) { v["v"] = 2 }, "alt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := validReport()

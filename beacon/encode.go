@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// Encoding: a Report back to wire format v1, for clients other than the
-// script (the Go agent). The output is what the script sends: canonical
+// Encoding: a Report back to its wire format version, for clients other
+// than the script (the Go agent). The output is what the script sends: canonical
 // JSON with the keys in PROTOCOL.md's order, no whitespace, and the
 // optional keys left out where the Go value means "absent" (-1 durations,
 // an unknown proto, a zero creq, an empty string), so that Decode reads
@@ -30,7 +30,7 @@ func wirePhase(p Phase) (string, bool) {
 	return "", false
 }
 
-// Encode renders r in wire format v1. It returns an error when r is not a
+// Encode renders r in wire format r.Version. It returns an error when r is not a
 // report Decode accepts — that error is Decode's own *DecodeError, since
 // Encode checks its output by decoding it, which keeps the format's rules
 // in one place (validate.go) — or when a number is NaN or infinite, or
@@ -94,6 +94,10 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	b = append(b, `,"mt":`...)
 	if b, err = appendFloat(b, r.MainThreadMS, "mt"); err != nil {
 		return nil, err
+	}
+	if r.Version >= 2 {
+		b = append(b, `,"alt":`...)
+		b = strconv.AppendInt(b, int64(r.AltSvc), 10)
 	}
 	p := &r.Params
 	b = append(b, `,"par":{"n":`...)

@@ -103,6 +103,11 @@ func genReport(rng *rand.Rand) *Report {
 		Params: Params{Parallel: 1 + rng.IntN(MaxParallel), Warmup: rng.IntN(MaxWarmup + 1), Bytes: rng.IntN(MaxBytes + 1),
 			Order: []string{"h2first", "h3first"}[rng.IntN(2)], Trigger: []string{"load", "manual"}[rng.IntN(2)]},
 		Client: Client{RTT: -1, Downlink: -1}}
+	if rng.IntN(4) == 0 {
+		r.Version = MinVersion // an older script's report: alt not recorded
+	} else {
+		r.AltSvc = AltSvcNone + AltSvc(rng.IntN(int(MaxAltSvc)))
+	}
 	for i := range r.RunID {
 		r.RunID[i] = byte(rng.Uint32())
 	}

@@ -67,7 +67,7 @@ func fastDecode(data []byte, a *arena) (w wireReport, ok bool) {
 	p := &fastParser{b: data, ok: true, arena: a}
 	p.report(&w)
 	p.ws()
-	if !p.ok || p.i != len(p.b) || w.V == nil || *w.V != Version {
+	if !p.ok || p.i != len(p.b) || w.V == nil || !knownVersion(*w.V) {
 		return wireReport{}, false
 	}
 	return w, true
@@ -405,6 +405,9 @@ func (p *fastParser) report(w *wireReport) {
 			w.X = &wireErrors{}
 			p.scriptErrors(w.X)
 			return 10
+		case "alt":
+			w.Alt = p.integer()
+			return 11
 		case "s":
 			w.S = p.samples[:0]
 			p.array(func() {

@@ -37,7 +37,10 @@ func FuzzDecode(f *testing.F) {
 	hint := validReport()
 	hint["c"].(map[string]any)["et"] = `=HYPERLINK("https://x.example")`
 	f.Add(marshal(f, hint))
-	for _, s := range []string{``, `{}`, `{"v":1}`, `{"v":2}`, `[]`, `{"v":1,"s":[{}]}`, `{"V":1}`, `null`,
+	v2 := validReport()
+	v2["v"], v2["alt"] = 2, 2
+	f.Add(marshal(f, v2))
+	for _, s := range []string{``, `{}`, `{"v":1}`, `{"v":2}`, `{"v":3}`, `{"v":2,"alt":0}`, `{"v":1,"alt":1}`, `[]`, `{"v":1,"s":[{}]}`, `{"V":1}`, `null`,
 		`{"v":1,"id":"00112233445566778899aabbccddeeff","site":"s","o":"null","bv":"1","p":true,"mt":0,` +
 			`"par":{"n":1,"w":0,"b":0,"ord":"h3first","trg":"manual"},"s":[{"q":0,"ph":"w","w":"h2","g":"h2",` +
 			`"st":0,"d":-1,"dns":-1,"con":-1,"tls":-1,"tf":-1,"dl":-1,"r":false,"ts":0}]}`} {
@@ -116,7 +119,11 @@ func FuzzFastPath(f *testing.F) {
 	failed := validReport()
 	failed["x"] = map[string]any{"idle": 1, "send": 65535}
 	f.Add(marshal(f, failed))
+	v2 := validReport()
+	v2["v"], v2["alt"] = 2, 5
+	f.Add(marshal(f, v2))
 	for _, s := range []string{
+		`{"v":2,"alt":1}`, `{"v":2,"alt":6}`, `{"v":2,"alt":1,"alt":1}`, `{"v":2,"alt":"1"}`, `{"v":2,"alt":null}`, `{"v":1,"alt":2}`,
 		`{"v":1}`, `{"v":1,"s":[]}`, `{"v":1,"c":{"br":[[],["a"],["a","b","c"]]}}`, `{"v":1,"c":{"br":[]}}`,
 		`{"v":1,"par":{}}`, `{"v":1,"v":1}`, `{"V":1}`, `{"v":1.0}`, `{"v":1e0}`, `{"v":-0}`, `{"v":1,"mt":1e400}`,
 		`{"v":1,"id":"\u0041"}`, `{"v":1,"id":"é"}`, `{"v":1,"p":null}`, ` {"v":1} `, `{"v":1}x`, `{"v":1}}`,

@@ -2,8 +2,14 @@
 // built assets, and the Go side of its wire format (see PROTOCOL.md).
 package beacon
 
-// Version is the wire-format version this package decodes.
-const Version = 1
+// Version is the wire-format version the script and Encode send. Decode
+// also reads every earlier one (MinVersion on): what a version lacks reads
+// as its zero value.
+const Version = 2
+
+// MinVersion is the oldest wire-format version Decode accepts: a pinned
+// script is cached for a year.
+const MinVersion = 1
 
 // Limits of the protocol; a report outside them is rejected.
 const (
@@ -48,18 +54,40 @@ const (
 
 // Report is one run of the test in one browser, as sent to POST /beacon.
 type Report struct {
-	Version       int      // wire-format version, always Version
+	Version       int      // wire-format version, MinVersion to Version
 	RunID         [16]byte // random per run, sent as 32 hex digits
 	Site          string   // data-site of the embedding page
 	PageOrigin    string   // scheme://host[:port] of the page, never the full URL
 	BeaconVersion string   // version of h3rum.js
 	Partial       bool     // the page was hidden or closed before the run finished
 	MainThreadMS  float64  // main-thread time the script itself used during the run, ms
+	AltSvc        AltSvc   // what the page's own loads showed of the H3 origin before the run; AltSvcUnrecorded before wire v2
 	Params        Params
 	Client        Client
 	ScriptErrors  ScriptErrors // the script's own failures in this run; zero from scripts before 1.3.0
 	Samples       []Sample
 }
+
+// AltSvc says whether the browser could have learnt the H3 origin's
+// Alt-Svc from the page's own loads before the run's first request to it
+// (PROTOCOL.md, "alt"): the earliest load from the H3 origin that the page's
+// Resource Timing buffer holds decides. Without one, the first request
+// shows what the browser knew before the page (an HTTPS record or an
+// Alt-Svc cached on an earlier visit); after the script's own load over TCP
+// it shows what that load taught.
+type AltSvc uint8
+
+// The values of AltSvc, as the wire and the alt_svc columns carry them.
+const (
+	AltSvcUnrecorded AltSvc = iota // a report of wire v1: the script did not look
+	AltSvcNone                     // no earlier load from the H3 origin on this page
+	AltSvcScript                   // the script itself came from the H3 origin over TCP, with its Alt-Svc
+	AltSvcOtherTCP                 // another earlier load from the H3 origin over TCP (h1 or h2)
+	AltSvcH3                       // the earliest load from the H3 origin was already over HTTP/3
+	AltSvcHidden                   // the earliest load's protocol was hidden (no Timing-Allow-Origin)
+	// MaxAltSvc is the largest value the wire accepts.
+	MaxAltSvc = AltSvcHidden
+)
 
 // ScriptErrors counts the exceptions the script caught in its own code
 // during a run, by the stage it was in (PROTOCOL.md, "x"). A run with any

@@ -14,7 +14,7 @@ import (
 func missing(name string) *DecodeError { return errorf(ReasonField, "missing %q", name).at(name) }
 
 func (w *wireReport) report() (*Report, error) {
-	r := &Report{Version: Version}
+	r := &Report{Version: *w.V}
 	if w.ID == nil {
 		return nil, missing("id")
 	}
@@ -56,6 +56,9 @@ func (w *wireReport) report() (*Report, error) {
 		return nil, errorf(ReasonValue, "mt %g ms outside [0, %d]", *w.MT, MaxMainThread).at("mt")
 	}
 	r.MainThreadMS = *w.MT
+	if err := w.altSvc(&r.AltSvc); err != nil {
+		return nil, err
+	}
 	if w.Par == nil {
 		return nil, missing("par")
 	}
@@ -77,6 +80,23 @@ func (w *wireReport) report() (*Report, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// altSvc reads "alt": required from wire v2 on, unknown to v1 (whose
+// reports read as AltSvcUnrecorded).
+func (w *wireReport) altSvc(a *AltSvc) error {
+	switch {
+	case w.Alt == nil && *w.V >= 2:
+		return missing("alt")
+	case w.Alt == nil:
+		return nil
+	case *w.V < 2:
+		return errorf(ReasonField, `"alt" is not a key of wire v%d`, *w.V).at("alt")
+	case *w.Alt < int(AltSvcNone) || *w.Alt > int(MaxAltSvc):
+		return errorf(ReasonValue, "alt is %d, want %d to %d", *w.Alt, AltSvcNone, MaxAltSvc).at("alt")
+	}
+	*a = AltSvc(*w.Alt)
+	return nil
 }
 
 func (w *wireErrors) scriptErrors(e *ScriptErrors) error {

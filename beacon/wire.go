@@ -26,6 +26,7 @@ type (
 		BV   *string      `json:"bv"`
 		P    *bool        `json:"p"`
 		MT   *float64     `json:"mt"`
+		Alt  *int         `json:"alt"`
 		Par  *wireParams  `json:"par"`
 		C    *wireClient  `json:"c"`
 		X    *wireErrors  `json:"x"`
@@ -198,6 +199,9 @@ func rawObject[T any](b []byte, known func(string) bool) (map[string]json.RawMes
 	return raw, nil
 }
 
+// knownVersion reports whether Decode reads wire-format version v.
+func knownVersion(v int) bool { return v >= MinVersion && v <= Version }
+
 // decodeWire is the general path: encoding/json plus the checks it does
 // not make, with the precedence of rejections PROTOCOL.md gives.
 func decodeWire(data []byte) (wireReport, error) {
@@ -210,7 +214,7 @@ func decodeWire(data []byte) (wireReport, error) {
 	if kerr := checkKeys(data, err == nil && onlySpace(data[dec.InputOffset():])); kerr != nil {
 		return w, kerr
 	}
-	if err != nil || w.V == nil || *w.V != Version {
+	if err != nil || w.V == nil || !knownVersion(*w.V) {
 		// Classify: a report of another version fails for that reason
 		// first, whatever else is wrong with it by v1's rules.
 		var peek struct {
@@ -222,8 +226,8 @@ func decodeWire(data []byte) (wireReport, error) {
 		if peek.V == nil || string(peek.V) == "null" {
 			return w, errorf(ReasonVersion, `missing "v"`)
 		}
-		if string(peek.V) != "1" {
-			return w, errorf(ReasonVersion, "unsupported version %.16s, want %d", peek.V, Version)
+		if v := string(peek.V); len(v) != 1 || !knownVersion(int(v[0])-'0') {
+			return w, errorf(ReasonVersion, "unsupported version %.16s, want %d to %d", peek.V, MinVersion, Version)
 		}
 	}
 	if err != nil {

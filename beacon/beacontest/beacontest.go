@@ -15,6 +15,9 @@ type Run struct {
 	Warmup   int    // sequential warm-up requests to the H3 origin; default 1 (the script's is 2)
 	Parallel int    // requests per parallel batch; default 5
 	Brands   string // UA-CH brands as wire JSON; default a Chrome 121
+	// Alt is the report's "alt"; 0 (the default) makes a wire v1 report,
+	// which has none, any other value a v2 report carrying it.
+	Alt int
 }
 
 // Report returns r in wire format: Warmup sequential H3 requests, one H2
@@ -38,7 +41,11 @@ func Report(r Run) []byte {
 		r.Brands = `[["Not A(Brand","99"],["Google Chrome","121"],["Chromium","121"]]`
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `{"v":1,"id":%q,"site":%q,"o":%q,"bv":"1.0.0","p":false,"mt":3.5,`, r.ID, r.Site, r.Origin)
+	if r.Alt == 0 {
+		fmt.Fprintf(&b, `{"v":1,"id":%q,"site":%q,"o":%q,"bv":"1.0.0","p":false,"mt":3.5,`, r.ID, r.Site, r.Origin)
+	} else {
+		fmt.Fprintf(&b, `{"v":2,"id":%q,"site":%q,"o":%q,"bv":"1.4.0","p":false,"mt":3.5,"alt":%d,`, r.ID, r.Site, r.Origin, r.Alt)
+	}
 	fmt.Fprintf(&b, `"par":{"n":%d,"w":%d,"b":0,"ord":"h3first","trg":"load"},`, r.Parallel, r.Warmup)
 	fmt.Fprintf(&b, `"c":{"br":%s,"pf":"Linux","mb":false,"et":"4g","rtt":50,"dl":10},"s":[`, r.Brands)
 	total := r.Warmup + 1 + 2*r.Parallel

@@ -4,7 +4,7 @@
 // names are package beacon's constants, written in by the build as the
 // __H3RUM_*__ identifiers (beacon.ScriptDefine).
 
-export const VERSION = '1.3.1';
+export const VERSION = '1.4.0';
 
 // r rounds to 1 µs: it removes float noise, keeps Server-Timing's 3 decimals.
 const r = (x) => +x.toFixed(3);
@@ -139,6 +139,21 @@ export function sample(q, ph, w, e, t0, at, err, now) {
   return s;
 }
 
+// alt says whether this page's own loads could have taught the browser the
+// H3 origin's Alt-Svc before the run's first request to it (PROTOCOL.md,
+// "alt"). list holds the page's navigation and resource entries in start
+// order; the earliest from h3 that went over the network decides (none: 1).
+// A cached one (no bytes transferred, a body) taught nothing; one without
+// Timing-Allow-Origin hides its protocol (5).
+export function alt(list, h3) {
+  for (const e of list) {
+    const p = proto(e.nextHopProtocol), u = '' + e.name;
+    if (origin(u) == h3 && (e.transferSize || !e.encodedBodySize))
+      return p == 'h3' ? 4 : p == 'unknown' ? 5 : u.startsWith(h3 + '/h3rum.') ? 2 : 3;
+  }
+  return 1;
+}
+
 // client reads what the browser says about itself, where it says it;
 // JSON.stringify drops what is undefined.
 export function client(nav) {
@@ -164,6 +179,7 @@ export const report = (cfg, o, partial, mt, c, samples, x = {}) => ({
   bv: VERSION,
   p: partial,
   mt: r(within(mt, __H3RUM_MAX_MAIN_THREAD_MS__)), // a clock that jumped, not the script's work
+  alt: cfg.alt,
   par: { n: cfg.n, w: cfg.w, b: cfg.b, ord: cfg.first + 'first', trg: cfg.trg },
   c,
   x: Object.keys(x).length ? x : undefined,

@@ -7,7 +7,7 @@
 // that is not sampled ends there. Everything else waits for an idle
 // callback after load, and nothing throws on the normal path.
 'use strict';
-import { VERSION, rate, config, runID, sample, client, report } from './core.js';
+import { VERSION, rate, config, runID, sample, client, report, alt } from './core.js';
 
 // K is the configuration given in the script's URL (/h3rum.js?h3=…&site=…):
 // the collector writes it here as an object, so the script never reads its
@@ -51,6 +51,9 @@ const start = m(() => {
   // where the page has it (core.js runID).
   if (D.hidden || N.connection?.saveData || !AbortSignal.timeout || !W.crypto?.getRandomValues) return;
   cfg.id = runID(W.crypto);
+  // Before the run's first request: what the page's own loads (the script's
+  // among them) could have taught the browser of the H3 origin.
+  cfg.alt = alt(P.getEntriesByType('navigation').concat(P.getEntriesByType('resource')), cfg.h3);
   const t0 = P.now(), samples = [], seen = {}, waiting = {};
   let sent, po, q = 0;
 

@@ -2,7 +2,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { config, rate, proto, serverTiming, sample, client, runID, report, VERSION } from '../src/core.js';
+import { config, rate, proto, serverTiming, sample, client, runID, report, alt, VERSION } from '../src/core.js';
 
 test('proto normalises nextHopProtocol', () => {
   const cases = {
@@ -125,7 +125,8 @@ test('sample handles the Safari quirks', () => {
 const built = [];
 after(() => process.env.H3RUM_REPORTS && writeFileSync(process.env.H3RUM_REPORTS, built.map((r) => JSON.stringify(r)).join('\n')));
 const partialRun = (s, mt = 1) => {
-  const cfg = { ...config({ h3: 'https://a', h2: 'https://b', warmup: '0', parallel: '1' }, 'https://c/h3rum.js', 'h'), id: 'f'.repeat(32) };
+  const cfg = { ...config({ h3: 'https://a', h2: 'https://b', warmup: '0', parallel: '1' }, 'https://c/h3rum.js', 'h'), id: 'f'.repeat(32),
+    alt: 1 + (built.length % 5) };
   built.push(report(cfg, 'https://p', true, mt, {}, [s]));
 };
 
@@ -212,12 +213,12 @@ test('runID: 128 bits from the CSPRNG, as 32 hex digits', () => {
 });
 
 test('report carries the script errors only when there are some', () => {
-  const cfg = { ...config({ h3: 'https://a', h2: 'https://b' }, 'https://c/h3rum.js', 'h'), id: 'i', first: 'h3' };
+  const cfg = { ...config({ h3: 'https://a', h2: 'https://b' }, 'https://c/h3rum.js', 'h'), id: 'i', first: 'h3', alt: 1 };
   const keys = (r) => Object.keys(JSON.parse(JSON.stringify(r)));
-  assert.deepEqual(keys(report(cfg, 'https://p', false, 0, {}, [])), ['v', 'id', 'site', 'o', 'bv', 'p', 'mt', 'par', 'c', 's']);
-  assert.deepEqual(keys(report(cfg, 'https://p', false, 0, {}, [], {})), ['v', 'id', 'site', 'o', 'bv', 'p', 'mt', 'par', 'c', 's']);
+  assert.deepEqual(keys(report(cfg, 'https://p', false, 0, {}, [])), ['v', 'id', 'site', 'o', 'bv', 'p', 'mt', 'alt', 'par', 'c', 's']);
+  assert.deepEqual(keys(report(cfg, 'https://p', false, 0, {}, [], {})), ['v', 'id', 'site', 'o', 'bv', 'p', 'mt', 'alt', 'par', 'c', 's']);
   const r = JSON.parse(JSON.stringify(report(cfg, 'https://p', false, 0, {}, [], { batch: 2, send: 1 })));
-  assert.deepEqual(Object.keys(r), ['v', 'id', 'site', 'o', 'bv', 'p', 'mt', 'par', 'c', 'x', 's']);
+  assert.deepEqual(Object.keys(r), ['v', 'id', 'site', 'o', 'bv', 'p', 'mt', 'alt', 'par', 'c', 'x', 's']);
   assert.deepEqual(r.x, { batch: 2, send: 1 });
 });
 
@@ -236,15 +237,41 @@ test('a full run of 2+1 warm-up and 5+5 parallel samples stays under 4 KiB', () 
     for (let i = 0; i < n; i++)
       samples.push(sample(q++, ph, w, entry({ nextHopProtocol: w, startTime: 1234.5678 + q * 37.1234,
         duration: 123.4567, serverTiming: sv(w, i + 1) }), 1000.0001, 0, q == 4 ? 'http_503' : ''));
-  const r = report({ ...cfg, id: runID(globalThis.crypto), first: 'h2' }, 'https://www.shop.example', false, 0.4567,
+  const r = report({ ...cfg, id: runID(globalThis.crypto), first: 'h2', alt: 2 }, 'https://www.shop.example', false, 0.4567,
     client({ userAgentData: { brands: [{ brand: 'Not)A;Brand', version: '8' }, { brand: 'Chromium', version: '156' },
       { brand: 'Google Chrome', version: '156' }], platform: 'Windows', mobile: false },
     connection: { effectiveType: '4g', rtt: 50, downlink: 10 } }), samples);
   const body = JSON.stringify(r);
   assert.ok(body.length < 4096, `payload ${body.length} bytes`);
-  assert.equal(r.v, 1);
+  assert.equal(r.v, 2);
+  assert.equal(r.alt, 2);
   assert.equal(r.bv, VERSION);
   assert.deepEqual(r.par, { n: 5, w: 2, b: 0, ord: 'h2first', trg: 'load' });
   assert.equal(r.s.length, 13);
   console.log(`# payload for 2+1+5+5 samples: ${body.length} bytes`);
+});
+
+test('alt: the earliest load from the H3 origin over the network decides', () => {
+  const h3 = 'https://h3.example:8443';
+  // e is a Resource Timing entry as a page sees it: with Timing-Allow-Origin
+  // (or same-origin), transferSize and the protocol are visible.
+  const e = (name, p, transferSize = 300, encodedBodySize = 100) => ({ name, nextHopProtocol: p, transferSize, encodedBodySize });
+  const page = e('https://www.shop.example/', 'h2'), other = e('https://cdn.example/app.js', 'h3');
+  for (const [name, list, want] of [
+    ['nothing from the H3 origin', [page, other], 1],
+    ['nothing at all', [], 1],
+    ['the script over h2', [page, e(h3 + '/h3rum.js?h3=x', 'h2'), other], 2],
+    ['the pinned script over http/1.1', [page, e(h3 + '/h3rum.0123456789ab.js', 'http/1.1')], 2],
+    ['another load over h2 first', [page, e(h3 + '/img.png', 'h2'), e(h3 + '/h3rum.js', 'h2')], 3],
+    ['the page itself from the H3 origin', [e(h3 + '/demo', 'h2'), e(h3 + '/h3rum.js', 'h3')], 3],
+    ['already over h3', [page, e(h3 + '/h3rum.js', 'h3'), e(h3 + '/x', 'h2')], 4],
+    ['h3-29 is h3', [e(h3 + '/h3rum.js', 'h3-29')], 4],
+    ['without Timing-Allow-Origin', [e(h3 + '/h3rum.js', '', 0, 0)], 5],
+    ['from the cache: taught nothing', [e(h3 + '/h3rum.js', '', 0, 2500), e(h3 + '/h3rum.js', 'h2', 0, 2500)], 1],
+    ['cached, then over h2', [e(h3 + '/h3rum.js', 'h2', 0, 2500), e(h3 + '/x', 'h2')], 3],
+    ['another port is another origin', [e('https://h3.example/h3rum.js', 'h2'), e('https://h3.example:8444/x', 'h2')], 1],
+    ['a prefix is not the origin', [e(h3 + '0/h3rum.js', 'h2'), e('http://h3.example:8443/h3rum.js', 'h2')], 1],
+    ['hostile names and protocols', [{ name: null }, { name: 7, nextHopProtocol: {} }, e(h3, 'h2'), {}], 3],
+  ])
+    assert.equal(alt(list, h3), want, name);
 });

@@ -187,6 +187,9 @@ func (c *Config) newRun() *run {
 func (r *run) report() *beacon.Report {
 	return &beacon.Report{
 		Version: beacon.Version, RunID: r.id, Site: r.site, PageOrigin: "null", BeaconVersion: BeaconVersion,
+		// The agent loads nothing from the H3 origin before its run: its
+		// first request shows what it knew before.
+		AltSvc: beacon.AltSvcNone,
 		Params: beacon.Params{Parallel: r.parallel, Warmup: r.warmup, Bytes: r.c.Bytes, Order: r.order, Trigger: "manual"},
 		Client: beacon.Client{Brands: []beacon.Brand{{Brand: "h3rum-agent", Version: "1"}}, Platform: runtime.GOOS, RTT: -1, Downlink: -1},
 	}

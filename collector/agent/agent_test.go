@@ -58,7 +58,7 @@ func checkReport(t *testing.T, r *beacon.Report, order string, w, n, b int) {
 		t.Fatalf("Decode(Encode(report)): %v\n%s", err, wire)
 	}
 	wantPar := beacon.Params{Parallel: n, Warmup: w, Bytes: b, Order: order, Trigger: "manual"}
-	if r.Version != 1 || r.Site != "lab" || r.PageOrigin != "null" || r.BeaconVersion != BeaconVersion || r.Partial ||
+	if r.Version != beacon.Version || r.AltSvc != beacon.AltSvcNone || r.Site != "lab" || r.PageOrigin != "null" || r.BeaconVersion != BeaconVersion || r.Partial ||
 		r.MainThreadMS != 0 || r.Params != wantPar {
 		t.Errorf("report header %+v, params want %+v", r, wantPar)
 	}
