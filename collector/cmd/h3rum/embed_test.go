@@ -72,6 +72,33 @@ func TestEmbed(t *testing.T) {
 	}
 }
 
+// Without --collector the script comes from the H2 origin, which sends
+// Alt-Svc: clear; from the H3 origin the tag is printed with a warning.
+func TestEmbedScriptOrigin(t *testing.T) {
+	args := []string{"embed", "--h3", "https://h3.rumtest.example.com", "--h2", "https://h2.rumtest.example.com", "--site", "shop"}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		src     string
+		warning bool
+	}{
+		{"the H2 origin by default", args, `<script async src="https://h2.rumtest.example.com/h3rum.js?endpoint=https%3A%2F%2Fh2.rumtest.example.com&amp;`, false},
+		{"another collector host", append(args, "--collector", "https://rum.example.com"), `<script async src="https://rum.example.com/h3rum.js?`, false},
+		{"the H3 origin", append(args, "--collector", "https://h3.rumtest.example.com/"), `<script async src="https://h3.rumtest.example.com/h3rum.js?`, true},
+	} {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), tc.args, &out, &errOut); err != nil {
+			t.Fatalf("%s: %v: %s", tc.name, err, errOut.String())
+		}
+		if !strings.HasPrefix(out.String(), tc.src) {
+			t.Errorf("%s: tag %q, want it to start %q", tc.name, out.String(), tc.src)
+		}
+		if warned := strings.Contains(errOut.String(), "alt=2"); warned != tc.warning {
+			t.Errorf("%s: stderr %q, want a warning: %v", tc.name, errOut.String(), tc.warning)
+		}
+	}
+}
+
 func with(m map[string]string, kv ...string) map[string]string {
 	m = maps.Clone(m)
 	for i := 0; i < len(kv); i += 2 {
@@ -87,7 +114,7 @@ func TestEmbedBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--h3", "https://h3.example.com", "--h2", "https://h2.example.com"}, `--collector "": want the collector's origin`},
+		{[]string{"--h3", "https://h3.example.com", "--h2", "h2.example.com"}, `--collector "h2.example.com": want the collector's origin`},
 		{[]string{"--collector", "rumtest.example.com", "--h3", "https://h3.example.com", "--h2", "https://h2.example.com"}, `--collector "rumtest.example.com"`},
 		{[]string{"--collector", "https://rumtest.example.com/h3rum.js", "--h3", "https://h3.example.com", "--h2", "https://h2.example.com"}, "want the collector's origin"},
 		{[]string{"--collector", "https://rumtest.example.com", "--h3", "https://h3.example.com"}, "--h3 and --h2 are required"},
