@@ -63,6 +63,7 @@ func sampleColumns() []column {
 		runCol("script_errors_batch", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Batch) }),
 		runCol("script_errors_timing", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Timing) }),
 		runCol("script_errors_send", "UInt16", func(r r) uint16 { return clampU16(r.Report.ScriptErrors.Send) }),
+		runCol("alt_svc", "UInt8", func(r r) uint8 { return uint8(r.Report.AltSvc) }),
 		runCol("page_origin", "String", func(r r) string { return r.Report.PageOrigin }),
 		runCol("beacon_version", "String", func(r r) string { return r.Report.BeaconVersion }),
 		runCol("beacon_major", "UInt16", func(r r) uint16 { return BeaconMajor(r.Report.BeaconVersion) }),

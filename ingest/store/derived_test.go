@@ -11,6 +11,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/beacon/beacontest"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
@@ -152,7 +153,7 @@ func derivedRuns(t *testing.T, rng *rand.Rand, site string, at time.Time, n int)
 	t.Helper()
 	var out []*store.Run
 	for i := range n {
-		run := storetest.RunOf(t, beacontest.Run{Site: site, Warmup: 2})
+		run := storetest.RunOf(t, beacontest.Run{Site: site, Warmup: 2, Alt: i % (int(beacon.MaxAltSvc) + 1)})
 		run.Received = at.Add(time.Duration(i) * time.Second)
 		run.Geo.Continent, run.Geo.Country, run.Browser = "EU", "DE", "Chrome"
 		if rng.IntN(3) == 0 {
@@ -192,7 +193,7 @@ func sameDerived(t *testing.T, a, b driver.Conn) {
 // derivedContents reads each derived table whole, one text line a key.
 var derivedContents = []string{
 	"SELECT toString(tuple(site, toString(run_id), time, h3n, h3ok, durations, errors)) AS k FROM runs ORDER BY k",
-	"SELECT toString(tuple(site, toString(run_id), time, collector, h3_wanted, first_known, first_h3, later_h3)) AS k FROM run_facts ORDER BY k",
+	"SELECT toString(tuple(site, toString(run_id), time, collector, h3_wanted, first_known, first_h3, later_h3, alt_svc)) AS k FROM run_facts ORDER BY k",
 	"SELECT toString(tuple(hour, site, continent, outcome, want, failed, exclusions, countMerge(samples), uniqHLL12Merge(runs), arrayMap(x -> round(x, 3), quantilesTDigestMerge(0.5, 0.75, 0.9, 0.95, 0.99)(duration)))) AS k FROM samples_rollup GROUP BY hour, site, continent, outcome, want, failed, exclusions ORDER BY k",
 	"SELECT toString(tuple(hour, site, continent, exclusions, sum(runs), sum(runs_h2), sum(runs_h3), sum(runs_failed_h2))) AS k FROM run_counts GROUP BY hour, site, continent, exclusions ORDER BY k",
 	"SELECT toString(tuple(hour, site, continent, sum(runs), sum(runs_h3_wanted), sum(errors_idle))) AS k FROM run_fact_counts GROUP BY hour, site, continent ORDER BY k",

@@ -14,6 +14,11 @@
 --   later_h3     a later request to the HTTP/3 origin succeeded over h3
 --   collector    the POP that served its first request to the HTTP/3
 --                origin (the samples' collector can differ within a run)
+--   alt_svc      whether the page's own loads could have taught the
+--                browser the HTTP/3 origin's Alt-Svc before that first
+--                request (samples.alt_svc): 1 tells a first request over
+--                h3 known before the page, 2 learnt from the script's own
+--                load; 0 not recorded
 -- Exactly once like samples (store.Stored); browser runs only: source is
 -- a constant, as in the runs table.
 CREATE TABLE IF NOT EXISTS {{.Local "run_facts"}}{{.OnCluster}}
@@ -31,4 +36,7 @@ CREATE TABLE IF NOT EXISTS {{.Local "run_facts"}}{{.OnCluster}}
     script_errors_batch UInt16,
     script_errors_timing UInt16,
     script_errors_send UInt16,
+{{- if .Since 59}}
+    alt_svc         UInt8,
+{{- end}}
 {{template "per-run table" (.Over "run_facts" "cityHash64(toString(run_id))")}}

@@ -13,6 +13,7 @@ SELECT
     max(want = 'h3' AND seq = 0 AND phase = 'warmup' AND error = '' AND got = 'h3') AS first_h3,
     max(want = 'h3' AND seq > 0 AND error = '' AND got = 'h3') AS later_h3,
     script_errors_idle, script_errors_warmup, script_errors_batch, script_errors_timing, script_errors_send
+    {{- if .Since 59}}, alt_svc{{end}}
 FROM {{.From}}
 WHERE source = 'browser'
 -- Every other column is the same for all samples of a run: grouped by,
@@ -20,4 +21,5 @@ WHERE source = 'browser'
 GROUP BY time, site, run_id, continent, country, subdivision, asn, browser, ect,
          {{template "design" .}}, beacon_version, bot,
          script_errors_idle, script_errors_warmup, script_errors_batch, script_errors_timing, script_errors_send
+         {{- if .Since 59}}, alt_svc{{end}}
 {{- end}}

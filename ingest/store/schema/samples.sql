@@ -14,7 +14,11 @@
 -- probe served it (store.CollectorOf). srv_conn_age_ms: the age of the
 -- server connection it arrived on, -1 where none was reported.
 -- script_errors_*: the script's own errors in the run by stage, the same in
--- every sample of a run. beacon_major: one of the design fields reports
+-- every sample of a run. alt_svc: what the page's own loads could have
+-- taught the browser of the H3 origin before the run's first request to it
+-- (beacon.AltSvc: 0 not recorded, wire v1 and every run stored before 0058;
+-- 1 nothing; 2 the script itself over TCP; 3 another load over TCP; 4 one
+-- already over h3; 5 its protocol hidden). beacon_major: one of the design fields reports
 -- never pool across (with param_parallel, param_bytes, param_warmup and
 -- param_extra, the further design parameters: beacon.Params.Extra).
 -- run_flags: what run_counts and run_fact_counts count of the run
@@ -65,6 +69,9 @@ CREATE TABLE IF NOT EXISTS {{.Local "samples"}}{{.OnCluster}}
     script_errors_batch  UInt16 DEFAULT 0,
     script_errors_timing UInt16 DEFAULT 0,
     script_errors_send   UInt16 DEFAULT 0,
+{{- if .Since 58}}
+    alt_svc              UInt8,
+{{- end}}
     page_origin          String,
     beacon_version       String,
     beacon_major         UInt16,
