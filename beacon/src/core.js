@@ -142,7 +142,8 @@ export function sample(q, ph, w, e, t0, at, err, now) {
 // alt says whether this page's own loads could have taught the browser the
 // H3 origin's Alt-Svc before the run's first request to it (PROTOCOL.md,
 // "alt"). list holds the page's navigation and resource entries in start
-// order; the earliest from h3 that went over the network decides (none: 1).
+// order, h3 is in URL.origin's form; the earliest from h3 that went over the
+// network decides (none: 1).
 // A cached one (no bytes transferred, a body) taught nothing; one without
 // Timing-Allow-Origin hides its protocol (5).
 export function alt(list, h3) {

@@ -52,8 +52,9 @@ const start = m(() => {
   if (D.hidden || N.connection?.saveData || !AbortSignal.timeout || !W.crypto?.getRandomValues) return;
   cfg.id = runID(W.crypto);
   // Before the run's first request: what the page's own loads (the script's
-  // among them) could have taught the browser of the H3 origin.
-  cfg.alt = alt(P.getEntriesByType('navigation').concat(P.getEntriesByType('resource')), cfg.h3);
+  // among them) could have taught the browser of the H3 origin, whose name
+  // is compared as entries spell it (lower case, no default port).
+  cfg.alt = alt(P.getEntriesByType('navigation').concat(P.getEntriesByType('resource')), new URL(cfg.h3).origin);
   const t0 = P.now(), samples = [], seen = {}, waiting = {};
   let sent, po, q = 0;
 
