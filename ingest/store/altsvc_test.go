@@ -72,6 +72,25 @@ func TestAltSvcStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAltSvc(t, conn, completed)
+	// Every run's first request went over h3: run_fact_counts splits them
+	// by where the Alt-Svc could have come from, 1 and 4 known before the
+	// page, 2 and 3 learnt from it, 0 and 5 neither, in both halves.
+	checkFirstH3Split(t, conn, 12, 4, 4)
+}
+
+// checkFirstH3Split fails unless run_fact_counts counts first, before and
+// page runs whose first request went over h3, known before the page and
+// learnt from it.
+func checkFirstH3Split(t *testing.T, conn driver.Conn, first, before, page uint64) {
+	t.Helper()
+	var f, b, p uint64
+	if err := conn.QueryRow(context.Background(),
+		"SELECT sum(runs_first_h3), sum(runs_first_h3_before), sum(runs_first_h3_page) FROM run_fact_counts").Scan(&f, &b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if f != first || b != before || p != page {
+		t.Errorf("run_fact_counts: %d runs first over h3, %d known before the page, %d learnt from it; want %d, %d, %d", f, b, p, first, before, page)
+	}
 }
 
 // A database of the release before alt_svc, with runs stored, migrated:
@@ -102,7 +121,12 @@ func TestAltSvcMigration(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.q, n, c.want)
 		}
 	}
+	var oldFirst uint64
+	if err := conn.QueryRow(context.Background(), "SELECT sum(runs_first_h3) FROM run_fact_counts").Scan(&oldFirst); err != nil {
+		t.Fatal(err)
+	}
 	runs := altSvcRuns(t, "new", at.Add(time.Hour))
 	insertRuns(t, conn, runs)
 	checkAltSvc(t, conn, runs)
+	checkFirstH3Split(t, conn, oldFirst+6, 2, 2)
 }

@@ -3,7 +3,9 @@
 -- from every block inserted into samples: what run_facts' two sections
 -- count of them (queries/sql/run_facts.sql) — the runs with a request to
 -- the H3 origin, how the first of those went (over h3; over h1 or h2 and
--- upgraded later; never h3), and the script's own errors by stage. The
+-- upgraded later; never h3; over h3 and known before the page, or learnt
+-- from the page's own loads: run_facts.alt_svc), and the script's own
+-- errors by stage. The
 -- report from the rollup reads them here for the window's whole hours
 -- instead of run_facts' row a run. A run is inserted once (store.Stored)
 -- and its first-contact flags (store.RunFlags) are on its first sample, so
@@ -26,6 +28,10 @@ CREATE TABLE IF NOT EXISTS {{.Local "run_fact_counts"}}{{.OnCluster}}
     runs_first_h3   UInt64,
     runs_upgraded   UInt64,
     runs_never_h3   UInt64,
+{{- if .Since 60}}
+    runs_first_h3_before UInt64,
+    runs_first_h3_page UInt64,
+{{- end}}
     runs_with_errors UInt64,
     errors_idle     UInt64,
     errors_warmup   UInt64,

@@ -13,6 +13,10 @@ SELECT
     countIf(bitAnd(run_flags, {{.RunFlag "first_h3"}}) != 0) AS runs_first_h3,
     countIf(bitAnd(run_flags, {{.RunFlag "upgraded"}}) != 0) AS runs_upgraded,
     countIf(bitAnd(run_flags, {{.RunFlag "never_h3"}}) != 0) AS runs_never_h3,
+{{- if .Since 60}}
+    countIf(bitAnd(run_flags, {{.RunFlag "first_h3"}}) != 0 AND alt_svc IN (1, 4)) AS runs_first_h3_before,
+    countIf(bitAnd(run_flags, {{.RunFlag "first_h3"}}) != 0 AND alt_svc IN (2, 3)) AS runs_first_h3_page,
+{{- end}}
     countIf(script_errors_idle + script_errors_warmup + script_errors_batch + script_errors_timing + script_errors_send > 0) AS runs_with_errors,
     sum(toUInt64(script_errors_idle)) AS errors_idle,
     sum(toUInt64(script_errors_warmup)) AS errors_warmup,
