@@ -66,8 +66,10 @@ func TestFirstContact(t *testing.T) {
 		}
 		r.Report.Params.Warmup = 0
 	}
-	for range 6 {
-		add("EU", "Chrome", nil)
+	// Where the first request on h3 learnt HTTP/3 (the script's alt):
+	// three before the page, two from its loads, one not recorded.
+	for _, a := range []beacon.AltSvc{beacon.AltSvcNone, beacon.AltSvcNone, beacon.AltSvcH3, beacon.AltSvcScript, beacon.AltSvcOtherTCP, beacon.AltSvcUnrecorded} {
+		add("EU", "Chrome", func(r *store.Run) { r.Report.AltSvc = a })
 	}
 	for range 3 {
 		add("EU", "Chrome", firstOnH2)
@@ -113,14 +115,18 @@ func TestFirstContact(t *testing.T) {
 	p := func(v, lo, hi float64) *model.Proportion { return &model.Proportion{Share: v, CILow: &lo, CIHigh: &hi} }
 	// 95 % Wilson intervals (to 0.001, as the report's), computed apart from
 	// the code under test.
-	eu := model.FirstContactCount{Group: "EU", Runs: 14, H3First: 6, Upgraded: 5, Never: 1, NotMeasured: 2, Measured: 12,
-		H3FirstShare: p(0.5, 0.254, 0.746), UpgradedShare: p(0.416667, 0.193, 0.68), NeverShare: p(0.083333, 0.015, 0.354)}
-	as := model.FirstContactCount{Group: "AS", Runs: 4, H3First: 1, Unknown: 3, Measured: 1,
-		H3FirstShare: p(1, 0.207, 1), UpgradedShare: p(0, 0, 0.793), NeverShare: p(0, 0, 0.793)}
-	chrome := model.FirstContactCount{Group: "Chrome", Runs: 14, H3First: 7, Upgraded: 3, Never: 1, Unknown: 3, Measured: 11,
-		H3FirstShare: p(0.636364, 0.354, 0.848), UpgradedShare: p(0.272727, 0.097, 0.566), NeverShare: p(0.090909, 0.016, 0.377)}
+	eu := model.FirstContactCount{Group: "EU", Runs: 14, H3First: 6, KnownBefore: 3, FromPage: 2, Unattributed: 1, Upgraded: 5, Never: 1, NotMeasured: 2, Measured: 12,
+		H3FirstShare: p(0.5, 0.254, 0.746), UpgradedShare: p(0.416667, 0.193, 0.68), NeverShare: p(0.083333, 0.015, 0.354),
+		KnownBeforeShare: p(0.25, 0.089, 0.532), FromPageShare: p(0.166667, 0.047, 0.448)}
+	as := model.FirstContactCount{Group: "AS", Runs: 4, H3First: 1, Unattributed: 1, Unknown: 3, Measured: 1,
+		H3FirstShare: p(1, 0.207, 1), UpgradedShare: p(0, 0, 0.793), NeverShare: p(0, 0, 0.793),
+		KnownBeforeShare: p(0, 0, 0.793), FromPageShare: p(0, 0, 0.793)}
+	chrome := model.FirstContactCount{Group: "Chrome", Runs: 14, H3First: 7, KnownBefore: 3, FromPage: 2, Unattributed: 2, Upgraded: 3, Never: 1, Unknown: 3, Measured: 11,
+		H3FirstShare: p(0.636364, 0.354, 0.848), UpgradedShare: p(0.272727, 0.097, 0.566), NeverShare: p(0.090909, 0.016, 0.377),
+		KnownBeforeShare: p(0.272727, 0.097, 0.566), FromPageShare: p(0.181818, 0.051, 0.477)}
 	firefox := model.FirstContactCount{Group: "Firefox", Runs: 4, Upgraded: 2, NotMeasured: 2, Measured: 2,
-		H3FirstShare: p(0, 0, 0.658), UpgradedShare: p(1, 0.342, 1), NeverShare: p(0, 0, 0.658)}
+		H3FirstShare: p(0, 0, 0.658), UpgradedShare: p(1, 0.342, 1), NeverShare: p(0, 0, 0.658),
+		KnownBeforeShare: p(0, 0, 0.658), FromPageShare: p(0, 0, 0.658)}
 	for _, c := range []struct {
 		by   string
 		bots bool
@@ -128,17 +134,21 @@ func TestFirstContact(t *testing.T) {
 	}{
 		{"continent", false, &model.FirstContact{By: "continent", Groups: []model.FirstContactCount{eu, as}, Browsers: []model.FirstContactCount{chrome, firefox}}},
 		{"browser", false, &model.FirstContact{By: "browser", Groups: []model.FirstContactCount{chrome, firefox}, Browsers: []model.FirstContactCount{chrome, firefox}}},
-		{"none", false, &model.FirstContact{By: "none", Groups: []model.FirstContactCount{{Group: "all", Runs: 18, H3First: 7, Upgraded: 5, Never: 1,
-			NotMeasured: 2, Unknown: 3, Measured: 13, H3FirstShare: p(0.538462, 0.291, 0.768),
-			UpgradedShare: p(0.384615, 0.177, 0.645), NeverShare: p(0.076923, 0.014, 0.333)}},
+		{"none", false, &model.FirstContact{By: "none", Groups: []model.FirstContactCount{{Group: "all", Runs: 18, H3First: 7, KnownBefore: 3, FromPage: 2, Unattributed: 2,
+			Upgraded: 5, Never: 1, NotMeasured: 2, Unknown: 3, Measured: 13, H3FirstShare: p(0.538462, 0.291, 0.768),
+			UpgradedShare: p(0.384615, 0.177, 0.645), NeverShare: p(0.076923, 0.014, 0.333),
+			KnownBeforeShare: p(0.230769, 0.082, 0.503), FromPageShare: p(0.153846, 0.043, 0.422)}},
 			Browsers: []model.FirstContactCount{chrome, firefox}}},
 	} {
-		rep, err := Run(ctx, conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: c.by, MinRuns: 1, Replicates: -1, IncludeBots: c.bots})
-		if err != nil {
-			t.Fatalf("by %s: %v", c.by, err)
-		}
-		if !reflect.DeepEqual(rep.FirstContact, c.want) {
-			t.Errorf("by %s: first contact\n%s\nwant\n%s", c.by, fcText(rep.FirstContact), fcText(c.want))
+		// Whole hours: from run_fact_counts, and from run_facts' rows.
+		for _, src := range []model.Source{model.SourceAuto, model.SourceRaw} {
+			rep, err := Run(ctx, conn, model.Options{Since: at.Add(-time.Hour), Until: at.Add(time.Hour), By: c.by, MinRuns: 1, Replicates: -1, IncludeBots: c.bots, Source: src})
+			if err != nil {
+				t.Fatalf("by %s from %s: %v", c.by, src, err)
+			}
+			if !reflect.DeepEqual(rep.FirstContact, c.want) {
+				t.Errorf("by %s from %s: first contact\n%s\nwant\n%s", c.by, src, fcText(rep.FirstContact), fcText(c.want))
+			}
 		}
 	}
 
@@ -171,7 +181,7 @@ func TestFirstContact(t *testing.T) {
 	if !ok {
 		t.Fatalf("the table has no first-contact section:\n%s", tb.String())
 	}
-	for _, want := range []string{"EU 15 7 5 1 53.8% [29.1%, 76.8%] 38.5% 7.7% 2 0", "Firefox 4 0 2 0 0.0% [0.0%, 65.8%] 100.0% 0.0% 2 0"} {
+	for _, want := range []string{"EU 15 7 3 2 5 1 53.8% [29.1%, 76.8%] 23.1% 38.5% 7.7% 2 0", "Firefox 4 0 0 0 2 0 0.0% [0.0%, 65.8%] 0.0% 100.0% 0.0% 2 0"} {
 		found := false
 		for line := range strings.Lines(section) {
 			found = found || strings.Join(strings.Fields(line), " ") == want
@@ -192,13 +202,16 @@ func TestFirstContact(t *testing.T) {
 	for _, r := range rows {
 		switch strings.Join(r, ",") {
 		case "EU,false,first_contact_share,h3_first,,0.538462,0.291,0.768,13,0,",
+			"EU,false,first_contact_share,h3_known_before,,0.230769,0.082,0.503,13,0,",
+			"EU,false,first_contact_runs,h3_from_page,,2,,,15,0,",
+			"EU,false,first_contact_runs,h3_first_unattributed,,2,,,15,0,",
 			"AS,false,first_contact_runs,unknown,,3,,,4,0,",
 			"EU,false,first_contact_runs,not_measured,,2,,,15,0,":
 			found++
 		}
 	}
-	if found != 3 {
-		t.Errorf("CSV has %d of the 3 first-contact rows looked for:\n%s", found, cb.String())
+	if found != 6 {
+		t.Errorf("CSV has %d of the 6 first-contact rows looked for:\n%s", found, cb.String())
 	}
 }
 
@@ -211,8 +224,9 @@ func fcText(fc *model.FirstContact) string {
 	b.WriteString("by " + fc.By + "\n")
 	for _, list := range [][]model.FirstContactCount{fc.Groups, fc.Browsers} {
 		for _, c := range list {
-			b.WriteString(fmt.Sprintf("  %s runs %d h3 %d up %d never %d nm %d unk %d measured %d", c.Group, c.Runs, c.H3First, c.Upgraded, c.Never, c.NotMeasured, c.Unknown, c.Measured))
-			for _, s := range []*model.Proportion{c.H3FirstShare, c.UpgradedShare, c.NeverShare} {
+			b.WriteString(fmt.Sprintf("  %s runs %d h3 %d (before %d page %d unattributed %d) up %d never %d nm %d unk %d measured %d", c.Group, c.Runs, c.H3First,
+				c.KnownBefore, c.FromPage, c.Unattributed, c.Upgraded, c.Never, c.NotMeasured, c.Unknown, c.Measured))
+			for _, s := range []*model.Proportion{c.H3FirstShare, c.KnownBeforeShare, c.FromPageShare, c.UpgradedShare, c.NeverShare} {
 				if s != nil && s.CILow != nil {
 					b.WriteString(fmt.Sprintf(" %g[%g,%g]", s.Share, *s.CILow, *s.CIHigh))
 				}

@@ -61,35 +61,41 @@ func runFacts(ctx context.Context, conn driver.Conn, o *model.Options, w window)
 		c.Runs += int(n[0])
 		c.NotMeasured += int(n[1])
 		c.H3First += int(n[2])
-		c.Upgraded += int(n[3])
-		c.Never += int(n[4])
+		c.KnownBefore += int(n[3])
+		c.FromPage += int(n[4])
+		c.Upgraded += int(n[5])
+		c.Never += int(n[6])
 	}
 	errs := map[string]*model.BrowserScriptErrors{}
 	err = st.each(ctx, conn, "first contact and script errors", func(rows driver.Rows) error {
 		var (
 			grp, browser string
-			n            [12]uint64 // fc_runs … fc_never, se_runs … se_send
+			n            [14]uint64 // fc_runs … fc_never, se_runs … se_send
 		)
-		if err := rows.Scan(&grp, &browser, &n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &n[6], &n[7], &n[8], &n[9], &n[10], &n[11]); err != nil {
+		targets := []any{&grp, &browser}
+		for i := range n {
+			targets = append(targets, &n[i])
+		}
+		if err := rows.Scan(targets...); err != nil {
 			return err
 		}
 		if n[0] > 0 {
-			sum(groups, grp, n[:5])
-			sum(browsers, browser, n[:5])
+			sum(groups, grp, n[:7])
+			sum(browsers, browser, n[:7])
 		}
-		if n[5] > 0 {
+		if e := n[7:]; e[0] > 0 {
 			b := errs[browser]
 			if b == nil {
 				b = &model.BrowserScriptErrors{Browser: browser}
 				errs[browser] = b
 			}
-			b.Runs += int(n[5])
-			b.RunsWithErrors += int(n[6])
-			b.Idle += int(n[7])
-			b.Warmup += int(n[8])
-			b.Batch += int(n[9])
-			b.Timing += int(n[10])
-			b.Send += int(n[11])
+			b.Runs += int(e[0])
+			b.RunsWithErrors += int(e[1])
+			b.Idle += int(e[2])
+			b.Warmup += int(e[3])
+			b.Batch += int(e[4])
+			b.Timing += int(e[5])
+			b.Send += int(e[6])
 		}
 		return nil
 	})

@@ -95,9 +95,10 @@ type DesignCount struct {
 // FirstContact is the section "First contact with the HTTP/3 origin": how
 // each run's first request to the H3 origin went (sql/run_facts.sql),
 // by the report's grouping and by browser. A first request on h3 means the
-// browser found HTTP/3 before this run's responses could advertise it (an
-// HTTPS DNS record, or an Alt-Svc cached from an earlier visit); on h2, that
-// it needed the Alt-Svc upgrade. It covers every design and exclusion of
+// browser knew HTTP/3 before it: from before the page (an HTTPS DNS record,
+// an Alt-Svc cached on an earlier visit), or from the page's own loads
+// over TCP, the script's among them, which carry the origin's Alt-Svc; on
+// h2, that it needed the warm-ups' Alt-Svc upgrade. It covers every design and exclusion of
 // the window's browser runs (bots only with include_bots): the first
 // request is made before any of them matter.
 type FirstContact struct {
@@ -117,6 +118,14 @@ type FirstContactCount struct {
 	H3First  int `json:"h3_first"`
 	Upgraded int `json:"upgraded"`
 	Never    int `json:"never"`
+	// H3First by where the browser learnt HTTP/3 (the script's "alt",
+	// beacon.AltSvc): KnownBefore, before the page (nothing from the H3
+	// origin on the page before the request, or that was already over h3);
+	// FromPage, from the page's own loads over TCP; Unattributed, neither
+	// said (scripts before 1.4.0, a load that hid its protocol).
+	KnownBefore  int `json:"h3_known_before"`
+	FromPage     int `json:"h3_from_page"`
+	Unattributed int `json:"h3_first_unattributed"`
 	// NotMeasured: runs of warm-up 0, which send no first request to the
 	// H3 origin before the batches. Unknown: the first request is missing
 	// (a partial run), failed, or reported no protocol.
@@ -128,6 +137,9 @@ type FirstContactCount struct {
 	H3FirstShare  *Proportion `json:"h3_first_share"`
 	UpgradedShare *Proportion `json:"upgraded_share"`
 	NeverShare    *Proportion `json:"never_share"`
+	// KnownBeforeShare and FromPageShare split H3FirstShare the same way.
+	KnownBeforeShare *Proportion `json:"h3_known_before_share"`
+	FromPageShare    *Proportion `json:"h3_from_page_share"`
 }
 
 // Proportion is a share of runs with its 95 % Wilson score interval (runs
@@ -286,7 +298,9 @@ func FirstContactCounts(m map[string]*FirstContactCount) []FirstContactCount {
 	for _, c := range m {
 		c.Measured = c.H3First + c.Upgraded + c.Never
 		c.Unknown = c.Runs - c.NotMeasured - c.Measured
+		c.Unattributed = c.H3First - c.KnownBefore - c.FromPage
 		c.H3FirstShare, c.UpgradedShare, c.NeverShare = proportion(c.Measured, c.H3First), proportion(c.Measured, c.Upgraded), proportion(c.Measured, c.Never)
+		c.KnownBeforeShare, c.FromPageShare = proportion(c.Measured, c.KnownBefore), proportion(c.Measured, c.FromPage)
 		out = append(out, *c)
 	}
 	slices.SortFunc(out, func(a, b FirstContactCount) int {

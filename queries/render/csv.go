@@ -101,8 +101,9 @@ func CSV(w io.Writer, r *model.Report) error {
 }
 
 // firstContactCSV writes the first-contact rows of the report's groups:
-// first_contact_share (outcome h3_first, upgraded or never; runs: those
-// where the first request was seen) and first_contact_runs (outcome also
+// first_contact_share (outcome h3_first, split as h3_known_before and
+// h3_from_page, upgraded or never; runs: those where the first request was
+// seen) and first_contact_runs (outcome also h3_first_unattributed,
 // not_measured or unknown; value and runs: counts of runs). too_small is
 // the group's in the headline, empty for a group it does not have.
 func firstContactCSV(cw *csv.Writer, r *model.Report) {
@@ -121,7 +122,8 @@ func firstContactCSV(cw *csv.Writer, r *model.Report) {
 		for _, s := range []struct {
 			outcome string
 			p       *model.Proportion
-		}{{"h3_first", c.H3FirstShare}, {"upgraded", c.UpgradedShare}, {"never", c.NeverShare}} {
+		}{{"h3_first", c.H3FirstShare}, {"h3_known_before", c.KnownBeforeShare}, {"h3_from_page", c.FromPageShare},
+			{"upgraded", c.UpgradedShare}, {"never", c.NeverShare}} {
 			if s.p != nil {
 				row("first_contact_share", s.outcome, f(s.p.Share), f(*s.p.CILow), f(*s.p.CIHigh), c.Measured)
 			}
@@ -129,7 +131,8 @@ func firstContactCSV(cw *csv.Writer, r *model.Report) {
 		for _, n := range []struct {
 			outcome string
 			n       int
-		}{{"h3_first", c.H3First}, {"upgraded", c.Upgraded}, {"never", c.Never}, {"not_measured", c.NotMeasured}, {"unknown", c.Unknown}} {
+		}{{"h3_first", c.H3First}, {"h3_known_before", c.KnownBefore}, {"h3_from_page", c.FromPage}, {"h3_first_unattributed", c.Unattributed},
+			{"upgraded", c.Upgraded}, {"never", c.Never}, {"not_measured", c.NotMeasured}, {"unknown", c.Unknown}} {
 			row("first_contact_runs", n.outcome, strconv.Itoa(n.n), "", "", c.Runs)
 		}
 	}

@@ -437,14 +437,14 @@ func writeFirstContact(w io.Writer, r *model.Report) {
 	}
 	write := func(title string, list []model.FirstContactCount) {
 		tw := &table{left: 1}
-		fmt.Fprintln(tw, title+"\truns\th3 first\tupgraded\tnever\th3 first share\t95% CI\tupgraded share\tnever share\tnot measured\tunknown\t")
+		fmt.Fprintln(tw, title+"\truns\th3 first\tknown before\tfrom page\tupgraded\tnever\th3 first share\t95% CI\tknown before share\tupgraded share\tnever share\tnot measured\tunknown\t")
 		for _, c := range list {
 			var lo, hi *float64
 			if c.H3FirstShare != nil {
 				lo, hi = c.H3FirstShare.CILow, c.H3FirstShare.CIHigh
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t\n", c.Group, c.Runs, c.H3First, c.Upgraded, c.Never,
-				pc(c.H3FirstShare), shareCI(lo, hi), pc(c.UpgradedShare), pc(c.NeverShare), c.NotMeasured, c.Unknown)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t\n", c.Group, c.Runs, c.H3First, c.KnownBefore, c.FromPage,
+				c.Upgraded, c.Never, pc(c.H3FirstShare), shareCI(lo, hi), pc(c.KnownBeforeShare), pc(c.UpgradedShare), pc(c.NeverShare), c.NotMeasured, c.Unknown)
 		}
 		tw.flush(w)
 	}
@@ -453,7 +453,9 @@ func writeFirstContact(w io.Writer, r *model.Report) {
 		fmt.Fprintln(w)
 		write("browser", fc.Browsers)
 	}
-	fmt.Fprintln(w, "h3 first: an HTTPS DNS record or a cached Alt-Svc; upgraded: h2 first, h3 later (this run's Alt-Svc); never: no h3; not measured: warm-up 0; unknown: the first request failed, is missing or had no protocol.")
+	fmt.Fprintln(w, "h3 first: HTTP/3 known before the request, either before the page (known before: an HTTPS DNS record or an Alt-Svc cached on an earlier visit) "+
+		"or from the page's own loads over TCP, the script's among them (from page; the rest of h3 first, scripts before 1.4.0, is not attributed); "+
+		"upgraded: h2 first, h3 later (the warm-ups' Alt-Svc); never: no h3; not measured: warm-up 0; unknown: the first request failed, is missing or had no protocol.")
 }
 
 // diffRows writes a row of differences, labelled title, picked from diffs

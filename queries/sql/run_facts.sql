@@ -6,10 +6,14 @@
 -- First contact (the fc_ columns): how each run's first request to the
 -- HTTP/3 origin went — seq 0, the first warm-up (beacon/PROTOCOL.md: seq
 -- 0 … w-1 are the warm-ups to the H3 origin). h3 there means the browser
--- reached HTTP/3 before any response of this run could advertise it (an
--- HTTPS DNS record, or an Alt-Svc cached from an earlier visit); h2 or h1
--- there and h3 on a later request to the H3 origin, that it needed this
--- run's Alt-Svc; h2 or h1 throughout, that it never got h3. A run of
+-- knew the H3 origin's HTTP/3 before that request: known before the page
+-- (an HTTPS DNS record, or an Alt-Svc cached on an earlier visit) when the
+-- page loaded nothing from the H3 origin before, or that load was already
+-- over h3 (alt_svc 1, 4: fc_h3_before); learnt from the page's own loads
+-- over TCP, the script's among them (alt_svc 2, 3: fc_h3_page); neither
+-- when the script did not record it (0) or the load hid its protocol (5).
+-- h2 or h1 there and h3 on a later request to the H3 origin, that it
+-- needed this run's Alt-Svc; h2 or h1 throughout, that it never got h3. A run of
 -- warm-up 0 (param_warmup = 0) has no such request: not measured. A run
 -- whose first request is missing, failed or has no protocol is neither
 -- (counted by Go as unknown: n_runs minus the others). Every design and
@@ -36,6 +40,8 @@ SELECT
     countIf(fc) AS fc_runs,
     countIf(fc AND param_warmup = 0) AS fc_not_measured,
     countIf(fc AND param_warmup > 0 AND first_known = 1 AND first_h3 = 1) AS fc_h3_first,
+    countIf(fc AND param_warmup > 0 AND first_known = 1 AND first_h3 = 1 AND alt_svc IN (1, 4)) AS fc_h3_before,
+    countIf(fc AND param_warmup > 0 AND first_known = 1 AND first_h3 = 1 AND alt_svc IN (2, 3)) AS fc_h3_page,
     countIf(fc AND param_warmup > 0 AND first_known = 1 AND first_h3 = 0 AND later_h3 = 1) AS fc_upgraded,
     countIf(fc AND param_warmup > 0 AND first_known = 1 AND first_h3 = 0 AND later_h3 = 0) AS fc_never,
     countIf(se) AS se_runs,

@@ -14,6 +14,8 @@ SELECT
     sum(h3_wanted) AS fc_runs,
     sumIf(h3_wanted, param_warmup = 0) AS fc_not_measured,
     sumIf(first_h3, param_warmup > 0) AS fc_h3_first,
+    sumIf(first_h3_before, param_warmup > 0) AS fc_h3_before,
+    sumIf(first_h3_page, param_warmup > 0) AS fc_h3_page,
     sumIf(upgraded, param_warmup > 0) AS fc_upgraded,
     sumIf(never_h3, param_warmup > 0) AS fc_never,
     sumIf(n, se) AS se_runs,
@@ -27,7 +29,8 @@ FROM
 (
     SELECT {{.Group}} AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
            beacon_major, param_extra, beacon_version, source, continent, country,
-           runs AS n, runs_h3_wanted AS h3_wanted, runs_first_h3 AS first_h3, runs_upgraded AS upgraded, runs_never_h3 AS never_h3,
+           runs AS n, runs_h3_wanted AS h3_wanted, runs_first_h3 AS first_h3,
+           runs_first_h3_before AS first_h3_before, runs_first_h3_page AS first_h3_page, runs_upgraded AS upgraded, runs_never_h3 AS never_h3,
            runs_with_errors AS with_errors, errors_idle AS e_idle, errors_warmup AS e_warmup, errors_batch AS e_batch,
            errors_timing AS e_timing, errors_send AS e_send
     FROM run_fact_counts
@@ -40,6 +43,8 @@ FROM
            beacon_major, param_extra, beacon_version, source, continent, country,
            toUInt64(1) AS n, toUInt64(h3_wanted) AS h3_wanted,
            toUInt64(h3_wanted AND first_known AND first_h3) AS first_h3,
+           toUInt64(h3_wanted AND first_known AND first_h3 AND alt_svc IN (1, 4)) AS first_h3_before,
+           toUInt64(h3_wanted AND first_known AND first_h3 AND alt_svc IN (2, 3)) AS first_h3_page,
            toUInt64(h3_wanted AND first_known AND NOT first_h3 AND later_h3) AS upgraded,
            toUInt64(h3_wanted AND first_known AND NOT first_h3 AND NOT later_h3) AS never_h3,
            toUInt64(script_errors_idle + script_errors_warmup + script_errors_batch + script_errors_timing + script_errors_send > 0) AS with_errors,
