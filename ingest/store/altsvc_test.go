@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 
@@ -37,17 +38,17 @@ func altSvcRuns(t *testing.T, site string, at time.Time) []*store.Run {
 func checkAltSvc(t *testing.T, conn driver.Conn, runs []*store.Run) {
 	t.Helper()
 	for _, r := range runs {
-		id := uuid.UUID(r.Report.RunID)
+		id := uuid.UUID(r.Report.RunID).String()
 		for _, q := range []string{
-			"SELECT toString(groupUniqArray(alt_svc)) FROM samples WHERE run_id = toUUID('%s')",
-			"SELECT toString(groupArray(alt_svc)) FROM run_facts FINAL WHERE run_id = toUUID('%s')",
+			"SELECT toString(groupUniqArray(alt_svc)) FROM samples WHERE run_id = toUUID(@id)",
+			"SELECT toString(groupArray(alt_svc)) FROM run_facts FINAL WHERE run_id = toUUID(@id)",
 		} {
 			var got string
-			if err := conn.QueryRow(context.Background(), fmt.Sprintf(q, id)).Scan(&got); err != nil {
+			if err := conn.QueryRow(context.Background(), q, clickhouse.Named("id", id)).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
 			if want := fmt.Sprintf("[%d]", r.Report.AltSvc); got != want {
-				t.Errorf("%s: %s, want %s", fmt.Sprintf(q, id), got, want)
+				t.Errorf("%s for run %s: %s, want %s", q, id, got, want)
 			}
 		}
 	}
