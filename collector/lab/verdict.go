@@ -203,6 +203,7 @@ func (s SelfCheck) Judge(regions []Observed, passes []Pass, agent *model.Report)
 			c := checker{v: &v, prefix: prefix}
 			planned := p.Planned[r.Name]
 			s.browser(GroupsOf(p.Report)[r.Continent], r, planned-p.Failed[r.Name], planned, calibs[i], p.Timed, &c)
+			firstContact(p.Report, r, &c)
 		}
 		if agent != nil {
 			s.agent(agentGroups[r.Continent], r, agentCal, agentCalibrated, &checker{v: &v})
@@ -229,6 +230,22 @@ func (c *checker) check(ok bool, format string, a ...any) {
 
 func (c *checker) note(format string, a ...any) {
 	c.v.Notes = append(c.v.Notes, c.prefix+fmt.Sprintf(format, a...))
+}
+
+// firstContact checks that no run of region r reads as knowing HTTP/3
+// before the page: every lab visit is a fresh profile and the lab
+// publishes no HTTPS record, so a first request over h3 can only have
+// learnt it from the page's own loads (the report's h3_from_page).
+func firstContact(rep *model.Report, r Observed, c *checker) {
+	if rep == nil || rep.FirstContact == nil {
+		return
+	}
+	for _, g := range rep.FirstContact.Groups {
+		if g.Group == r.Continent {
+			c.check(g.KnownBefore == 0, "first contact: %d of %d runs first on h3 known before the page (fresh profiles, no HTTPS record: want 0; %d from the page)",
+				g.KnownBefore, g.H3First, g.FromPage)
+		}
+	}
 }
 
 // TailP is the percentile at which HTTP/3's tail is compared with

@@ -102,6 +102,17 @@ func TestSelfCheckJudge(t *testing.T) {
 			{Engine: "firefox", Planned: map[string]int{"control": 3, "mid": 3, "lossy": 3, "blocked": 3}, Failed: map[string]int{"lossy": 2}, Report: report(powerful, 106)}},
 			map[string]bool{"control": true, "mid": true, "lossy": false, "blocked": true},
 			[]string{"firefox visits stored 1/3 (2 failed, counted; the checks need 2) FAILED"}},
+		{"a run known before the page fails its region: lab profiles are fresh", []Pass{{Engine: "chromium", Timed: true, Planned: planned, Report: func() *model.Report {
+			r := report(powerful, 106)
+			r.FirstContact = &model.FirstContact{By: "continent", Groups: []model.FirstContactCount{
+				{Group: "NA", Runs: 10, H3First: 4, FromPage: 4, Upgraded: 6},
+				{Group: "AS", Runs: 10, H3First: 5, KnownBefore: 1, FromPage: 4, Upgraded: 5},
+			}}
+			return r
+		}()}},
+			map[string]bool{"control": true, "mid": false, "lossy": true, "blocked": true},
+			[]string{"first contact: 0 of 4 runs first on h3 known before the page (fresh profiles, no HTTPS record: want 0; 4 from the page) ok",
+				"first contact: 1 of 5 runs first on h3 known before the page (fresh profiles, no HTTPS record: want 0; 4 from the page) FAILED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := SelfCheck{}.Judge(regions, tc.passes, nil)
