@@ -32,23 +32,12 @@ func init() {
 			if err != nil {
 				return err
 			}
-			byGroup, byName, err := perRun(ctx, conn, &rep.opts, rep.win, counts, func(ctx context.Context) ([]*model.Group, error) {
+			site, err := perRun(ctx, conn, &rep.opts, rep.win, counts, func(ctx context.Context) ([]*model.Group, error) {
 				_, err := rep.pointsDone.wait(ctx)
 				return rep.groups.all(), err
 			})
-			if err != nil || len(byName) == 0 {
-				return err
-			}
-			// Then the site-wide line, over every group's runs.
-			in := make([]*model.Group, 0, len(byName))
-			for _, name := range slices.Sorted(maps.Keys(byName)) {
-				in = append(in, byName[name])
-			}
-			rep.SiteWide = model.SiteLine(ctx, in, byGroup, &rep.opts)
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("computing the site-wide line: %w", err)
-			}
-			return nil
+			rep.SiteWide = site
+			return err
 		},
 	})
 }
@@ -60,14 +49,14 @@ const hashScale = 1000000
 // perRun fetches the runs of the groups counts names (each sampled down
 // to MaxRunsPerGroup; counts nil: the groups' own, once done returns
 // them) and, once done returns the groups with their point estimates,
-// computes confidence intervals, the paired view and availability. It
-// returns each group's fetched runs, sorted, and the groups they are of.
+// computes confidence intervals, the paired view and availability, and the
+// site-wide line over every group's runs.
 func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, counts map[string]groupRuns,
-	done func(context.Context) ([]*model.Group, error)) (map[string][]stats.Run, map[string]*model.Group, error) {
+	done func(context.Context) ([]*model.Group, error)) (*model.SiteWide, error) {
 	if counts == nil {
 		groups, err := done(ctx)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		counts = map[string]groupRuns{}
 		for _, g := range groups {
@@ -91,19 +80,19 @@ func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 		expect[name] = min(c.runs, o.MaxRunsPerGroup) + min(c.runs, o.MaxRunsPerGroup)/8
 	}
 	if len(names) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	st, err := perRunQuery(o, w, names, thresholds)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	byGroup, err := fetchRuns(ctx, conn, st, expect)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	groups, err := done(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	byName := map[string]*model.Group{}
 	for _, g := range groups {
@@ -112,34 +101,62 @@ func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 			g.Sampled = g.Runs > o.MaxRunsPerGroup
 		}
 	}
-	// Groups are independent: bootstrap them on all cores, the largest
-	// first so that the cores finish together.
-	order := slices.SortedFunc(maps.Keys(byGroup), func(a, b string) int {
-		return cmp.Or(cmp.Compare(len(byGroup[b]), len(byGroup[a])), cmp.Compare(a, b))
-	})
+	site := analyseAll(ctx, o, byName, byGroup)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("computing confidence intervals: %w", err)
+	}
+	return site, nil
+}
+
+// analyseAll computes each group's figures from its fetched runs, and the
+// site-wide line. Groups are independent: they are bootstrapped on all
+// cores, the largest first so that the cores finish together, and the
+// site-wide line of several groups, a group's worth of bootstrap, is one
+// more job among them (model.SiteLine); of one group it is that group,
+// once done.
+func analyseAll(ctx context.Context, o *model.Options, byName map[string]*model.Group, byGroup map[string][]stats.Run) *model.SiteWide {
+	var in []*model.Group
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		if runs := byGroup[name]; len(runs) > 0 {
+			// Row order varies; sorted, the bootstrap is reproducible for
+			// a given seed.
+			slices.SortFunc(runs, stats.CompareRuns)
+			in = append(in, byName[name])
+		}
+	}
+	type job struct {
+		name string
+		size int
+		run  func()
+	}
+	var jobs []job
+	for _, g := range in {
+		runs := byGroup[g.Group]
+		jobs = append(jobs, job{g.Group, len(runs), func() { g.BootstrapRuns = len(runs); model.Analyse(ctx, g, runs, o) }})
+	}
+	var site *model.SiteWide
+	if len(in) > 1 {
+		jobs = append(jobs, job{model.SiteGroup, o.MaxRunsPerGroup, func() { site = model.SiteLine(ctx, in, byGroup, o) }})
+	}
+	slices.SortFunc(jobs, func(a, b job) int { return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.name, b.name)) })
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for _, name := range order {
-		g, runs := byName[name], byGroup[name]
-		if g == nil || ctx.Err() != nil {
-			continue
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			// Row order varies; sort runs so that the bootstrap is
-			// reproducible for a given seed.
-			slices.SortFunc(runs, stats.CompareRuns)
-			g.BootstrapRuns = len(runs)
-			model.Analyse(ctx, g, runs, o)
+			j.run()
 		}()
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, nil, fmt.Errorf("computing confidence intervals: %w", err)
+	if len(in) == 1 && ctx.Err() == nil {
+		site = model.SiteLine(ctx, in, byGroup, o)
 	}
-	return byGroup, byName, nil
+	return site
 }
 
 // perRunQuery returns the query that fetches the runs of groups names,

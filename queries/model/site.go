@@ -32,6 +32,9 @@ type SiteWide struct {
 	Runs       int  `json:"runs"`
 	PooledRuns int  `json:"pooled_runs"`
 	Sampled    bool `json:"sampled"`
+	// BootstrapRuns are the pooled runs the intervals and the paired view
+	// stand on: all of them, or a uniform sample of MaxRunsPerGroup.
+	BootstrapRuns int `json:"bootstrap_runs"`
 	// Weights are each group's share of Runs, most runs first, and the
 	// runs the pool drew from it.
 	Weights      []SiteWeight  `json:"weights"`
@@ -56,12 +59,16 @@ type SiteWeight struct {
 }
 
 // siteRunsPerGroup is how many groups' worth of runs (MaxRunsPerGroup
-// each) the site-wide line reads at most: its interval is then about half
-// as wide as a thinned group's.
+// each) the site-wide line's percentiles read at most; its bootstrap reads
+// one group's worth of them, so that it costs what a group's does.
 const siteRunsPerGroup = 4
 
 // SiteLine computes the site-wide line from the groups and each group's
-// fetched runs (sorted), once Analyse has done the groups' own figures.
+// fetched runs, sorted. With several groups it pools their runs and reads
+// of each group only what is set before the groups' own figures are
+// computed (name, runs, sampled, the point estimates' counts), so it may
+// run beside Analyse of the groups; with one group it is that group, whose
+// figures must be done first.
 func SiteLine(ctx context.Context, groups []*Group, byGroup map[string][]stats.Run, o *Options) *SiteWide {
 	var strata []stats.Stratum
 	var in []*Group
@@ -87,19 +94,11 @@ func SiteLine(ctx context.Context, groups []*Group, byGroup map[string][]stats.R
 			Share: math.Round(float64(n)/float64(pool.Population)*1e6) / 1e6, Drawn: pool.Drawn[i]})
 	}
 	slices.SortStableFunc(site.Weights, func(a, b SiteWeight) int { return cmp.Compare(b.Runs, a.Runs) })
-	sg := &Group{Group: SiteGroup}
-	if len(in) == 1 {
-		sg = in[0] // the one group is the site: its figures, not a second estimate of them
-	} else {
-		sg.Runs, sg.Sampled = pool.Population, site.Sampled
-		runs := pool.Runs
-		slices.SortFunc(runs, stats.CompareRuns)
-		sg.H2, sg.H3 = pooledStats(in, runs, stats.KindH2, site.Sampled), pooledStats(in, runs, stats.KindH3, site.Sampled)
-		sg.WantedH3GotH2 = pooledStats(in, runs, stats.KindFallback, site.Sampled)
-		sg.BootstrapRuns = len(runs)
-		Analyse(ctx, sg, runs, o)
-		finishGroup(sg, o)
+	sg := in[0] // the one group is the site: its figures, not a second estimate of them
+	if len(in) > 1 {
+		sg = pooledGroup(ctx, in, pool, o)
 	}
+	site.BootstrapRuns = sg.BootstrapRuns
 	site.H2, site.H3, site.Diff, site.Paired, site.Availability = sg.H2, sg.H3, sg.Diff, sg.Paired, sg.Availability
 	rule := o.verdictRule()
 	for _, p := range sitePercentiles {
@@ -110,6 +109,26 @@ func SiteLine(ctx context.Context, groups []*Group, byGroup map[string][]stats.R
 	}
 	site.Headline = siteHeadline(site)
 	return site
+}
+
+// pooledGroup is the figures of pool, every group's runs drawn in
+// proportion: percentiles exact over the pool, and the bootstrap's
+// intervals and the paired view from a uniform sample of it of one
+// group's worth (MaxRunsPerGroup), scaled to the whole as a thinned
+// group's are.
+func pooledGroup(ctx context.Context, in []*Group, pool stats.Pool, o *Options) *Group {
+	runs := pool.Runs
+	slices.SortFunc(runs, stats.CompareRuns)
+	sampled := pool.Fraction < 1
+	sg := &Group{Group: SiteGroup, Runs: pool.Population}
+	sg.H2, sg.H3 = pooledStats(in, runs, stats.KindH2, sampled), pooledStats(in, runs, stats.KindH3, sampled)
+	sg.WantedH3GotH2 = pooledStats(in, runs, stats.KindFallback, sampled)
+	boot := stats.NewPool([]stats.Stratum{{Runs: runs, Population: pool.Population}}, o.MaxRunsPerGroup, o.Seed).Runs
+	sg.Sampled = len(boot) < pool.Population
+	sg.BootstrapRuns = len(boot)
+	Analyse(ctx, sg, boot, o)
+	finishGroup(sg, o)
+	return sg
 }
 
 // pooledStats is one outcome's figures over the pooled runs, nil without

@@ -42,8 +42,8 @@ func TestSiteWideLineWeighsThinnedGroups(t *testing.T) {
 	if s == nil {
 		t.Fatal("no site-wide line")
 	}
-	if !s.Sampled || s.Runs != 11000 || s.PooledRuns != 3300 {
-		t.Fatalf("line of %d runs, %d pooled, sampled %v; want 3 300 of 11 000", s.Runs, s.PooledRuns, s.Sampled)
+	if !s.Sampled || s.Runs != 11000 || s.PooledRuns != 3300 || s.BootstrapRuns != 3000 {
+		t.Fatalf("line of %d runs, %d pooled, %d bootstrapped, sampled %v; want 3 300 of 11 000, 3 000 bootstrapped", s.Runs, s.PooledRuns, s.BootstrapRuns, s.Sampled)
 	}
 	if w := s.Weights; len(w) != 2 || w[0].Group != "big" || w[0].Drawn != 3000 || w[1].Drawn != 300 || math.Abs(w[1].Share-1.0/11) > 1e-6 {
 		t.Errorf("weights %+v, want big 3 000 drawn, small 300 at 1/11", w)
