@@ -100,12 +100,13 @@ func SiteLine(ctx context.Context, groups []*Group, byGroup map[string][]stats.R
 	}
 	site.BootstrapRuns = sg.BootstrapRuns
 	site.H2, site.H3, site.Diff, site.Paired, site.Availability = sg.H2, sg.H3, sg.Diff, sg.Paired, sg.Availability
+	// The verdicts read what Judge needs of sg, no more: the one group's
+	// other fields are still being filled by the report's other sections.
+	judged := &Group{Group: SiteGroup, H2: sg.H2, H3: sg.H3, Diff: sg.Diff, Availability: sg.Availability, Sampled: sg.Sampled}
 	rule := o.verdictRule()
 	for _, p := range sitePercentiles {
 		rule.P = p
-		named := *sg
-		named.Group = SiteGroup
-		site.Verdicts = append(site.Verdicts, rule.Judge(&named))
+		site.Verdicts = append(site.Verdicts, rule.Judge(judged))
 	}
 	site.Headline = siteHeadline(site)
 	return site
