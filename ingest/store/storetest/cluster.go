@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -202,11 +203,17 @@ func (c *Cluster) LogTails(t testing.TB) {
 func (c *Cluster) stop(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// In parallel: a server with replicated tables takes up to ~20 s to
+	// stop, and each waits only for its own.
+	var wg sync.WaitGroup
 	for _, l := range c.Servers {
-		if err := l.Stop(ctx); err != nil {
-			t.Logf("stopping a cluster server: %v", err)
-		}
+		wg.Go(func() {
+			if err := l.Stop(ctx); err != nil {
+				t.Logf("stopping a cluster server: %v", err)
+			}
+		})
 	}
+	wg.Wait()
 	if c.zk != nil {
 		c.zk.Process.Signal(syscall.SIGTERM)
 		select {
