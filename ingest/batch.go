@@ -206,7 +206,7 @@ func (p *Pipeline) insert(ctx context.Context, runs []*store.Run, skipStored boo
 	var stored map[uuid.UUID]bool
 	if skipStored {
 		var err error
-		if stored, err = store.Stored(ctx, p.Conn, runs); err != nil {
+		if stored, err = p.storeCluster().Stored(ctx, p.Conn, runs); err != nil {
 			return 0, err
 		}
 	}

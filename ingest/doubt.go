@@ -139,7 +139,7 @@ func (d *doubt) complete(ctx context.Context, p *Pipeline) error {
 	if len(d.block) == 0 {
 		return nil
 	}
-	done, err := store.Complete(ctx, p.Conn, store.Cluster{Name: p.Cluster, Dial: p.ClusterDial}, d.block)
+	done, err := store.Complete(ctx, p.Conn, p.storeCluster(), d.block)
 	for _, c := range done {
 		d.completedRuns.WithLabelValues(c.Table).Add(float64(c.Completed))
 		d.unresolved.WithLabelValues(c.Table).Add(float64(c.Unresolved))
@@ -158,3 +158,9 @@ func (d *doubt) complete(ctx context.Context, p *Pipeline) error {
 }
 
 func (d *doubt) close() error { return d.f.Close() }
+
+// storeCluster is the cluster Conn's server belongs to, as store needs it;
+// the zero Cluster on one server.
+func (p *Pipeline) storeCluster() store.Cluster {
+	return store.Cluster{Name: p.Cluster, Dial: p.ClusterDial}
+}

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	_ "embed"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
@@ -12,12 +14,57 @@ import (
 //go:embed sql/existing_runs.sql
 var existingRunsSQL string
 
+// existingRunsLocalSQL is existingRunsSQL over a cluster server's own
+// samples table.
+var existingRunsLocalSQL = strings.Replace(existingRunsSQL, "FROM samples\n", "FROM samples_local\n", 1)
+
 // Stored returns the runs among runs that the samples table already holds.
 // An insert that may repeat an earlier one — a spool replay after a crash,
 // a retry after an error that may have come after the server committed —
 // leaves those out, so every run is stored once and the rollup view, which
 // sees every inserted block, counts it once.
 func Stored(ctx context.Context, conn driver.Conn, runs []*Run) (map[uuid.UUID]bool, error) {
+	args := storedArgs(runs)
+	if args == nil {
+		return map[uuid.UUID]bool{}, nil
+	}
+	return storedIDs(ctx, conn, "runs", existingRunsSQL, args...)
+}
+
+// Stored is store.Stored on cluster c: each shard's samples are read on a
+// replica that has caught up with the others (as Complete does). Through
+// the Distributed table a replica just restarted can answer without the
+// runs its peer stored meanwhile, and the retry would store them twice.
+// Without Dial it reads through the Distributed table.
+func (c Cluster) Stored(ctx context.Context, conn driver.Conn, runs []*Run) (map[uuid.UUID]bool, error) {
+	if c.Name == "" || c.Dial == nil {
+		return Stored(ctx, conn, runs)
+	}
+	args := storedArgs(runs)
+	if args == nil {
+		return map[uuid.UUID]bool{}, nil
+	}
+	shards, err := clusterShards(ctx, conn, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uuid.UUID]bool{}
+	for _, replicas := range shards {
+		err := c.onCaughtUp(ctx, replicas, []string{"samples"}, func(conn driver.Conn) error {
+			stored, err := storedIDs(ctx, conn, "runs", existingRunsLocalSQL, args...)
+			maps.Copy(out, stored)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// storedArgs returns existing_runs.sql's arguments for runs; nil when no
+// run has samples.
+func storedArgs(runs []*Run) []any {
 	var (
 		sites       []string
 		ids         []string
@@ -40,7 +87,7 @@ func Stored(ctx context.Context, conn driver.Conn, runs []*Run) (map[uuid.UUID]b
 		ids = append(ids, uuid.UUID(r.Report.RunID).String())
 	}
 	if len(ids) == 0 {
-		return map[uuid.UUID]bool{}, nil
+		return nil
 	}
-	return storedIDs(ctx, conn, "runs", existingRunsSQL, sites, first, last, ids)
+	return []any{sites, first, last, ids}
 }

@@ -144,10 +144,12 @@ type Cluster struct {
 //
 // On a cluster each shard's views run on the replica that took its part
 // of the insert, so each shard is completed apart, on its own tables: on
-// a replica that has first fetched everything the other wrote (SYSTEM
-// SYNC REPLICA), since a replica behind reads exactly like a hole. A
-// shard none of whose replicas catches up in time, or a Cluster without
-// Dial, is only looked at: its differences are Unresolved.
+// a replica that has first fetched everything the other wrote (caughtUp),
+// since a replica behind reads exactly like a hole. A shard none of whose
+// replicas catches up in time is an error, so that the block stays in
+// doubt and is completed once one has; a Cluster without Dial is only
+// looked at, through the Distributed tables: its differences are
+// Unresolved.
 func Complete(ctx context.Context, conn driver.Conn, cluster Cluster, block Block) ([]Completion, error) {
 	if cluster.Name == "" {
 		return completeOn(ctx, conn, derivedQueries, block, true)
@@ -161,7 +163,12 @@ func Complete(ctx context.Context, conn driver.Conn, cluster Cluster, block Bloc
 	}
 	out := make([]Completion, len(derivedTables))
 	for _, replicas := range shards {
-		done, err := completeShard(ctx, cluster, replicas, block)
+		var done []Completion
+		err := cluster.onCaughtUp(ctx, replicas, append([]string{"samples"}, DerivedTables()...), func(conn driver.Conn) error {
+			var err error
+			done, err = completeOn(noDedup(ctx), conn, localDerivedQueries, block, true)
+			return err
+		})
 		for i, c := range done {
 			out[i].Table = c.Table
 			out[i].Completed += c.Completed
@@ -178,48 +185,63 @@ func Complete(ctx context.Context, conn driver.Conn, cluster Cluster, block Bloc
 // the other replicas of its shard wrote.
 const syncTimeout = 10 * time.Second
 
-// completeShard completes one shard's tables on the first of its replicas
-// (host:port addresses) that can be reached and catches up.
-func completeShard(ctx context.Context, cluster Cluster, replicas []string, block Block) ([]Completion, error) {
+// onCaughtUp runs f on the first of a shard's replicas (host:port
+// addresses) that can be reached and has caught up with the others on
+// tables (their _local tables).
+func (c Cluster) onCaughtUp(ctx context.Context, replicas []string, tables []string, f func(conn driver.Conn) error) error {
 	var errs []error
-	var behind driver.Conn
-	defer func() {
-		if behind != nil {
-			behind.Close()
-		}
-	}()
 	for _, addr := range replicas {
-		conn, err := cluster.Dial(ctx, addr)
+		conn, err := c.Dial(ctx, addr)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := syncReplica(ctx, conn); err != nil {
-			errs = append(errs, fmt.Errorf("replica %s: %w", addr, err))
-			if behind == nil {
-				behind = conn
-			} else {
-				conn.Close()
-			}
-			continue
+		err = caughtUp(ctx, conn, tables)
+		if err == nil {
+			err = f(conn)
+			conn.Close()
+			return err
 		}
-		defer conn.Close()
-		return completeOn(ctx, conn, localDerivedQueries, block, true)
+		conn.Close()
+		errs = append(errs, fmt.Errorf("replica %s: %w", addr, err))
 	}
-	if behind == nil {
-		return nil, fmt.Errorf("completing a shard of cluster %s: no replica reached: %w", cluster.Name, errors.Join(errs...))
-	}
-	return completeOn(ctx, behind, localDerivedQueries, block, false)
+	return fmt.Errorf("no replica of a shard of cluster %s has caught up: %w", c.Name, errors.Join(errs...))
 }
 
-// syncReplica waits until conn's server has fetched every part the other
-// replicas of its shard wrote into samples and the derived tables.
-func syncReplica(ctx context.Context, conn driver.Conn) error {
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"receive_timeout": int(syncTimeout / time.Second)}))
-	for _, t := range append([]string{"samples"}, DerivedTables()...) {
-		if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA "+t+"_local"); err != nil {
-			return fmt.Errorf("syncing %s_local: %w", t, err)
+// noDedup turns off insert deduplication for what is inserted with ctx. A
+// replicated table drops a block equal to one of its last 100, even one a
+// repair has since deleted: a completion or rebuild inserts what the
+// table was checked to lack, and must not be dropped.
+func noDedup(ctx context.Context) context.Context {
+	return clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_deduplicate": 0}))
+}
+
+// caughtUp waits until conn's server has fetched every part the other
+// replicas of its shard wrote into tables. SYNC REPLICA alone does not
+// say so on 18.16: on a replica just restarted, its tables read-only until
+// its earlier ZooKeeper session expires, it returns at once, and after a
+// failed fetch it has returned with the fetch still queued. So the
+// replicas' state decides: active, and no part left to fetch.
+func caughtUp(ctx context.Context, conn driver.Conn, tables []string) error {
+	locals := make([]string, len(tables))
+	for i, t := range tables {
+		locals[i] = t + "_local"
+	}
+	sctx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"receive_timeout": int(syncTimeout / time.Second)}))
+	for _, t := range locals {
+		if err := conn.Exec(sctx, "SYSTEM SYNC REPLICA "+t); err != nil {
+			return fmt.Errorf("syncing %s: %w", t, err)
 		}
+	}
+	var n uint64
+	if err := conn.QueryRow(ctx, `SELECT count() FROM system.replicas
+		WHERE database = currentDatabase() AND has(@tables, table)
+		  AND is_readonly = 0 AND is_session_expired = 0 AND inserts_in_queue = 0`,
+		clickhouse.Named("tables", locals)).Scan(&n); err != nil {
+		return fmt.Errorf("reading the replicas' state: %w", err)
+	}
+	if n != uint64(len(locals)) {
+		return fmt.Errorf("%d of %d tables are read-only or still fetching parts", len(locals)-int(n), len(locals))
 	}
 	return nil
 }
@@ -494,6 +516,11 @@ func Check(ctx context.Context, conn driver.Conn, from, to time.Time) ([]Differe
 	if err != nil {
 		return nil, err
 	}
+	return checkWith(ctx, conn, q, from, to)
+}
+
+// checkWith is Check on the tables q names.
+func checkWith(ctx context.Context, conn driver.Conn, q *derivedSQL, from, to time.Time) ([]Difference, error) {
 	from, to = from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour)
 	if to.Before(from) {
 		return nil, fmt.Errorf("checking derived tables: the window ends (%s) before it starts (%s)", to, from)
