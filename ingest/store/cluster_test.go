@@ -2,12 +2,14 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store"
@@ -264,6 +266,7 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	clusterCompleteInDoubt(t, c, conns)
+	clusterRepair(t, c, conns)
 }
 
 // clusterCompleteInDoubt cuts an insert through the Distributed table
@@ -276,14 +279,7 @@ func TestCluster(t *testing.T) {
 func clusterCompleteInDoubt(t *testing.T, c *storetest.Cluster, conns []driver.Conn) {
 	t.Helper()
 	ctx := context.Background()
-	dial := func(ctx context.Context, addr string) (driver.Conn, error) {
-		for i, l := range c.Servers {
-			if strings.HasSuffix(addr, fmt.Sprintf(":%d", l.Port)) {
-				return store.Open(ctx, c.DSN(t, i, "h3rum"))
-			}
-		}
-		return nil, fmt.Errorf("no server at %s", addr)
-	}
+	dial := clusterDial(t, c)
 	at := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Hour).Add(10 * time.Minute)
 	var runs []*store.Run
 	var b store.Batch
@@ -317,24 +313,7 @@ func clusterCompleteInDoubt(t *testing.T, c *storetest.Cluster, conns []driver.C
 	if err := c.Servers[3].Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	from, to := at.Truncate(time.Hour), at.Truncate(time.Hour).Add(time.Hour)
-	for i, conn := range conns {
-		// A Distributed read picks a replica afresh: ten that agree in a row.
-		deadline, agree := time.Now().Add(90*time.Second), 0
-		var diffs []store.Difference
-		for agree < 10 && time.Now().Before(deadline) {
-			diffs, err = store.Check(ctx, conn, from, to)
-			if err == nil && len(diffs) == 0 {
-				agree++
-				continue
-			}
-			agree = 0
-			time.Sleep(200 * time.Millisecond)
-		}
-		if agree < 10 {
-			t.Errorf("server %d: derived tables differ from samples after Complete: %v, %v", i+1, diffs, err)
-		}
-	}
+	clusterExact(t, conns, at, "after Complete")
 	again, err := store.Complete(ctx, conns[0], cluster, store.BlockOf(runs))
 	if err != nil {
 		t.Fatal(err)
@@ -343,5 +322,125 @@ func clusterCompleteInDoubt(t *testing.T, c *storetest.Cluster, conns []driver.C
 		if d.Completed != 0 || d.Unresolved != 0 {
 			t.Errorf("completing again on the cluster: %+v", d)
 		}
+	}
+}
+
+// clusterDial connects to the server of c at addr, as store.DB.DialServer
+// does.
+func clusterDial(t *testing.T, c *storetest.Cluster) func(ctx context.Context, addr string) (driver.Conn, error) {
+	return func(ctx context.Context, addr string) (driver.Conn, error) {
+		for i, l := range c.Servers {
+			if strings.HasSuffix(addr, fmt.Sprintf(":%d", l.Port)) {
+				return store.Open(ctx, c.DSN(t, i, "h3rum"))
+			}
+		}
+		return nil, fmt.Errorf("no server at %s", addr)
+	}
+}
+
+// clusterExact fails t unless every server reads every derived table equal
+// to samples over the hour of at, through the Distributed tables.
+func clusterExact(t *testing.T, conns []driver.Conn, at time.Time, step string) {
+	t.Helper()
+	from, to := at.Truncate(time.Hour), at.Truncate(time.Hour).Add(time.Hour)
+	for i, conn := range conns {
+		// A Distributed read picks a replica afresh: ten that agree in a row.
+		deadline, agree := time.Now().Add(90*time.Second), 0
+		var diffs []store.Difference
+		var err error
+		for agree < 10 && time.Now().Before(deadline) {
+			diffs, err = store.Check(context.Background(), conn, from, to)
+			if err == nil && len(diffs) == 0 {
+				agree++
+				continue
+			}
+			agree = 0
+			time.Sleep(200 * time.Millisecond)
+		}
+		if agree < 10 {
+			t.Errorf("server %d: derived tables differ from samples %s: %v, %v", i+1, step, diffs, err)
+		}
+	}
+}
+
+// clusterRepair damages an old hour on both shards — shard 1's run_counts
+// and runs emptied of the hour, shard 2's samples_rollup given its rows
+// twice — and repairs it with Repair, shard by shard: every server then
+// reads every derived table equal to samples. The same damage is repaired
+// again: the rebuilt rows, equal to the first repair's, must not be
+// dropped as a block the replicated table has seen.
+func clusterRepair(t *testing.T, c *storetest.Cluster, conns []driver.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	at := time.Now().UTC().Add(-96 * time.Hour).Truncate(time.Hour).Add(20 * time.Minute)
+	var b store.Batch
+	for i := range 30 {
+		r := storetest.Run(t, "repair")
+		r.Received = at.Add(time.Duration(i) * time.Second)
+		if i%3 == 0 {
+			r.Report.Samples[len(r.Report.Samples)-1].Error = "timeout"
+		}
+		b.Add(&r)
+	}
+	if err := b.Insert(ctx, conns[2]); err != nil {
+		t.Fatal(err)
+	}
+	clusterExact(t, conns, at, "after the insert")
+	hour := []any{clickhouse.Named("from", at.Truncate(time.Hour).Unix()), clickhouse.Named("to", at.Truncate(time.Hour).Add(time.Hour).Unix())}
+	cluster := store.Cluster{Name: storetest.ClusterName, Dial: clusterDial(t, c)}
+	for round := range 2 {
+		for _, st := range []struct {
+			conn driver.Conn
+			sql  string
+		}{
+			{conns[0], "ALTER TABLE run_counts_local DELETE WHERE hour >= toDateTime(@from, 'UTC') AND hour < toDateTime(@to, 'UTC')"},
+			{conns[1], "ALTER TABLE runs_local DELETE WHERE time >= toDateTime(@from, 'UTC') AND time < toDateTime(@to, 'UTC')"},
+			{conns[3], "INSERT INTO samples_rollup_local SELECT * FROM samples_rollup_local WHERE hour >= toDateTime(@from, 'UTC') AND hour < toDateTime(@to, 'UTC')"},
+		} {
+			if err := st.conn.Exec(ctx, st.sql, hour...); err != nil {
+				t.Fatalf("round %d: %s: %v", round+1, st.sql, err)
+			}
+		}
+		// The damage reaches both replicas of each shard before the
+		// repair looks: a deletion is a mutation, applied in the
+		// background on each replica.
+		for i, conn := range conns {
+			deadline := time.Now().Add(60 * time.Second)
+			for countRows(t, conn, "SELECT count() FROM system.mutations WHERE database = currentDatabase() AND is_done = 0") != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("server %d: the damage's deletions are not applied after a minute", i+1)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA samples_rollup_local"); err != nil {
+				t.Fatalf("server %d: %v", i+1, err)
+			}
+		}
+		diffs, err := store.Check(ctx, conns[1], at.Truncate(time.Hour), at.Truncate(time.Hour).Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, d := range diffs {
+			got[d.Table] = true
+		}
+		for _, table := range []string{"runs", "run_counts", "samples_rollup"} {
+			if !got[table] {
+				t.Errorf("round %d: Check does not show the damage to %s: %+v", round+1, table, diffs)
+			}
+		}
+		repaired, err := store.Repair(ctx, conns[1], cluster, diffs, time.Now())
+		if err != nil {
+			t.Fatalf("round %d: Repair on the cluster: %v", round+1, err)
+		}
+		for _, r := range repaired {
+			if (r.Table == "runs") != (r.Added > 0) || (r.Table != "runs") != r.Rebuilt || r.TooRecent {
+				t.Errorf("round %d: repaired %+v", round+1, r)
+			}
+		}
+		clusterExact(t, conns, at, fmt.Sprintf("after repair %d", round+1))
+	}
+	if _, err := store.Repair(ctx, conns[1], store.Cluster{Name: storetest.ClusterName}, nil, time.Now()); !errors.Is(err, store.ErrRepairOnCluster) {
+		t.Errorf("Repair on a cluster without Dial: %v", err)
 	}
 }

@@ -45,8 +45,9 @@ type Repaired struct {
 	TooRecent bool
 }
 
-// ErrRepairOnCluster is Repair's answer on a cluster.
-var ErrRepairOnCluster = errors.New("repairing derived tables is not supported on a cluster: each shard's tables would have to be rebuilt on one of its replicas; run h3rum check without --repair to see the differences")
+// ErrRepairOnCluster is Repair's answer on a cluster it cannot reach
+// server by server.
+var ErrRepairOnCluster = errors.New("repairing derived tables on a cluster needs each of its servers reachable: each shard's tables are rebuilt on one of its replicas")
 
 // Repair rebuilds from samples each table and hour of diffs (as Check
 // returns them) that ended RepairMinAge or more before now. A per-run
@@ -54,17 +55,75 @@ var ErrRepairOnCluster = errors.New("repairing derived tables is not supported o
 // it lacks. An hourly table's rows of the hour are deleted (an ALTER …
 // DELETE mutation, awaited) and its view's SELECT over samples' rows of
 // the hour is inserted in their place. Both are idempotent: repairing an
-// hour that matches leaves it as it is. A cluster (cluster.Name set) is
-// refused with ErrRepairOnCluster.
+// hour that matches leaves it as it is.
+//
+// On a cluster each shard is checked and repaired apart, on its own
+// tables, on a replica that has caught up with the others (as Complete
+// does): replication carries the rows and the deletion to the other
+// replicas, and the deletion cannot touch the rebuilt rows, which are
+// inserted after it. A Cluster without Dial is refused with
+// ErrRepairOnCluster.
 func Repair(ctx context.Context, conn driver.Conn, cluster Cluster, diffs []Difference, now time.Time) ([]Repaired, error) {
-	if cluster.Name != "" {
+	if cluster.Name == "" {
+		q, err := derivedQueries()
+		if err != nil {
+			return nil, err
+		}
+		return repairOn(ctx, conn, q, diffs, now)
+	}
+	if cluster.Dial == nil {
 		return nil, ErrRepairOnCluster
 	}
-	q, err := derivedQueries()
+	q, err := localDerivedQueries()
 	if err != nil {
 		return nil, err
 	}
+	shards, err := clusterShards(ctx, conn, cluster.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Repaired, len(diffs))
+	var from, to time.Time
+	for i, d := range diffs {
+		out[i] = Repaired{Table: d.Table, Hour: d.Hour.UTC().Truncate(time.Hour)}
+		out[i].TooRecent = out[i].Hour.Add(time.Hour + RepairMinAge).After(now)
+		if from.IsZero() || out[i].Hour.Before(from) {
+			from = out[i].Hour
+		}
+		if end := out[i].Hour.Add(time.Hour); end.After(to) {
+			to = end
+		}
+	}
+	for _, replicas := range shards {
+		err := cluster.onCaughtUp(ctx, replicas, append([]string{"samples"}, DerivedTables()...), func(conn driver.Conn) error {
+			// The shard's own differences among those asked for: the
+			// others' rows are not its to rebuild.
+			local, err := checkWith(ctx, conn, q, from, to)
+			if err != nil {
+				return err
+			}
+			local = slices.DeleteFunc(local, func(l Difference) bool {
+				return !slices.ContainsFunc(diffs, func(d Difference) bool { return d.Table == l.Table && d.Hour.UTC().Truncate(time.Hour).Equal(l.Hour) })
+			})
+			done, err := repairOn(noDedup(ctx), conn, q, local, now)
+			for _, r := range done {
+				i := slices.IndexFunc(out, func(o Repaired) bool { return o.Table == r.Table && o.Hour.Equal(r.Hour) })
+				out[i].Added += r.Added
+				out[i].Rebuilt = out[i].Rebuilt || r.Rebuilt
+			}
+			return err
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// repairOn is Repair on one server's tables, as q names them.
+func repairOn(ctx context.Context, conn driver.Conn, q *derivedSQL, diffs []Difference, now time.Time) ([]Repaired, error) {
 	var out []Repaired
+	var err error
 	for _, d := range diffs {
 		i := slices.IndexFunc(derivedTables, func(t derivedTable) bool { return t.Name == d.Table })
 		if i < 0 {

@@ -25,7 +25,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	st.register(fs)
 	since := fs.String("since", "7d", "start of the window, a `time`: a duration before now (\"24h\", \"7d\"), RFC 3339, or a date; whole hours")
 	until := fs.String("until", "now", "end of the window, a `time` as for --since")
-	repair := fs.Bool("repair", false, fmt.Sprintf("rebuild each differing table and hour from samples, then check again; hours that ended less than %s ago are left alone, since the collector may still write into them (not on a cluster)", store.RepairMinAge))
+	repair := fs.Bool("repair", false, fmt.Sprintf("rebuild each differing table and hour from samples, then check again; hours that ended less than %s ago are left alone, since the collector may still write into them; on a cluster, shard by shard on a replica that has caught up", store.RepairMinAge))
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -41,14 +41,19 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !from.Before(to) {
 		return cli.Usagef("--since (%s) must come before --until (%s)", from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
-	if *repair && st.cluster != "" {
-		return cli.Usagef("--repair: %v", store.ErrRepairOnCluster)
+	if err := st.check(); err != nil {
+		return err
 	}
-	conn, closeDB, err := st.open(ctx, nil, false)
+	db, err := store.Connect(ctx, st.options(nil, false))
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	defer db.Close()
+	conn := db.Conn
+	var cluster store.Cluster
+	if st.cluster != "" {
+		cluster = store.Cluster{Name: st.cluster, Dial: db.DialServer}
+	}
 	// The hour that holds --until is checked whole.
 	from, to = from.UTC().Truncate(time.Hour), to.UTC().Truncate(time.Hour).Add(time.Hour)
 	diffs, err := store.Check(ctx, conn, from, to)
@@ -64,13 +69,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !*repair {
 		return errDifferences
 	}
-	return repairDifferences(ctx, conn, stdout, diffs, from, to)
+	return repairDifferences(ctx, conn, cluster, stdout, diffs, from, to)
 }
 
 // repairDifferences repairs diffs (store.Repair), prints what it did and
 // checks the window from to to again.
-func repairDifferences(ctx context.Context, conn driver.Conn, stdout io.Writer, diffs []store.Difference, from, to time.Time) error {
-	repaired, err := store.Repair(ctx, conn, store.Cluster{}, diffs, time.Now())
+func repairDifferences(ctx context.Context, conn driver.Conn, cluster store.Cluster, stdout io.Writer, diffs []store.Difference, from, to time.Time) error {
+	repaired, err := store.Repair(ctx, conn, cluster, diffs, time.Now())
 	fmt.Fprintf(stdout, "\nrepair:\n")
 	for _, r := range repaired {
 		what := "rebuilt from samples"
