@@ -217,15 +217,27 @@ func noDedup(ctx context.Context) context.Context {
 }
 
 // caughtUp waits until conn's server has fetched every part the other
-// replicas of its shard wrote into tables. SYNC REPLICA alone does not
-// say so on 18.16: on a replica just restarted, its tables read-only until
-// its earlier ZooKeeper session expires, it returns at once, and after a
-// failed fetch it has returned with the fetch still queued. So the
-// replicas' state decides: active, and no part left to fetch.
+// replicas of its shard had written into tables when it was called. SYSTEM
+// SYNC REPLICA alone does not say so on 18.16: a replica restarted after a
+// kill cannot activate until its earlier ZooKeeper session expires (up to
+// 30 s), and until then pulls nothing from the shard's log, so its queue
+// is empty and SYNC REPLICA returns at once. So the replicas' state
+// decides: every entry the log held at the start pulled (log_pointer past
+// that log_max_index), and no part created by then left to fetch. Parts
+// other writers add meanwhile are not waited for.
 func caughtUp(ctx context.Context, conn driver.Conn, tables []string) error {
 	locals := make([]string, len(tables))
 	for i, t := range tables {
 		locals[i] = t + "_local"
+	}
+	tablesArg := clickhouse.Named("tables", locals)
+	var start time.Time
+	if err := conn.QueryRow(ctx, "SELECT now()").Scan(&start); err != nil {
+		return fmt.Errorf("reading the replicas' state: %w", err)
+	}
+	logEnd, err := tableCounts(ctx, conn, "SELECT table, log_max_index FROM system.replicas WHERE database = currentDatabase() AND has(@tables, table)", tablesArg)
+	if err != nil {
+		return err
 	}
 	sctx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"receive_timeout": int(syncTimeout / time.Second)}))
 	for _, t := range locals {
@@ -233,17 +245,59 @@ func caughtUp(ctx context.Context, conn driver.Conn, tables []string) error {
 			return fmt.Errorf("syncing %s: %w", t, err)
 		}
 	}
-	var n uint64
-	if err := conn.QueryRow(ctx, `SELECT count() FROM system.replicas
-		WHERE database = currentDatabase() AND has(@tables, table)
-		  AND is_readonly = 0 AND is_session_expired = 0 AND inserts_in_queue = 0`,
-		clickhouse.Named("tables", locals)).Scan(&n); err != nil {
-		return fmt.Errorf("reading the replicas' state: %w", err)
+	pulled, err := tableCounts(ctx, conn, `SELECT table, log_pointer FROM system.replicas
+		WHERE database = currentDatabase() AND has(@tables, table) AND NOT is_readonly AND NOT is_session_expired`, tablesArg)
+	if err != nil {
+		return err
 	}
-	if n != uint64(len(locals)) {
-		return fmt.Errorf("%d of %d tables are read-only or still fetching parts", len(locals)-int(n), len(locals))
+	fetching, err := tableCounts(ctx, conn, `SELECT table, count() FROM system.replication_queue
+		WHERE database = currentDatabase() AND has(@tables, table) AND type = 'GET_PART' AND create_time <= toDateTime(@start)
+		GROUP BY table`, tablesArg, clickhouse.Named("start", start.Unix()))
+	if err != nil {
+		return err
+	}
+	var behind []string
+	for _, t := range locals {
+		end, ok := logEnd[t]
+		p, active := pulled[t]
+		if !ok || !active || !(p > end || p == 0 && end == 0) || fetching[t] > 0 {
+			behind = append(behind, t)
+		}
+	}
+	if len(behind) > 0 {
+		return fmt.Errorf("%s not caught up: the replica is not active yet, or still has parts to fetch", strings.Join(behind, ", "))
 	}
 	return nil
+}
+
+// tableCounts returns query's rows, a table name and a number each.
+func tableCounts(ctx context.Context, conn driver.Conn, query string, args ...any) (map[string]uint64, error) {
+	rows, err := conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the replicas' state: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]uint64{}
+	for rows.Next() {
+		var t string
+		var n uint64
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, fmt.Errorf("reading the replicas' state: %w", err)
+		}
+		out[t] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the replicas' state: %w", err)
+	}
+	return out, nil
+}
+
+// CaughtUp reports (nil) whether conn's server, a replica of a cluster,
+// holds every part the other replicas of its shard wrote into samples and
+// the derived tables, as Complete requires of the replica it completes a
+// shard on.
+func CaughtUp(ctx context.Context, conn driver.Conn) error {
+	return caughtUp(ctx, conn, append([]string{"samples"}, DerivedTables()...))
 }
 
 // clusterShards returns the addresses of each shard's replicas, shards
@@ -306,6 +360,14 @@ func completeOn(ctx context.Context, conn driver.Conn, queries func() (*derivedS
 				if err := q.complete(ctx, conn, ti, args); err != nil {
 					return out, err
 				}
+				var still uint64
+				if err := conn.QueryRow(ctx, q.state[ti], args...).Scan(&still); err != nil {
+					return out, fmt.Errorf("completing %s: %w", t.Name, err)
+				}
+				if still != 0 { // the insert was dropped: say so rather than count it
+					out[ti].Unresolved++
+					continue
+				}
 				out[ti].Completed += int(lacking)
 				continue
 			}
@@ -318,6 +380,13 @@ func completeOn(ctx context.Context, conn driver.Conn, queries func() (*derivedS
 			case part != 0 && present+part == expected && repair:
 				if err := q.complete(ctx, conn, ti, args); err != nil {
 					return out, err
+				}
+				if err := conn.QueryRow(ctx, q.state[ti], args...).Scan(&present, &expected, &part); err != nil {
+					return out, fmt.Errorf("completing %s: %w", t.Name, err)
+				}
+				if present != expected {
+					out[ti].Unresolved++
+					continue
 				}
 				out[ti].Completed++
 			default:
