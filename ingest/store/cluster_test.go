@@ -279,7 +279,7 @@ func TestCluster(t *testing.T) {
 func clusterCompleteInDoubt(t *testing.T, c *storetest.Cluster, conns []driver.Conn) {
 	t.Helper()
 	ctx := context.Background()
-	dial := clusterDial(t, c)
+	dial := c.Dial(t, "h3rum")
 	at := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Hour).Add(10 * time.Minute)
 	var runs []*store.Run
 	var b store.Batch
@@ -325,19 +325,6 @@ func clusterCompleteInDoubt(t *testing.T, c *storetest.Cluster, conns []driver.C
 	}
 }
 
-// clusterDial connects to the server of c at addr, as store.DB.DialServer
-// does.
-func clusterDial(t *testing.T, c *storetest.Cluster) func(ctx context.Context, addr string) (driver.Conn, error) {
-	return func(ctx context.Context, addr string) (driver.Conn, error) {
-		for i, l := range c.Servers {
-			if strings.HasSuffix(addr, fmt.Sprintf(":%d", l.Port)) {
-				return store.Open(ctx, c.DSN(t, i, "h3rum"))
-			}
-		}
-		return nil, fmt.Errorf("no server at %s", addr)
-	}
-}
-
 // clusterExact fails t unless every server reads every derived table equal
 // to samples over the hour of at, through the Distributed tables.
 func clusterExact(t *testing.T, conns []driver.Conn, at time.Time, step string) {
@@ -365,8 +352,9 @@ func clusterExact(t *testing.T, conns []driver.Conn, at time.Time, step string) 
 
 // clusterRepair damages an old hour on both shards — shard 1's run_counts
 // and runs emptied of the hour, shard 2's samples_rollup given its rows
-// twice — and repairs it with Repair, shard by shard: every server then
-// reads every derived table equal to samples. The same damage is repaired
+// twice more, in one block that no deduplication drops — and repairs it
+// with Repair, shard by shard: every server then reads every derived table
+// equal to samples. The same damage is repaired
 // again: the rebuilt rows, equal to the first repair's, must not be
 // dropped as a block the replicated table has seen.
 func clusterRepair(t *testing.T, c *storetest.Cluster, conns []driver.Conn) {
@@ -387,15 +375,27 @@ func clusterRepair(t *testing.T, c *storetest.Cluster, conns []driver.Conn) {
 	}
 	clusterExact(t, conns, at, "after the insert")
 	hour := []any{clickhouse.Named("from", at.Truncate(time.Hour).Unix()), clickhouse.Named("to", at.Truncate(time.Hour).Add(time.Hour).Unix())}
-	cluster := store.Cluster{Name: storetest.ClusterName, Dial: clusterDial(t, c)}
+	cluster := store.Cluster{Name: storetest.ClusterName, Dial: c.Dial(t, "h3rum")}
 	for round := range 2 {
+		// Each replica holds the hour before it is damaged: the copy
+		// below reads the server's own table.
+		for i, conn := range conns {
+			deadline := time.Now().Add(60 * time.Second)
+			for store.CaughtUp(ctx, conn) != nil {
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: server %d has not caught up after a minute", round+1, i+1)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
 		for _, st := range []struct {
 			conn driver.Conn
 			sql  string
 		}{
 			{conns[0], "ALTER TABLE run_counts_local DELETE WHERE hour >= toDateTime(@from, 'UTC') AND hour < toDateTime(@to, 'UTC')"},
 			{conns[1], "ALTER TABLE runs_local DELETE WHERE time >= toDateTime(@from, 'UTC') AND time < toDateTime(@to, 'UTC')"},
-			{conns[3], "INSERT INTO samples_rollup_local SELECT * FROM samples_rollup_local WHERE hour >= toDateTime(@from, 'UTC') AND hour < toDateTime(@to, 'UTC')"},
+			{conns[3], "INSERT INTO samples_rollup_local SELECT * FROM (SELECT * FROM samples_rollup_local WHERE hour >= toDateTime(@from, 'UTC') AND hour < toDateTime(@to, 'UTC') " +
+				"UNION ALL SELECT * FROM samples_rollup_local WHERE hour >= toDateTime(@from, 'UTC') AND hour < toDateTime(@to, 'UTC'))"},
 		} {
 			if err := st.conn.Exec(ctx, st.sql, hour...); err != nil {
 				t.Fatalf("round %d: %s: %v", round+1, st.sql, err)
@@ -412,8 +412,11 @@ func clusterRepair(t *testing.T, c *storetest.Cluster, conns []driver.Conn) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA samples_rollup_local"); err != nil {
-				t.Fatalf("server %d: %v", i+1, err)
+			for store.CaughtUp(ctx, conn) != nil { // SYNC REPLICA alone may return before the fetch
+				if time.Now().After(deadline) {
+					t.Fatalf("server %d: the damage has not reached every replica after a minute", i+1)
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		}
 		diffs, err := store.Check(ctx, conns[1], at.Truncate(time.Hour), at.Truncate(time.Hour).Add(time.Hour))

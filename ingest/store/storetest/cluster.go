@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/local"
 )
@@ -116,6 +118,20 @@ func (c *Cluster) DSN(t testing.TB, i int, db string) string {
 		t.Fatal(err)
 	}
 	return dsn
+}
+
+// Dial connects to database db on the server of the cluster at addr
+// (host:port, as system.clusters lists it), as store.DB.DialServer does:
+// the Dial of a store.Cluster.
+func (c *Cluster) Dial(t testing.TB, db string) func(ctx context.Context, addr string) (driver.Conn, error) {
+	return func(ctx context.Context, addr string) (driver.Conn, error) {
+		for i, l := range c.Servers {
+			if strings.HasSuffix(addr, fmt.Sprintf(":%d", l.Port)) {
+				return store.Open(ctx, c.DSN(t, i, db))
+			}
+		}
+		return nil, fmt.Errorf("no server of the cluster at %s", addr)
+	}
 }
 
 func (c *Cluster) startZooKeeper(dir string, port int) error {
