@@ -151,8 +151,11 @@ func TestVerdictsReadAsPlanted(t *testing.T) {
 	if len(items) != len(rep.Verdicts) {
 		t.Errorf("dashboard shows %d verdicts, the report has %d", len(items), len(rep.Verdicts))
 	}
+	// The page lists them as the table does: decided first, then the
+	// largest difference.
+	shown := model.ByEffect(rep.Verdicts)
 	for i, m := range items {
-		if v := rep.Verdicts[min(i, len(rep.Verdicts)-1)]; string(m[1]) != v.Group || string(m[2]) != v.Verdict || html.UnescapeString(string(m[3])) != v.Text {
+		if v := shown[min(i, len(shown)-1)]; string(m[1]) != v.Group || string(m[2]) != v.Verdict || html.UnescapeString(string(m[3])) != v.Text {
 			t.Errorf("dashboard verdict %d: %s %s %q, want %s %s %q", i, m[1], m[2], m[3], v.Group, v.Verdict, v.Text)
 		}
 	}

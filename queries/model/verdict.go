@@ -1,8 +1,10 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -410,4 +412,31 @@ func availabilityUnit(a *Availability) string {
 		return "runs' H3 batches"
 	}
 	return "requests"
+}
+
+// ByEffect is the verdicts in the order a reader wants them: the decided
+// (faster, slower) first, then those judged without a decision, then those
+// not judged (too few runs, no interval, no HTTP/3); within each, the
+// largest difference first, either way.
+func ByEffect(vs []Verdict) []Verdict {
+	out := slices.Clone(vs)
+	rank := func(v Verdict) int {
+		switch v.Verdict {
+		case VerdictFaster, VerdictSlower:
+			return 0
+		case VerdictNoDifference, VerdictKeepGoing:
+			return 1
+		}
+		return 2
+	}
+	size := func(v Verdict) float64 {
+		if v.DiffMS == nil {
+			return -1
+		}
+		return math.Abs(*v.DiffMS)
+	}
+	slices.SortStableFunc(out, func(a, b Verdict) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(size(b), size(a)))
+	})
+	return out
 }

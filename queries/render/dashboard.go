@@ -30,6 +30,7 @@ var dashboardTmpl = template.Must(template.New("dashboard.html").Funcs(template.
 	"rule":      model.SufficiencyText,
 	"continent": continentName,
 	"fcTable":   func(by string, rows []model.FirstContactCount) fcTable { return fcTable{by, rows} },
+	"byEffect":  model.ByEffect,
 }).ParseFS(assets, "assets/dashboard.html"))
 
 // Chart colours (Tableau 10): H2 blue, H3 orange, fallback red, other grey.

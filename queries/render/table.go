@@ -1,12 +1,10 @@
 package render
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,7 +97,7 @@ func Table(w io.Writer, r *model.Report) error {
 		fmt.Fprintf(bw, "  (%s)\n\n", s.WeightsText())
 	}
 	if len(r.Verdicts) > 0 {
-		for _, v := range byEffect(r.Verdicts) {
+		for _, v := range model.ByEffect(r.Verdicts) {
 			fmt.Fprintln(bw, v.Text)
 		}
 		fmt.Fprintf(bw, "(verdicts: %s)\n\n", r.VerdictRuleText())
@@ -130,33 +128,6 @@ func Table(w io.Writer, r *model.Report) error {
 			InsufficientMark, model.SufficiencyText())
 	}
 	return bw.err
-}
-
-// byEffect is the verdicts in the order a reader wants them: the decided
-// (faster, slower) first, then those judged without a decision, then those
-// not judged (too few runs, no interval, no HTTP/3); within each, the
-// largest difference first, either way.
-func byEffect(vs []model.Verdict) []model.Verdict {
-	out := slices.Clone(vs)
-	rank := func(v model.Verdict) int {
-		switch v.Verdict {
-		case model.VerdictFaster, model.VerdictSlower:
-			return 0
-		case model.VerdictNoDifference, model.VerdictKeepGoing:
-			return 1
-		}
-		return 2
-	}
-	size := func(v model.Verdict) float64 {
-		if v.DiffMS == nil {
-			return -1
-		}
-		return math.Abs(*v.DiffMS)
-	}
-	slices.SortStableFunc(out, func(a, b model.Verdict) int {
-		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(size(b), size(a)))
-	})
-	return out
 }
 
 // writeDurations writes the headline's table: each group's outcomes at
