@@ -207,6 +207,10 @@ image: go-check
 	  --volume "$${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}:/etc/ssl/certs/ca-certificates.crt:ro" \
 	  --build-arg GOPROXY="$$($(GO) env GOPROXY)" -f deploy/Dockerfile -t $(IMAGE) .
 
+## cluster-upgrade: the 2 × 2 cluster upgraded from every release (make test upgrades from the oldest and the newest)
+cluster-upgrade: deps
+	H3RUM_TEST_ALL_RELEASES=1 $(GOTEST) -p 1 -count=1 -v -run '^TestClusterUpgradeFromEveryRelease$$' ./ingest/store
+
 ## cluster-faults: the 2 × 2 cluster's replicas SIGKILLed at random under load (TestClusterKilledUnderLoad)
 # Not part of make test: on ClickHouse 18.16 the replicas of a shard end up disagreeing in about half the runs
 # (README, "Durability").
@@ -221,4 +225,4 @@ image-test: image
 
 # image-test builds the bases and the image (about 8 minutes from nothing on 2 cores): it is a make target of
 # its own, outside make test's budget; make test keeps the data-dir rule's and promtool's tests.
-.PHONY: build-committed image image-test prometheus-test cluster-faults
+.PHONY: build-committed image image-test prometheus-test cluster-faults cluster-upgrade
