@@ -830,15 +830,16 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 			o.Design.All = true
 			// Every group, half of them thinned to about a third of their runs.
 			var names []string
-			var thresholds []uint32
+			var bounds []uint64
 			for i, g := range []string{"EU", "NA", "AS", "OC", "unknown", "all", "DE", "US", "Chrome", "4g", "AS3320"} {
 				names = append(names, g)
-				thresholds = append(thresholds, uint32(hashScale/(1+2*(i%2))))
+				bounds = append(bounds, sampleBound(1+2*(i%2), 1))
 			}
 			w := newWindow(o.Since, o.Until, time.Now())
 			var got [2]map[string][]stats.Run
 			for k, name := range []string{"runs.sql", "runs_table.sql"} {
-				st, err := prepare(name, &o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("thresholds", thresholds))
+				st, err := prepare(name, &o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("bounds", bounds),
+					clickhouse.Named("bound", boundID(slices.Max(bounds))))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -854,7 +855,7 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 			// The groups not thinned hold every selected batch request's
 			// duration, exactly.
 			for i, g := range names {
-				if thresholds[i] != hashScale {
+				if bounds[i] != math.MaxUint64 {
 					continue
 				}
 				var want, fetched []float64

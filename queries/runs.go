@@ -42,9 +42,26 @@ func init() {
 	})
 }
 
-// hashScale is the modulus of the run-sampling hash in runs.sql and
-// runs_table.sql.
-const hashScale = 1000000
+// sampleBound is the largest id half a group of runs keeps to thin them
+// to cap: the runs whose id's last eight bytes, read big-endian, are at
+// most the bound are a uniform sample of cap/runs of them, since a run id
+// is 128 random bits from the browser's CSPRNG. ClickHouse orders UUIDs by
+// those bytes first, and the runs table and samples order an hour's rows
+// by run id, so a bound is also a range of the primary key: the fetch
+// reads only the granules below the largest group's bound, a number that
+// grows with the cap, not with the site's traffic.
+func sampleBound(runs, cap int) uint64 {
+	if runs <= cap {
+		return math.MaxUint64
+	}
+	return uint64(math.Ldexp(float64(cap)/float64(runs), 64))
+}
+
+// boundID is the largest run id whose last eight bytes are at most b, as
+// ClickHouse orders UUIDs.
+func boundID(b uint64) string {
+	return fmt.Sprintf("ffffffff-ffff-ffff-%04x-%012x", b>>48, b&(1<<48-1))
+}
 
 // perRun fetches the runs of the groups counts names (each sampled down
 // to MaxRunsPerGroup; counts nil: the groups' own, once done returns
@@ -64,7 +81,7 @@ func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 		}
 	}
 	var names []string
-	var thresholds []uint32
+	var bounds []uint64
 	expect := map[string]int{} // runs each group should return: its cap, give or take the hash's spread
 	for _, name := range slices.Sorted(maps.Keys(counts)) {
 		c := counts[name]
@@ -72,17 +89,13 @@ func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 			continue
 		}
 		names = append(names, name)
-		th := uint32(hashScale)
-		if c.runs > o.MaxRunsPerGroup {
-			th = uint32(math.Ceil(float64(hashScale) * float64(o.MaxRunsPerGroup) / float64(c.runs)))
-		}
-		thresholds = append(thresholds, th)
+		bounds = append(bounds, sampleBound(c.runs, o.MaxRunsPerGroup))
 		expect[name] = min(c.runs, o.MaxRunsPerGroup) + min(c.runs, o.MaxRunsPerGroup)/8
 	}
 	if len(names) == 0 {
 		return nil, nil
 	}
-	st, err := perRunQuery(o, w, names, thresholds)
+	st, err := perRunQuery(o, w, names, bounds)
 	if err != nil {
 		return nil, err
 	}
@@ -160,15 +173,16 @@ func analyseAll(ctx context.Context, o *model.Options, byName map[string]*model.
 }
 
 // perRunQuery returns the query that fetches the runs of groups names,
-// each sampled below its threshold: from the runs table, one row per run,
-// when it holds the selection (parallel batches of browser runs, a grouping
-// it has); else from the samples.
-func perRunQuery(o *model.Options, w window, names []string, thresholds []uint32) (stmt, error) {
+// each thinned to the runs at most its bound (sampleBound): from the runs
+// table, one row per run, when it holds the selection (parallel batches of
+// browser runs, a grouping it has); else from the samples.
+func perRunQuery(o *model.Options, w window, names []string, bounds []uint64) (stmt, error) {
 	name := "runs_table.sql"
 	if !runsTableSelects(o) {
 		name = "runs.sql"
 	}
-	return prepare(name, o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("thresholds", thresholds))
+	return prepare(name, o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("bounds", bounds),
+		clickhouse.Named("bound", boundID(slices.Max(bounds))))
 }
 
 // fetchRuns runs st, a per-run query (runs.sql or runs_table.sql), and

@@ -32,7 +32,7 @@ func TestSectionsDeclareTheirFiles(t *testing.T) {
 	from := regexp.MustCompile(`(?i)\b(?:FROM|JOIN)\s+([a-z_]+)`)
 	at := func(h, m int) time.Time { return time.Date(2025, 1, 1, h, m, 0, 0, time.UTC) }
 	w := newWindow(at(0, 30), at(5, 15), at(9, 0))
-	extra := []any{clickhouse.Named("groups", []string{}), clickhouse.Named("thresholds", []uint32{})}
+	extra := []any{clickhouse.Named("groups", []string{}), clickhouse.Named("bounds", []uint64{}), clickhouse.Named("bound", boundID(0))}
 	names := map[string]bool{}
 	parts := map[part]int{}
 	for _, sec := range registered {

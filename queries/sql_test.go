@@ -32,7 +32,7 @@ func TestQueryFilesBindByName(t *testing.T) {
 		{By: "collector", IncludeFailed: true, IncludeExcluded: true, IncludeWarmup: true, IncludeBots: true, Agent: true},
 		{By: "none", Design: model.Design{All: true}},
 	}
-	extra := []any{clickhouse.Named("groups", []string{"EU"}), clickhouse.Named("thresholds", []uint32{1}),
+	extra := []any{clickhouse.Named("groups", []string{"EU"}), clickhouse.Named("bounds", []uint64{1}), clickhouse.Named("bound", boundID(1)),
 		clickhouse.Named("min_sampling_fraction", 0.5), clickhouse.Named("script_errors_since", []uint32{1, 3})}
 	named := regexp.MustCompile(`@[a-z_0-9]+`)
 	for _, w := range []window{newWindow(at(1, 0), at(5, 0), at(9, 0)), newWindow(at(0, 30), at(5, 15), at(9, 0))} {

@@ -52,3 +52,12 @@
 -- contact, the designs, NEL): a condition, (1) for the world.
 {{- define "place"}}(1{{template "place filters" .}}){{end}}
 {{- define "place filters"}}{{if .Continent}} AND continent = @continent{{end}}{{if .Country}} AND country = @country{{end}}{{end}}
+
+-- "run sample" keeps each group's runs whose id is at most its bound
+-- (queries.sampleBound): the id's last eight bytes as a big-endian number,
+-- which ClickHouse stores little-endian in bytes 9 to 16 of the UUID.
+-- A group not named keeps every run. reinterpretAsString drops trailing
+-- zero bytes, the number's high ones, which reading it back restores.
+{{- define "run sample"}}reinterpretAsUInt64(substring(reinterpretAsString(run_id), 9, 8))
+             <= transform({{.Group}}, CAST(@groups AS Array(String)), CAST(@bounds AS Array(UInt64)), toUInt64(18446744073709551615))
+{{- end}}

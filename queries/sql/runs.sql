@@ -7,10 +7,11 @@
 -- zero bytes; concat and substring put them back (toString(FixedString)
 -- would drop them again). Outcome codes are the Enum8 values of the
 -- outcome column (store.Outcome). A group with more runs than the cap is
--- thinned to a uniform sample of runs by a hash of run_id: @groups and
--- @thresholds give each group's threshold, out of 1 000 000. The hash
--- reads the UUID's bytes, which 18.16's hash functions do not take
--- directly.
+-- thinned to the runs whose id's last eight bytes, as a big-endian
+-- number, are at most its bound (@groups and @bounds; queries.sampleBound
+-- says why that is a uniform sample). Those bytes lead ClickHouse's order
+-- of UUIDs, so @bound, the run id of the largest bound, is a range of the
+-- primary key (site, hour, run_id): granules above it are not read.
 SELECT
     grp,
     arrayStringConcat(arrayMap(x -> substring(concat(reinterpretAsString(x), '\0\0\0\0'), 1, 4), groupArray(duration_ms))) AS d,
@@ -29,8 +30,8 @@ FROM
     FROM samples
     -- The run sample is taken first, in PREWHERE, so the other columns
     -- are read only for the runs kept.
-    PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
-             < transform({{.Group}}, CAST(@groups AS Array(String)), CAST(@thresholds AS Array(UInt64)), toUInt64(1000000))
+    PREWHERE run_id <= toUUID(@bound)
+         AND {{template "run sample" .}}
     WHERE {{template "selection" .}}
 )
 GROUP BY grp, run_id

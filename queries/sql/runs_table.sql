@@ -1,7 +1,7 @@
 -- runs.sql from the runs table: one row per run holding its parallel
 -- samples as arrays (store migration 0039), so the bootstrap reads a run
 -- instead of its 13 samples. The same selection, the same sample of runs
--- (the same hash of run_id against @groups and @thresholds) and the same
+-- (the same bounds of run_id, @groups, @bounds and @bound) and the same
 -- columns, for reports whose selection the runs table holds: parallel
 -- batches of browser runs (not warm-ups, not by collector, a per-sample
 -- column, not the agent's). A run's failed requests are left out of its
@@ -25,8 +25,8 @@ FROM
         arrayMap(x -> toUInt8(x), {{.Kept}}) AS os,
         toUInt8(param_order = 'h3first') AS h3_first
     FROM runs
-    PREWHERE intHash64(reinterpretAsUInt64(reinterpretAsString(run_id))) % 1000000
-             < transform({{.Group}}, CAST(@groups AS Array(String)), CAST(@thresholds AS Array(UInt64)), toUInt64(1000000))
+    PREWHERE run_id <= toUUID(@bound)
+         AND {{template "run sample" .}}
     WHERE {{template "runs selection" .}}
 )
 WHERE notEmpty(ds)

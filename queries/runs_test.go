@@ -1,0 +1,126 @@
+package queries
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/google/uuid"
+
+	"github.com/h3rum/h3rum/queries/model"
+)
+
+// TestSampleBoundIsUniform: the runs whose id's last eight bytes are at
+// most a group's bound are cap/runs of its runs, whatever the cap.
+func TestSampleBoundIsUniform(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 200000
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i] = rng.Uint64()
+	}
+	for _, c := range []struct{ runs, cap int }{{100, 3000}, {3000, 3000}, {3001, 3000}, {10000, 3000}, {1000000, 3000}, {4, 1}} {
+		b := sampleBound(c.runs, c.cap)
+		want := min(1, float64(c.cap)/float64(c.runs))
+		kept := 0
+		for _, id := range ids {
+			if id <= b {
+				kept++
+			}
+		}
+		// Binomial: 5 standard deviations of n draws.
+		if got, sd := float64(kept)/n, math.Sqrt(want*(1-want)/n); math.Abs(got-want) > 5*sd+1e-9 {
+			t.Errorf("%d runs, cap %d: kept %.5f of the ids, want %.5f", c.runs, c.cap, got, want)
+		}
+	}
+	if got := boundID(0x0102030405060708); got != "ffffffff-ffff-ffff-0102-030405060708" {
+		t.Errorf("boundID = %s", got)
+	}
+}
+
+// TestRunSampleReadsBelowTheBound: the per-run fetch keeps exactly the
+// runs at most the group's bound, and ClickHouse reads only the granules
+// of the runs table below the largest bound, so the rows it reads follow
+// the cap, not the group's size.
+func TestRunSampleReadsBelowTheBound(t *testing.T) {
+	conn := newDB(t)
+	ctx := context.Background()
+	hour := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	const runs, capRuns = 100000, 3000
+	batch, err := conn.PrepareBatch(ctx, `INSERT INTO runs (time, site, run_id, continent, country, param_parallel, param_warmup,
+		beacon_major, param_order, durations, outcomes, wants, errors)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	halves := map[string][]uint64{} // each group's ids' last eight bytes
+	for i := range runs {
+		var id uuid.UUID
+		binary.BigEndian.PutUint64(id[:8], rng.Uint64())
+		binary.BigEndian.PutUint64(id[8:], rng.Uint64())
+		continent := "EU"
+		if i%50 == 0 {
+			continent = "OC" // 2 000 runs, every one kept
+		}
+		halves[continent] = append(halves[continent], binary.BigEndian.Uint64(id[8:]))
+		if err := batch.Append(hour.Add(time.Duration(i)*time.Millisecond*30), "skip.example", id, continent, "",
+			uint8(5), uint8(1), uint16(1), "h2first", []float32{10, 20}, []string{"h2", "h3"}, []string{"h2", "h3"}, []string{"", ""}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	o := model.Options{Since: hour, Until: hour.Add(time.Hour), Site: "skip.example", By: "continent", Design: model.Design{All: true}}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	w := newWindow(o.Since, o.Until, hour.Add(2*time.Hour))
+	for _, c := range []struct {
+		groups []string
+		read   float64 // most of the table's rows read
+	}{
+		// EU alone: its bound, 3 000 of 98 000 runs, is the granules' first 3 %.
+		{[]string{"EU"}, 0.35},
+		// With OC, which keeps every run, the whole table is read.
+		{[]string{"EU", "OC"}, 1},
+	} {
+		var bounds []uint64
+		for _, g := range c.groups {
+			bounds = append(bounds, sampleBound(len(halves[g]), capRuns))
+		}
+		st, err := perRunQuery(&o, w, c.groups, bounds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read atomic.Uint64
+		qctx := clickhouse.Context(ctx, clickhouse.WithProgress(func(p *clickhouse.Progress) { read.Add(p.Rows) }))
+		byGroup, err := fetchRuns(qctx, conn, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range c.groups {
+			want := 0
+			for _, h := range halves[g] {
+				if h <= bounds[i] {
+					want++
+				}
+			}
+			if got := len(byGroup[g]); got != want {
+				t.Errorf("groups %v: %s: fetched %d runs, %d are at most its bound", c.groups, g, got, want)
+			}
+			if lo, hi := min(len(halves[g]), capRuns)*8/10, min(len(halves[g]), capRuns)*12/10; want < lo || want > hi {
+				t.Errorf("groups %v: %s: %d runs at most its bound, want about %d", c.groups, g, want, min(len(halves[g]), capRuns))
+			}
+		}
+		t.Logf("groups %v: read %d of %d rows", c.groups, read.Load(), runs)
+		if got := float64(read.Load()) / runs; got > c.read || got == 0 {
+			t.Errorf("groups %v: read %.0f %% of the runs table, want at most %.0f %% (and not nothing)", c.groups, 100*got, 100*c.read)
+		}
+	}
+}
