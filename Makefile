@@ -150,6 +150,18 @@ bench: deps bench-deps build
 	echo "results: $(BENCH_OUT).txt and .json; compare two runs with make bench-compare OLD=… NEW=…"; \
 	exit $$status
 
+## bench-scale: the report at 10 M samples and again after growing them to 50 M over the same 24 hours, on
+## ClickHouse 18.16 and 26.x: each figure's targets at both sizes and each rollup figure's growth (at most 1.2×)
+SCALE_ROWS ?= 10000000
+SCALE_GROW ?= 50000000
+bench-scale: deps build
+	@mkdir -p $(dir $(BENCH_OUT))
+	set -o pipefail; { fail=0; \
+	  $(GO) run ./collector/cmd/benchreport -no-browser -rows $(SCALE_ROWS) -grow $(SCALE_GROW) > $(BENCH_OUT).scale.txt || fail=1; cat $(BENCH_OUT).scale.txt; \
+	  $(GO) run ./collector/cmd/benchreport -chdb '$(CHDB_LIB)' -no-browser -rows $(SCALE_ROWS) -grow $(SCALE_GROW) -compare $(BENCH_OUT).scale.txt || fail=1; \
+	  exit $$fail; \
+	} 2>&1 | tee $(BENCH_OUT).txt
+
 ## bench-compare: benchstat of two make bench outputs, e.g. make bench-compare OLD=var/bench/A.txt NEW=var/bench/B.txt
 bench-compare:
 	@[ -n "$(OLD)" ] && [ -n "$(NEW)" ] || { echo "usage: make bench-compare OLD=var/bench/<run>.txt NEW=var/bench/<run>.txt"; exit 2; }
@@ -225,4 +237,4 @@ image-test: image
 
 # image-test builds the bases and the image (about 8 minutes from nothing on 2 cores): it is a make target of
 # its own, outside make test's budget; make test keeps the data-dir rule's and promtool's tests.
-.PHONY: build-committed image image-test prometheus-test cluster-faults cluster-upgrade
+.PHONY: build-committed image image-test prometheus-test cluster-faults cluster-upgrade bench-scale

@@ -49,18 +49,24 @@ func main() {
 
 // Targets on the reference machine (2 cores), on either engine: the
 // point estimates from raw rows and from the rollup (the stage the
-// dashboard paints first), the complete report from the rollup, and the
-// dashboard's first paint.
+// dashboard paints first), the complete report from the rollup over the
+// default window and over exactly 24 h, and the dashboard's first paint.
+// With -grow, each figure that reads no raw rows grows at most
+// targetGrowth times from the first load to the grown one; a figure over
+// raw rows grows with them, and its growth is printed.
 const (
 	targetRaw      = 150 * time.Millisecond
 	targetRollup   = 50 * time.Millisecond
-	targetComplete = 300 * time.Millisecond
+	targetComplete = 250 * time.Millisecond
+	targetExact    = 300 * time.Millisecond
 	targetPaint    = 500 * time.Millisecond
+	targetGrowth   = 1.2
 )
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("benchreport", flag.ContinueOnError)
-	rows := fs.Int("rows", 10_000_000, "synthetic samples to load (at most 50 000 000)")
+	rows := fs.Int("rows", 10_000_000, "synthetic samples to load")
+	grow := fs.Int("grow", 0, "after timing, load more samples up to this many in all, over the same 24 hours, time again and print each figure's growth (0: no)")
 	batch := fs.Int("batch", 100_000, "rows per insert")
 	repeat := fs.Int("n", 5, "timed repetitions per figure (the median is reported)")
 	dir := fs.String("dir", "", "ClickHouse data directory (default: a temporary one, removed at the end)")
@@ -92,8 +98,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if *rows <= 0 || *rows > 50_000_000 || *batch <= 0 || *repeat <= 0 {
-		return errors.New("-rows must be in 1..50 000 000, -batch and -n positive")
+	if *rows <= 0 || *batch <= 0 || *repeat <= 0 {
+		return errors.New("-rows, -batch and -n must be positive")
+	}
+	if *grow != 0 && (*grow <= *rows || *reuse) {
+		return errors.New("-grow must be more than -rows, without -reuse")
 	}
 	if *dsn == "" {
 		if *dir == "" {
@@ -140,7 +149,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		// The loading run's last run was a minute before its now.
 		now = last.UTC().Add(time.Minute)
 		fmt.Fprintf(out, "reusing %d samples, the last at %s\n", stored, last.UTC().Format(time.RFC3339))
-	} else if err := load(ctx, conn, out, now, *rows, *batch, *optimize); err != nil {
+	} else if err := load(ctx, conn, out, now, 1, *rows, *batch, *optimize); err != nil {
 		return err
 	}
 
@@ -151,21 +160,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// from raw rows, is timed beside it.
 	opts := model.Options{Now: now}
 	exact := model.Options{Since: now.Add(-24 * time.Hour), Until: now.Add(time.Second), Now: now}
-	// A stage is timed in the estimate alone, as the dashboard paints it
-	// first: Run reads the complete report's other sections beside it.
-	figures := []struct {
-		name   string
-		o      model.Options
-		target time.Duration
-		stage  string // "" = the whole complete report, "*" = the whole estimate (designs, points, timeline)
-	}{
+	figures := []figure{
 		{"default report, point estimates from raw rows", with(opts, model.SourceRaw), targetRaw, "points"},
 		{"default report, point estimates from the rollup", with(opts, model.SourceAuto), targetRollup, "points"},
 		{"default report, first part from raw rows", with(opts, model.SourceRaw), 0, "*"},
 		{"default report, first part from the rollup", with(opts, model.SourceAuto), 0, "*"},
 		{"default report, complete (raw)", with(opts, model.SourceRaw), 0, ""},
 		{"default report, complete (rollup)", with(opts, model.SourceAuto), targetComplete, ""},
-		{"exactly 24 h, complete (rollup)", with(exact, model.SourceAuto), 0, ""},
+		{"exactly 24 h, complete (rollup)", with(exact, model.SourceAuto), targetExact, ""},
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -178,11 +180,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Fprintf(out, "\n%-52s %10s %10s  %s\n", "figure (median of "+fmt.Sprint(*repeat)+")", "time", "target", "stages of the median run")
 	// The same figures in Go's benchmark format, for make bench's JSON and
 	// make bench-compare: the median in ms and, where there is a target,
 	// median / target (at most 1 meets it); with -compare, median / the
-	// other run's. A 26.x run's names end in /clickhouse-26.
+	// other run's; after -grow, the grown load's figures and their growth.
+	// A 26.x run's names end in /clickhouse-26.
 	engine := ""
 	if *chdbLib != "" {
 		engine = "/clickhouse-26"
@@ -191,17 +193,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var lines []string
-	benchLine := func(name string, n int, d, target time.Duration) {
+	var lines, missed []string
+	benchLine := func(name string, n int, d, target time.Duration, extra string) {
 		ms := float64(d) / float64(time.Millisecond)
 		l := fmt.Sprintf("BenchmarkReport/%s%s\t%d\t%.4g ms", slug(name), engine, n, ms)
 		if target > 0 {
 			l += fmt.Sprintf("\t%.4g target-ratio", float64(d)/float64(target))
+			if d > target {
+				missed = append(missed, fmt.Sprintf("%s %s > %s", name, d.Round(100*time.Microsecond), target))
+			}
 		}
 		if b, ok := before[slug(name)]; ok && b > 0 {
 			l += fmt.Sprintf("\t%.4g engine-ratio", ms/b)
 		}
-		lines = append(lines, l)
+		lines = append(lines, l+extra)
 	}
 	defer func() {
 		fmt.Fprintln(out)
@@ -209,42 +214,94 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintln(out, l)
 		}
 	}()
+	first, err := timeFigures(ctx, conn, out, figures, *repeat, *only)
+	if err != nil {
+		return err
+	}
+	for _, r := range first {
+		benchLine(r.name, *repeat, r.median, r.target, "")
+	}
+	if *grow > 0 {
+		if err := load(ctx, conn, out, now, 2, *grow-*rows, *batch, *optimize); err != nil {
+			return err
+		}
+		grown, err := timeFigures(ctx, conn, out, figures, *repeat, *only)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\n%-52s %10s %10s %8s  %s\n", fmt.Sprintf("growth, %d to %d samples", *rows, *grow), "before", "after", "ratio", "target")
+		for i, r := range grown {
+			ratio := float64(r.median) / float64(first[i].median)
+			target, extra := "- (raw rows: grows with them)", fmt.Sprintf("\t%.4g growth-ratio", ratio)
+			if r.o.Source != model.SourceRaw {
+				target = fmt.Sprintf("≤ %.1f ok", targetGrowth)
+				if ratio > targetGrowth {
+					target = fmt.Sprintf("≤ %.1f MISSED", targetGrowth)
+					missed = append(missed, fmt.Sprintf("%s grew %.2f× > %.1f×", r.name, ratio, targetGrowth))
+				}
+			}
+			fmt.Fprintf(out, "%-52s %10s %10s %8.2f  %s\n", r.name, first[i].median.Round(100*time.Microsecond), r.median.Round(100*time.Microsecond), ratio, target)
+			benchLine(r.name+" grown", *repeat, r.median, r.target, extra)
+		}
+	}
+
+	if !*noBrowser {
+		paint, paintExact, static, err := firstPaint(ctx, conn, now)
+		if err != nil {
+			return fmt.Errorf("dashboard first paint: %w", err)
+		}
+		verdict := "ok"
+		if paint > targetPaint {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(out, "%-52s %10s %10s\n", "dashboard first contentful paint (Chromium)", paint.Round(time.Millisecond), fmt.Sprintf("≤ %s %s", targetPaint, verdict))
+		fmt.Fprintf(out, "%-52s %10s %10s\n", "  the same over exactly 24 h", paintExact.Round(time.Millisecond), "-")
+		fmt.Fprintf(out, "%-52s %10s %10s  the browser's own share\n", "  a static page of its head, same server and browser", static.Round(time.Millisecond), "-")
+		benchLine("dashboard first contentful paint", 1, paint, targetPaint, "")
+		benchLine("dashboard first contentful paint exactly 24 h", 1, paintExact, 0, "")
+		benchLine("static page first contentful paint", 1, static, 0, "")
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("%d targets missed: %s", len(missed), strings.Join(missed, "; "))
+	}
+	return nil
+}
+
+// A figure is a report timed with its target (0: none). Its stage is
+// timed in the estimate alone, as the dashboard paints it first: Run
+// reads the complete report's other sections beside it. "" is the whole
+// complete report, "*" the whole estimate (designs, points, timeline).
+type figure struct {
+	name   string
+	o      model.Options
+	target time.Duration
+	stage  string
+}
+
+// timed is a figure's median of its timed repetitions.
+type timed struct {
+	figure
+	median time.Duration
+}
+
+// timeFigures times each figure whose name contains only, repeat times,
+// and prints its median with the stages of the median run.
+func timeFigures(ctx context.Context, conn driver.Conn, out io.Writer, figures []figure, repeat int, only string) ([]timed, error) {
+	fmt.Fprintf(out, "\n%-52s %10s %10s  %s\n", "figure (median of "+fmt.Sprint(repeat)+")", "time", "target", "stages of the median run")
+	var res []timed
 	for _, f := range figures {
-		if !strings.Contains(f.name, *only) {
+		if !strings.Contains(f.name, only) {
 			continue
 		}
 		var times []time.Duration
 		var stages []string
-		for i := 0; i < *repeat; i++ {
-			run := queries.Run
-			if f.stage != "" {
-				run = func(ctx context.Context, conn driver.Conn, o model.Options) (*model.Report, error) {
-					p, err := queries.Estimate(ctx, conn, o)
-					if err != nil {
-						return nil, err
-					}
-					return p.Report, nil
-				}
-			}
-			t := time.Now()
-			rep, err := run(ctx, conn, f.o)
+		for range repeat {
+			d, parts, err := timeOnce(ctx, conn, f)
 			if err != nil {
-				return fmt.Errorf("%s: %w", f.name, err)
+				return nil, fmt.Errorf("%s: %w", f.name, err)
 			}
-			total := time.Since(t) // stages may overlap
-			var parts []string
-			var pick time.Duration
-			for _, s := range rep.Stages {
-				parts = append(parts, fmt.Sprintf("%s %s", s.Name, s.Elapsed.Round(100*time.Microsecond)))
-				if s.Name == f.stage {
-					pick = s.Elapsed
-				}
-			}
-			if f.stage == "" || f.stage == "*" {
-				pick = total
-			}
-			times = append(times, pick)
-			stages = append(stages, strings.Join(parts, ", "))
+			times = append(times, d)
+			stages = append(stages, parts)
 		}
 		med, idx := median(times)
 		target := "-"
@@ -256,27 +313,39 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			target = fmt.Sprintf("≤ %s %s", f.target, verdict)
 		}
 		fmt.Fprintf(out, "%-52s %10s %10s  %s\n", f.name, med.Round(100*time.Microsecond), target, stages[idx])
-		benchLine(f.name, *repeat, med, f.target)
+		res = append(res, timed{f, med})
 	}
+	return res, nil
+}
 
-	if *noBrowser {
-		return nil
+// timeOnce runs f's report once and returns its time (the whole report's
+// or its stage's) and the stages' times.
+func timeOnce(ctx context.Context, conn driver.Conn, f figure) (time.Duration, string, error) {
+	run := queries.Run
+	if f.stage != "" {
+		run = func(ctx context.Context, conn driver.Conn, o model.Options) (*model.Report, error) {
+			p, err := queries.Estimate(ctx, conn, o)
+			if err != nil {
+				return nil, err
+			}
+			return p.Report, nil
+		}
 	}
-	paint, paintExact, static, err := firstPaint(ctx, conn, now)
+	t := time.Now()
+	rep, err := run(ctx, conn, f.o)
 	if err != nil {
-		return fmt.Errorf("dashboard first paint: %w", err)
+		return 0, "", err
 	}
-	verdict := "ok"
-	if paint > targetPaint {
-		verdict = "MISSED"
+	total := time.Since(t) // stages may overlap
+	var parts []string
+	pick := total
+	for _, s := range rep.Stages {
+		parts = append(parts, fmt.Sprintf("%s %s", s.Name, s.Elapsed.Round(100*time.Microsecond)))
+		if s.Name == f.stage {
+			pick = s.Elapsed
+		}
 	}
-	fmt.Fprintf(out, "%-52s %10s %10s\n", "dashboard first contentful paint (Chromium)", paint.Round(time.Millisecond), fmt.Sprintf("≤ %s %s", targetPaint, verdict))
-	fmt.Fprintf(out, "%-52s %10s %10s\n", "  the same over exactly 24 h", paintExact.Round(time.Millisecond), "-")
-	fmt.Fprintf(out, "%-52s %10s %10s  the browser's own share\n", "  a static page of its head, same server and browser", static.Round(time.Millisecond), "-")
-	benchLine("dashboard first contentful paint", 1, paint, targetPaint)
-	benchLine("dashboard first contentful paint exactly 24 h", 1, paintExact, 0)
-	benchLine("static page first contentful paint", 1, static, 0)
-	return nil
+	return pick, strings.Join(parts, ", "), nil
 }
 
 // earlier reads the BenchmarkReport lines of another run's output (file;
@@ -321,11 +390,12 @@ func slug(name string) string {
 
 // load inserts rows synthetic samples spread over the 24 hours before now,
 // batch rows per insert, then merges the parts of the rollups and count
-// tables when optimize.
-func load(ctx context.Context, conn driver.Conn, out io.Writer, now time.Time, rows, batch int, optimize bool) error {
+// tables when optimize. Loads of other seeds add other runs over the same
+// hours.
+func load(ctx context.Context, conn driver.Conn, out io.Writer, now time.Time, seed uint64, rows, batch int, optimize bool) error {
 	start := now.Add(-24 * time.Hour).Add(time.Minute)
 	span := 24*time.Hour - 2*time.Minute
-	gen := synth.New(synth.Config{Seed: 1, Start: start, Span: span, Runs: rows / 14})
+	gen := synth.New(synth.Config{Seed: seed, Start: start, Span: span, Runs: rows / 14})
 	t0 := time.Now()
 	loaded := 0
 	buf := make([]synth.Sample, 0, batch+gen.SamplesPerRun())
