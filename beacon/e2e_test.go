@@ -773,8 +773,8 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 		beacon, control, floor, idleFloor, attributes, unsampled cpu
 		peers                                                    [2]cpu // by peers' order
 	}
-	var bare, site, repeat figures // repeat: the bare page's third visit
-	var longest [2]float64         // the longest task that ran the script, 4× throttled, ms: bare, site
+	var bare, site, repeat figures    // repeat: the bare page's third visit
+	var longest, shared [2]scriptTask // 4× throttled, bare and site: the script's longest task; the longest it ran in
 	load := func(c *cpu, url string, done func(*chromium.Browser)) {
 		s, t := mainThreadCPU(b, f, url, 0, done)
 		c.script, c.task = append(c.script, s), append(c.task, t)
@@ -807,8 +807,13 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 			if v.q != "" {
 				k = 1
 			}
-			for _, ms := range scriptTasks(b, traceLoad(b, f, page("url"), 4, report), "/h3rum.") {
-				longest[k] = max(longest[k], ms)
+			for _, t := range scriptTasks(b, traceLoad(b, f, page("url"), 4, report), "/h3rum.") {
+				if t.owned() && t.dur > longest[k].dur {
+					longest[k] = t
+				}
+				if t.dur > shared[k].dur {
+					shared[k] = t
+				}
 			}
 			load(&v.fig.control, page("control"), hold)
 			load(&v.fig.floor, page("floor"), hold)
@@ -923,12 +928,15 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 			}
 		}
 		prefix := []string{"", "site-"}[k]
-		b.ReportMetric(longest[k], prefix+"longest-script-task-4x-ms")
-		b.Logf("%s, CPU throttled 4×: the longest task that ran the script %.1f ms (a long task is over %d ms)", v.name, longest[k], LongTaskMS)
-		if longest[k] == 0 {
-			failed = append(failed, fmt.Sprintf("%s: no task ran the script in the throttled trace", v.name))
-		} else if longest[k] > LongTaskMS {
-			failed = append(failed, fmt.Sprintf("%s: a long task of %.1f ms ran the script with the CPU throttled 4×", v.name, longest[k]))
+		l, sh := longest[k], shared[k]
+		b.ReportMetric(l.dur, prefix+"longest-script-task-4x-ms")
+		b.Logf("%s, CPU throttled 4×: the script's longest task %.1f ms, its JavaScript %.1f ms (a long task is over %d ms); "+
+			"the longest task it ran in %.1f ms, its JavaScript %.1f ms there, other scripts' %.1f ms",
+			v.name, l.dur, l.own, LongTaskMS, sh.dur, sh.own, sh.others)
+		if l.dur == 0 {
+			failed = append(failed, fmt.Sprintf("%s: no task of the script in the throttled trace", v.name))
+		} else if l.dur > LongTaskMS {
+			failed = append(failed, fmt.Sprintf("%s: a long task of %.1f ms was the script's with the CPU throttled 4×", v.name, l.dur))
 		}
 	}
 	if failed != nil {

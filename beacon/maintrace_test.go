@@ -183,39 +183,63 @@ func (c *cdpSession) event(method string, v any) error {
 // input on the page.
 const LongTaskMS = 50
 
-// scriptTasks returns the wall duration, ms, of every renderer main-thread
-// task (RunTask) that ran the script: one enclosing an EvaluateScript or
-// FunctionCall of a URL holding script.
-func scriptTasks(b *testing.B, evs []traceEvent, script string) []float64 {
+// A scriptTask is a renderer main-thread task (RunTask) that ran the
+// script: its wall duration and the wall time of its outermost JavaScript
+// calls (EvaluateScript, FunctionCall) by the script and by every other
+// URL, ms.
+type scriptTask struct{ dur, own, others float64 }
+
+// owned reports whether the task is the script's as Lighthouse attributes
+// a long task: to the URL whose JavaScript ran longest in it. A page's own
+// load handler and layout that the script's load listener shares a task
+// with are the page's.
+func (t scriptTask) owned() bool { return t.own >= t.others }
+
+// scriptTasks returns every task that ran the script: one enclosing an
+// EvaluateScript or FunctionCall of a URL holding script.
+func scriptTasks(b testing.TB, evs []traceEvent, script string) []scriptTask {
 	xs := mainThreadEvents(b, evs)
-	var out []float64
+	var out []scriptTask
 	var task *traceEvent
-	counted := false
+	var cur scriptTask
+	ran := false
+	var jsEnd float64 // the end of the current outermost JavaScript call
+	flush := func() {
+		if ran {
+			out = append(out, cur)
+		}
+	}
 	for i := range xs {
 		e := &xs[i]
 		if e.Name == "RunTask" || e.Name == "ThreadControllerImpl::RunTask" {
 			if task == nil || e.Ts >= task.Ts+task.Dur {
-				task, counted = e, false
+				flush()
+				task, cur, ran, jsEnd = e, scriptTask{dur: e.Dur / 1000}, false, 0
 			}
 			continue
 		}
-		if task == nil || counted || e.Ts >= task.Ts+task.Dur || (e.Name != "EvaluateScript" && e.Name != "FunctionCall") {
+		if task == nil || e.Ts >= task.Ts+task.Dur || e.Ts < jsEnd || (e.Name != "EvaluateScript" && e.Name != "FunctionCall") {
 			continue
 		}
+		jsEnd = e.Ts + e.Dur
 		var a struct {
 			Data struct{ URL string } `json:"data"`
 		}
 		json.Unmarshal(e.Args, &a)
 		if strings.Contains(a.Data.URL, script) {
-			out, counted = append(out, task.Dur/1000), true
+			cur.own += e.Dur / 1000
+			ran = true
+		} else {
+			cur.others += e.Dur / 1000
 		}
 	}
+	flush()
 	return out
 }
 
 // mainThreadEvents are the renderer main thread's complete events,
 // parents before children: by start, the longer first.
-func mainThreadEvents(b *testing.B, evs []traceEvent) []traceEvent {
+func mainThreadEvents(b testing.TB, evs []traceEvent) []traceEvent {
 	main := map[[2]int]bool{}
 	for _, e := range evs {
 		if e.Ph == "M" && e.Name == "thread_name" && strings.Contains(string(e.Args), `"CrRendererMain"`) {
@@ -287,4 +311,31 @@ func entryKind(stack []traceEvent) string {
 		}
 	}
 	return "other (observers, …)"
+}
+
+// TestScriptTasksAttribution: a task is the script's when its JavaScript
+// ran longest there, counting outermost calls once.
+func TestScriptTasksAttribution(t *testing.T) {
+	meta := traceEvent{Name: "thread_name", Ph: "M", Pid: 1, Tid: 1, Args: json.RawMessage(`{"name":"CrRendererMain"}`)}
+	x := func(name string, ts, dur float64, url string) traceEvent {
+		return traceEvent{Name: name, Ph: "X", Pid: 1, Tid: 1, Ts: ts * 1000, Dur: dur * 1000,
+			Args: json.RawMessage(fmt.Sprintf(`{"data":{"url":%q}}`, url))}
+	}
+	const ours, page = "https://c.example/h3rum.js", "https://site.example/"
+	evs := []traceEvent{meta,
+		// The page's load event: its handler and a layout, the script's listener.
+		x("RunTask", 0, 170, ""), x("FunctionCall", 10, 18, page), x("FunctionCall", 30, 3, ours), x("Layout", 50, 80, ""),
+		// The script's idle callback, a nested call inside its own.
+		x("RunTask", 200, 40, ""), x("FunctionCall", 201, 21, ours), x("FunctionCall", 202, 5, ours),
+		// A task without the script.
+		x("RunTask", 300, 90, ""), x("FunctionCall", 301, 80, page),
+	}
+	got := scriptTasks(t, evs, "/h3rum.")
+	want := []scriptTask{{dur: 170, own: 3, others: 18}, {dur: 40, own: 21}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("scriptTasks = %+v, want %+v", got, want)
+	}
+	if got[0].owned() || !got[1].owned() {
+		t.Errorf("owned: %v %v, want false true", got[0].owned(), got[1].owned())
+	}
 }
