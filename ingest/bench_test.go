@@ -148,7 +148,15 @@ func BenchmarkIngest(b *testing.B) {
 	// what the rate ratio would be on cores given to ingest alone.
 	b.ReportMetric((median(rawGo)+median(rawCH))/(median(beaconGo)+median(beaconCH)), "cpu_ratio")
 	b.Logf("raw samples/s %.0f, beacons/s %.0f, ratios %.3f (per iteration)", raws, rates, ratios)
+	if r := median(ratios); r < ingestTarget {
+		b.Errorf("ingest target missed: beacons store %.2f× the raw insert's samples/s, want at least %.1f×", r, ingestTarget)
+	}
 }
+
+// ingestTarget is the least share of the raw insert's rate that beacons
+// through the collector must reach: decoding, enrichment, the spool and
+// exactly-once checks are its price.
+const ingestTarget = 0.6
 
 // cpuTime is the CPU time used so far by this process and by ClickHouse.
 type cpuTime struct{ self, ch time.Duration }
