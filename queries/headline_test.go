@@ -14,6 +14,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/params"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -276,9 +277,9 @@ func TestHeadlineOnly(t *testing.T) {
 	conn := newDB(t)
 	load(t, conn, synth.All(synth.Config{Seed: 12, Runs: 600}))
 	ctx := context.Background()
-	o, err := model.OptionsFromValues(url.Values{"since": {testSince.Format(time.RFC3339)}, "until": {testUntil.Format(time.RFC3339)}, "headline": {"1"}}, testUntil)
-	if err != nil || !o.Headline || o.Values().Get("headline") != "1" {
-		t.Fatalf("headline=1: %+v, %v; values %v", o.Headline, err, o.Values())
+	o, err := params.OptionsFromValues(url.Values{"since": {testSince.Format(time.RFC3339)}, "until": {testUntil.Format(time.RFC3339)}, "headline": {"1"}}, testUntil)
+	if err != nil || !o.Headline || params.Values(&o).Get("headline") != "1" {
+		t.Fatalf("headline=1: %+v, %v; values %v", o.Headline, err, params.Values(&o))
 	}
 	head, err := Run(ctx, conn, o)
 	if err != nil {

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/params"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
 func TestPlaceOptions(t *testing.T) {
 	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
-	o, err := model.OptionsFromValues(url.Values{"continent": {"as"}, "country": {"jp"}, "by": {"subdivision"}}, now)
+	o, err := params.OptionsFromValues(url.Values{"continent": {"as"}, "country": {"jp"}, "by": {"subdivision"}}, now)
 	if err != nil || o.Continent != "AS" || o.Country != "JP" {
 		t.Fatalf("continent=as&country=jp: %q %q, %v", o.Continent, o.Country, err)
 	}
@@ -23,19 +24,19 @@ func TestPlaceOptions(t *testing.T) {
 	if st, err := prepare("points_raw.sql", &o, w, nil); err != nil || !strings.Contains(st.sql, " AND continent = @continent AND country = @country)") {
 		t.Errorf("the filter is not in the design's block: %v\n%s", err, st.sql)
 	}
-	back, err := model.OptionsFromValues(o.Values(), now)
+	back, err := params.OptionsFromValues(params.Values(&o), now)
 	if err != nil || back.Continent != "AS" || back.Country != "JP" {
 		t.Errorf("values round trip: %q %q, %v", back.Continent, back.Country, err)
 	}
-	d, _ := model.OptionsFromValues(url.Values{}, now)
-	if st, err := prepare("points_raw.sql", &d, w, nil); err != nil || d.Values().Has("country") || d.Values().Has("continent") || strings.Contains(st.sql, "country") {
-		t.Errorf("no filter by default: %v, %v\n%s", d.Values(), err, st.sql)
+	d, _ := params.OptionsFromValues(url.Values{}, now)
+	if st, err := prepare("points_raw.sql", &d, w, nil); err != nil || params.Values(&d).Has("country") || params.Values(&d).Has("continent") || strings.Contains(st.sql, "country") {
+		t.Errorf("no filter by default: %v, %v\n%s", params.Values(&d), err, st.sql)
 	}
 	for _, v := range []url.Values{
 		{"country": {"JPN"}}, {"country": {"J"}}, {"country": {"J'"}}, {"country": {"' OR 1=1 --"}}, {"continent": {"Asia"}},
 		{"country": {"é1"}}, {"country": {"JP", "FR"}},
 	} {
-		if _, err := model.OptionsFromValues(v, now); !errors.Is(err, model.ErrInvalidOptions) {
+		if _, err := params.OptionsFromValues(v, now); !errors.Is(err, model.ErrInvalidOptions) {
 			t.Errorf("%v: err = %v, want ErrInvalidOptions", v, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/params"
 	"github.com/h3rum/h3rum/queries/stats"
 	"github.com/h3rum/h3rum/queries/synth"
 )
@@ -269,7 +270,7 @@ func TestExclusionMasksCountFailed(t *testing.T) {
 
 func TestOptionsFromValues(t *testing.T) {
 	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
-	o, err := model.OptionsFromValues(url.Values{"since": {"7d"}, "by": {"country"}, "site": {"a.example"}, "warmup": {"1"}, "min_runs": {"10"},
+	o, err := params.OptionsFromValues(url.Values{"since": {"7d"}, "by": {"country"}, "site": {"a.example"}, "warmup": {"1"}, "min_runs": {"10"},
 		"excluded": {"1"}, "design": {"10,4096,3,1"}}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -278,21 +279,21 @@ func TestOptionsFromValues(t *testing.T) {
 		!o.IncludeExcluded || o.Design != (model.Design{Parallel: 10, Bytes: 4096, Warmup: 3, BeaconMajor: 1, Set: true}) {
 		t.Errorf("parsed %+v", o)
 	}
-	back, err := model.OptionsFromValues(o.Values(), now)
+	back, err := params.OptionsFromValues(params.Values(&o), now)
 	if err != nil || back.By != o.By || !back.Since.Equal(o.Since) || !back.IncludeWarmup || !back.IncludeExcluded || back.Design != o.Design {
 		t.Errorf("values round trip: %+v, %v", back, err)
 	}
-	v, err := model.OptionsFromValues(url.Values{"verdict_p": {"50"}, "effect_ms": {"2.5"}}, now)
+	v, err := params.OptionsFromValues(url.Values{"verdict_p": {"50"}, "effect_ms": {"2.5"}}, now)
 	if err != nil || v.VerdictP != 50 || v.EffectMS != 2.5 {
 		t.Errorf("verdict_p=50&effect_ms=2.5: %v %v, %v", v.VerdictP, v.EffectMS, err)
 	}
-	if back, err := model.OptionsFromValues(v.Values(), now); err != nil || back.VerdictP != 50 || back.EffectMS != 2.5 {
+	if back, err := params.OptionsFromValues(params.Values(&v), now); err != nil || back.VerdictP != 50 || back.EffectMS != 2.5 {
 		t.Errorf("verdict options round trip: %+v, %v", back, err)
 	}
-	if d, _ := model.OptionsFromValues(url.Values{}, now); d.VerdictP != model.DefaultVerdictP || d.EffectMS != model.DefaultEffectMS || d.Values().Has("verdict-p") {
-		t.Errorf("verdict defaults: %v %v, in links: %v", d.VerdictP, d.EffectMS, d.Values())
+	if d, _ := params.OptionsFromValues(url.Values{}, now); d.VerdictP != model.DefaultVerdictP || d.EffectMS != model.DefaultEffectMS || params.Values(&d).Has("verdict-p") {
+		t.Errorf("verdict defaults: %v %v, in links: %v", d.VerdictP, d.EffectMS, params.Values(&d))
 	}
-	if all, err := model.OptionsFromValues(url.Values{"design": {"all"}}, now); err != nil || !all.Design.All {
+	if all, err := params.OptionsFromValues(url.Values{"design": {"all"}}, now); err != nil || !all.Design.All {
 		t.Errorf("design=all: %+v, %v", all.Design, err)
 	} else if st, err := prepare("points_raw.sql", &all, window{}, nil); err != nil || !strings.Contains(st.sql, "AND (1 AND source = @source)") {
 		t.Errorf("design=all pools every design: %v\n%s", err, st.sql)
@@ -309,7 +310,7 @@ func TestOptionsFromValues(t *testing.T) {
 		// turn into anything.
 		{"since": {"NaNd"}}, {"since": {"1e5w"}}, {"since": {"Infd"}}, {"until": {"1e300d"}}, {"since": {"--1d"}},
 	} {
-		if _, err := model.OptionsFromValues(v, now); !errors.Is(err, model.ErrInvalidOptions) {
+		if _, err := params.OptionsFromValues(v, now); !errors.Is(err, model.ErrInvalidOptions) {
 			t.Errorf("%v: err = %v, want ErrInvalidOptions", v, err)
 		}
 	}

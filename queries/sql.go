@@ -132,7 +132,7 @@ func b01(b bool) uint8 {
 // shape is what a query file's template reads: the structure a report
 // chooses among fixed alternatives (a grouping's expression, whether the
 // window has raw edges, which columns a selection keeps). A value a
-// request chose is never here: params binds those by name.
+// request chose is never here: bound binds those by name.
 type shape struct {
 	Group         string // the grouping's expression (groupExpr)
 	KeptDurations string // a runs-table row's kept durations (keptDurationsSQL)
@@ -206,10 +206,10 @@ func (s *shape) Window(col string) string {
 	return trendWindow(col, s.Hourly)
 }
 
-// params are the values a report's queries bind by name: the window and
+// bound are the values a report's queries bind by name: the window and
 // its hours, the site, the selection, the design and the place; a file
 // binds those it names. extra adds a query's own (clickhouse.Named).
-func params(o *model.Options, w window, extra ...any) []any {
+func bound(o *model.Options, w window, extra ...any) []any {
 	source := "browser"
 	if o.Agent {
 		source = "agent"
@@ -252,7 +252,7 @@ func prepare(name string, o *model.Options, w window, adjust func(*shape), extra
 	if err != nil {
 		return stmt{}, err
 	}
-	return stmt{name: name, sql: q, args: params(o, w, extra...)}, nil
+	return stmt{name: name, sql: q, args: bound(o, w, extra...)}, nil
 }
 
 // each runs s and hands every row to scan; what names the figures in

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/h3rum/h3rum/queries"
-	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/params"
 )
 
 // compare serves GET /api/compare: the report's parameters (its window is
@@ -14,7 +14,7 @@ import (
 // window of the same length that ends where the report's begins).
 func (h *Handler) compare(w http.ResponseWriter, r *http.Request) {
 	h.init()
-	req, ok := admit(h, w, r, model.RequestFromValues)
+	req, ok := admit(h, w, r, params.RequestFromValues)
 	if !ok {
 		return
 	}

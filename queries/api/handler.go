@@ -27,6 +27,7 @@ import (
 	"github.com/h3rum/h3rum/ingest/access"
 	"github.com/h3rum/h3rum/queries"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/params"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -234,7 +235,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, o model.Options) (
 
 func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 	h.init()
-	o, ok := admit(h, w, r, model.OptionsFromValues)
+	o, ok := admit(h, w, r, params.OptionsFromValues)
 	if !ok {
 		return
 	}
@@ -287,7 +288,7 @@ func (h *Handler) dashboard(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return
 	}
-	o, ok := admit(h, w, r, model.OptionsFromValues)
+	o, ok := admit(h, w, r, params.OptionsFromValues)
 	if !ok {
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/h3rum/h3rum/queries/stats"
 )
@@ -164,25 +163,3 @@ const (
 	ChangeNone         = "no_change"       // the interval holds zero
 	ChangeNotEnoughRun = "not_enough_runs" // a window has no interval at the percentile
 )
-
-// BaselineWindow reads a comparison's baseline window for the validated
-// options o: since and until as ParseTime reads them; an empty until is
-// the start of o's window, an empty since the same length before until.
-func BaselineWindow(o Options, since, until string, now time.Time) (time.Time, time.Time, error) {
-	var bs, bu time.Time
-	var err error
-	if until == "" {
-		bu = o.Since
-	} else if bu, err = ParseTime(until, now); err != nil {
-		return bs, bu, fmt.Errorf("%w: baseline_until: %v", ErrInvalidOptions, err)
-	}
-	if since == "" {
-		bs = bu.Add(-o.Until.Sub(o.Since))
-	} else if bs, err = ParseTime(since, now); err != nil {
-		return bs, bu, fmt.Errorf("%w: baseline_since: %v", ErrInvalidOptions, err)
-	}
-	if !bs.Before(bu) {
-		return bs, bu, fmt.Errorf("%w: the baseline window [%s, %s) is empty", ErrInvalidOptions, bs.Format(timeFormat), bu.Format(timeFormat))
-	}
-	return bs, bu, nil
-}

@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// ErrInvalidOptions wraps every validation error of Options, ParseTime and
-// OptionsFromValues; a CLI answers it with exit status 2, HTTP with 400.
+// ErrInvalidOptions wraps every validation error of Options and of the
+// options read from a URL or flags (queries/params); a CLI answers it with
+// exit status 2, HTTP with 400.
 var ErrInvalidOptions = errors.New("invalid report options")
 
 // groupings lists the values Options.By accepts.
@@ -108,8 +109,8 @@ type Options struct {
 	// DefaultEffectMS (10).
 	EffectMS float64
 	// Experiment makes the window an experiment that started at Since (a
-	// fixed time, which OptionsFromValues requires): its verdicts hold at
-	// any number of looks (VerdictRule.Experiment), for a report that is
+	// fixed time, which params.OptionsFromValues requires): its verdicts
+	// hold at any number of looks (VerdictRule.Experiment), for a report that is
 	// read again as runs arrive.
 	Experiment bool
 	// Headline computes the headline alone: the point estimates, the runs
@@ -123,7 +124,9 @@ type Options struct {
 	Now time.Time
 }
 
-func invalid(format string, args ...any) error {
+// InvalidOptions is an ErrInvalidOptions error that says why, so that
+// every reader of options refuses them in one form.
+func InvalidOptions(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
 }
 
@@ -148,7 +151,7 @@ func (o *Options) validateWindow() error {
 		o.Until = now
 	}
 	if o.Experiment && o.Since.IsZero() {
-		return invalid("an experiment needs its start: give since as a time (such as 2025-01-01T00:00:00Z)")
+		return InvalidOptions("an experiment needs its start: give since as a time (such as 2025-01-01T00:00:00Z)")
 	}
 	if o.Since.IsZero() {
 		// Back to the start of that hour: the timeline's first hour is a
@@ -160,10 +163,10 @@ func (o *Options) validateWindow() error {
 	// the end rounds up: a report "until now" includes the current second.
 	o.Since, o.Until = o.Since.UTC().Truncate(time.Second), o.Until.UTC().Add(time.Second-1).Truncate(time.Second)
 	if !o.Until.After(o.Since) {
-		return invalid("until (%s) must be after since (%s)", o.Until.Format(time.RFC3339), o.Since.Format(time.RFC3339))
+		return InvalidOptions("until (%s) must be after since (%s)", o.Until.Format(time.RFC3339), o.Since.Format(time.RFC3339))
 	}
 	if o.Since.Unix() < 0 || o.Until.Unix() > 1<<32-1 {
-		return invalid("window %s – %s is outside 1970–2106", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+		return InvalidOptions("window %s – %s is outside 1970–2106", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
 	}
 	return nil
 }
@@ -177,29 +180,29 @@ func (o *Options) validateSelection() error {
 	}{{"continent", &o.Continent}, {"country", &o.Country}} {
 		*f.code = strings.ToUpper(*f.code)
 		if *f.code != "" && !IsPlaceCode(*f.code) {
-			return invalid("%s %q is not a two-letter code (such as JP or AS)", f.name, *f.code)
+			return InvalidOptions("%s %q is not a two-letter code (such as JP or AS)", f.name, *f.code)
 		}
 	}
 	if o.By == "" {
 		o.By = DefaultBy
 	}
 	if !slices.Contains(groupings, o.By) {
-		return invalid("unknown grouping %q (want one of %s)", o.By, strings.Join(groupings, ", "))
+		return InvalidOptions("unknown grouping %q (want one of %s)", o.By, strings.Join(groupings, ", "))
 	}
 	if o.MinRuns == 0 {
 		o.MinRuns = DefaultMinRuns
 	}
 	if o.MinRuns < 0 {
-		return invalid("min-runs %d must not be negative", o.MinRuns)
+		return InvalidOptions("min-runs %d must not be negative", o.MinRuns)
 	}
 	switch o.Source {
 	case SourceAuto, SourceRaw, SourceRollup:
 	default:
-		return invalid("unknown source %q (want raw or rollup)", o.Source)
+		return InvalidOptions("unknown source %q (want raw or rollup)", o.Source)
 	}
 	if o.Agent {
 		if o.Source == SourceRollup {
-			return invalid("the rollup holds browser runs only; an agent report reads raw rows")
+			return InvalidOptions("the rollup holds browser runs only; an agent report reads raw rows")
 		}
 		o.Source = SourceRaw
 	}
@@ -213,13 +216,13 @@ func (o *Options) validateStatistics() error {
 		o.Replicates = DefaultReplicates
 	}
 	if o.Replicates > MaxReplicates {
-		return invalid("replicates %d is more than %d", o.Replicates, MaxReplicates)
+		return InvalidOptions("replicates %d is more than %d", o.Replicates, MaxReplicates)
 	}
 	if o.MaxRunsPerGroup == 0 {
 		o.MaxRunsPerGroup = DefaultMaxRunsPerGroup
 	}
 	if need := minRunCap(); o.MaxRunsPerGroup < need {
-		return invalid("max runs per group %d is below the %d runs p%g needs for an interval (%s)",
+		return InvalidOptions("max runs per group %d is below the %d runs p%g needs for an interval (%s)",
 			o.MaxRunsPerGroup, need, percentiles[len(percentiles)-1], SufficiencyText())
 	}
 	if o.Seed == 0 {
@@ -229,13 +232,13 @@ func (o *Options) validateStatistics() error {
 		o.VerdictP = DefaultVerdictP
 	}
 	if !slices.Contains(percentiles[:], o.VerdictP) {
-		return invalid("verdict percentile %g is not one of the report's (%s)", o.VerdictP, percentileList())
+		return InvalidOptions("verdict percentile %g is not one of the report's (%s)", o.VerdictP, PercentileList())
 	}
 	if o.EffectMS == 0 {
 		o.EffectMS = DefaultEffectMS
 	}
 	if !(o.EffectMS >= MinEffectMS && o.EffectMS <= MaxEffectMS) {
-		return invalid("effect-ms %g is outside %g to %d ms: the difference the verdicts' run counts are for", o.EffectMS, MinEffectMS, MaxEffectMS)
+		return InvalidOptions("effect-ms %g is outside %g to %d ms: the difference the verdicts' run counts are for", o.EffectMS, MinEffectMS, MaxEffectMS)
 	}
 	return nil
 }
@@ -246,8 +249,8 @@ func IsPlaceCode(s string) bool {
 	return len(s) == 2 && 'A' <= s[0] && s[0] <= 'Z' && 'A' <= s[1] && s[1] <= 'Z'
 }
 
-// percentileList names the report's percentiles: "50, 75, 90, 95, 99".
-func percentileList() string {
+// PercentileList names the report's percentiles: "50, 75, 90, 95, 99".
+func PercentileList() string {
 	s := make([]string, len(percentiles))
 	for i, p := range percentiles {
 		s[i] = strconv.FormatFloat(p, 'f', -1, 64)
@@ -260,78 +263,6 @@ func (o *Options) verdictRule() VerdictRule {
 	return VerdictRule{P: o.VerdictP, EffectMS: o.EffectMS, MinRuns: o.MinRuns, Experiment: o.Experiment}
 }
 
-// ParseTime reads a report time: "" (zero: the default), "now", a
-// duration before now ("24h", "90m", "7d", "2w", "1d12h"), an RFC 3339
-// time, "2006-01-02T15:04:05" or "2006-01-02 15:04" (UTC), or a date
-// "2006-01-02" (UTC midnight).
-func ParseTime(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	switch s {
-	case "":
-		return time.Time{}, nil
-	case "now":
-		return now, nil
-	}
-	if d, ok := parseAgo(s); ok {
-		if d < 0 {
-			return time.Time{}, invalid("duration %q must not be negative", s)
-		}
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, invalid("cannot parse time %q (want a duration like 24h or 7d, RFC 3339, or 2006-01-02)", s)
-}
-
-// maxAgo is the longest duration a report time may be before now, each
-// unit of it alone: a window must lie after 1970 anyway (Validate), and a
-// Duration holds at most 292 years.
-const maxAgo = 200 * 365 * 24 * time.Hour
-
-// isAgo reports whether s is a duration before now, as ParseTime reads it.
-func isAgo(s string) bool {
-	_, ok := parseAgo(s)
-	return ok
-}
-
-// parseAgo reads a Go duration extended with d (24 h) and w (7 d) units.
-func parseAgo(s string) (time.Duration, bool) {
-	var total time.Duration
-	rest := s
-	neg := strings.HasPrefix(rest, "-")
-	rest = strings.TrimPrefix(rest, "-")
-	// Peel off leading "<n>w" and "<n>d" parts; the remainder is a Go duration.
-	for _, unit := range []struct {
-		suffix string
-		d      time.Duration
-	}{{"w", 7 * 24 * time.Hour}, {"d", 24 * time.Hour}} {
-		i := strings.Index(rest, unit.suffix)
-		if i <= 0 {
-			continue
-		}
-		// Bounded before the conversion to a Duration, which is not
-		// defined for values out of its range (NaN, 1e5 weeks).
-		n, err := strconv.ParseFloat(rest[:i], 64)
-		if err != nil || !(n >= 0 && n <= float64(maxAgo/unit.d)) {
-			return 0, false
-		}
-		total += time.Duration(n * float64(unit.d))
-		rest = rest[i+1:]
-	}
-	if rest != "" {
-		d, err := time.ParseDuration(rest)
-		if err != nil {
-			return 0, false
-		}
-		total += d
-	} else if total == 0 && s != "0d" && s != "0w" {
-		return 0, false
-	}
-	if neg {
-		total = -total
-	}
-	return total, true
-}
+// VerdictPercentile is the percentile the verdicts of o's report judge,
+// its default resolved.
+func (o *Options) VerdictPercentile() float64 { return o.verdictRule().withDefaults().P }

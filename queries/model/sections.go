@@ -52,19 +52,19 @@ func ParseDesign(s string) (Design, error) {
 	}
 	parts := strings.Split(s, ",")
 	if len(parts) < 4 {
-		return Design{}, invalid("design %.40q: want parallel,bytes,warmup,major[,name=value…] (e.g. 5,0,2,1) or all", s)
+		return Design{}, InvalidOptions("design %.40q: want parallel,bytes,warmup,major[,name=value…] (e.g. 5,0,2,1) or all", s)
 	}
 	var v [4]int
 	for i, p := range parts[:4] {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || n < 0 || n > 1<<30 {
-			return Design{}, invalid("design %.40q: %q is not a count", s, p)
+			return Design{}, InvalidOptions("design %.40q: %q is not a count", s, p)
 		}
 		v[i] = n
 	}
 	extra := strings.Join(parts[4:], ",")
 	if !validExtra(extra) || (extra == "" && len(parts) > 4) {
-		return Design{}, invalid("design %.40q: want name=integer after the major version", s)
+		return Design{}, InvalidOptions("design %.40q: want name=integer after the major version", s)
 	}
 	return Design{Parallel: v[0], Bytes: v[1], Warmup: v[2], BeaconMajor: v[3], Extra: extra, Set: true}, nil
 }

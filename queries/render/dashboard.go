@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/params"
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
@@ -114,7 +115,7 @@ func drillLinks(r *model.Report, o *model.Options) (crumbs, drill []crumb) {
 	link := func(continent, country, by string) string {
 		c := *o
 		c.Continent, c.Country, c.By = continent, country, by
-		return "/dashboard?" + c.Query()
+		return "/dashboard?" + params.Query(&c)
 	}
 	crumbs = append(crumbs, crumb{Label: "World", Href: link("", "", "continent")})
 	if o.Continent != "" {
@@ -208,7 +209,7 @@ type outcomeRow struct {
 
 // newDashView prepares what the dashboard template shows of r.
 func newDashView(r *model.Report, o *model.Options, live bool) *dashView {
-	v := &dashView{R: r, O: o, Query: o.Query(), Groupings: model.Groupings(), Live: live, Complete: r.Complete(),
+	v := &dashView{R: r, O: o, Query: params.Query(o), Groupings: model.Groupings(), Live: live, Complete: r.Complete(),
 		VerdictP: o.VerdictPercentile()}
 	for i := range r.Groups {
 		g := &r.Groups[i]

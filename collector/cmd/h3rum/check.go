@@ -12,7 +12,7 @@ import (
 
 	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/ingest/store"
-	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/params"
 )
 
 // errDifferences is check's answer when a derived table differs from
@@ -30,11 +30,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	now := time.Now()
-	from, err := model.ParseTime(*since, now)
+	from, err := params.ParseTime(*since, now)
 	if err != nil {
 		return cli.Usagef("--since: %v", err)
 	}
-	to, err := model.ParseTime(*until, now)
+	to, err := params.ParseTime(*until, now)
 	if err != nil {
 		return cli.Usagef("--until: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/h3rum/h3rum/collector/internal/cli"
 	"github.com/h3rum/h3rum/queries"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/params"
 	"github.com/h3rum/h3rum/queries/render"
 )
 
@@ -20,7 +21,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var st storeFlags
 	st.register(fs)
 	format := fs.String("format", "table", "output: table, json, csv, or html (one self-contained page with the dashboard's verdicts and charts, to mail or attach; it fetches nothing)")
-	opts := model.RegisterFlags(fs)
+	opts := params.RegisterFlags(fs)
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}

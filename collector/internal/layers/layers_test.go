@@ -18,7 +18,8 @@ import (
 const module = "github.com/h3rum/h3rum/"
 
 // rank orders the packages on the data path, script → ingest → store →
-// the report's model → queries → its HTTP → the collector that wires them:
+// the report's model → its options as parameters → queries → its HTTP →
+// the collector that wires them:
 // a package imports only packages of a lower rank. beacon, the wire
 // format, is below every room. The outputs share the rank of queries, so
 // that they draw the model and never run its SQL.
@@ -35,13 +36,14 @@ var rank = map[string]int{
 	"queries/stats":        1,
 	"queries/model":        4,
 	"collector/agent":      4,
-	"queries":              5,
-	"queries/render":       5,
+	"queries/params":       5,
 	"collector/lab":        5,
-	"queries/api":          6,
-	"collector/serve":      7,
-	"collector/labrun":     8,
-	"collector/cmd":        9, // every binary
+	"queries":              6,
+	"queries/render":       6,
+	"queries/api":          7,
+	"collector/serve":      8,
+	"collector/labrun":     9,
+	"collector/cmd":        10, // every binary
 }
 
 // support is test and build support: imported by tests, benchmarks and
