@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 func init() {
@@ -22,25 +21,12 @@ func init() {
 	})
 }
 
-// curveLevels are the curves' levels in percent: dense in the tail, where
-// HTTP/3's gain lives, and every reported percentile among them.
-var curveLevels = []float64{1, 2, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 92, 94, 95, 96, 97, 98, 99, 99.5, 99.9}
-
-// curveLevelsSQL is curveLevels as quantile levels, the files' .CurveLevels.
-var curveLevelsSQL = func() string {
-	s := make([]string, len(curveLevels))
-	for i, p := range curveLevels {
-		s[i] = strconv.FormatFloat(p/100, 'f', -1, 64)
-	}
-	return strings.Join(s, ", ")
-}()
-
-// curvePercentiles is where each reported percentile is in curveLevels.
+// curvePercentiles is where each reported percentile is in query.CurveGrid.
 var curvePercentiles = func() (ix [len(percentiles)]int) {
 	for i, p := range percentiles {
-		j := slices.Index(curveLevels, p)
+		j := slices.Index(query.CurveGrid, p)
 		if j < 0 {
-			panic(fmt.Sprintf("curveLevels lacks the percentile %v", p))
+			panic(fmt.Sprintf("query.CurveGrid lacks the percentile %v", p))
 		}
 		ix[i] = j
 	}
@@ -48,7 +34,7 @@ var curvePercentiles = func() (ix [len(percentiles)]int) {
 }()
 
 // atPercentiles picks the reported percentiles out of qs, quantiles at
-// curveLevels.
+// query.CurveGrid.
 func atPercentiles(qs []float32) []float32 {
 	out := make([]float32, len(curvePercentiles))
 	for i, j := range curvePercentiles {
@@ -58,17 +44,17 @@ func atPercentiles(qs []float32) []float32 {
 }
 
 // curveRow is one group × outcome × batch order's quantiles at
-// curveLevels.
+// query.CurveGrid.
 type curveRow struct {
 	grp, oc, ord string
 	qs           []float32
 }
 
 // curves reads every group's quantile curves: where the point estimates
-// came from the rollup, from the rows they read at curveLevels (cv); else
+// came from the rollup, from the rows they read at query.CurveGrid (cv); else
 // from the runs table where it holds the selection
 // (sql/quantiles_runs.sql), else from the samples (sql/curves.sql).
-func curves(ctx context.Context, conn driver.Conn, o *model.Options, w window, cv *handoff[[]curveRow], get func(string) *model.Group) error {
+func curves(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, cv *handoff[[]curveRow], get func(string) *model.Group) error {
 	type key struct{ grp, oc string }
 	type byOrder struct {
 		v  [2][]float64
@@ -78,7 +64,7 @@ func curves(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 	var keys []key
 	add := func(grp, oc, ord string, qs []float32) {
 		k, ok := orderIndex(ord)
-		if !ok || len(qs) != len(curveLevels) {
+		if !ok || len(qs) != len(query.CurveGrid) {
 			return
 		}
 		b := acc[key{grp, oc}]
@@ -94,14 +80,14 @@ func curves(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 	}
 	var err error
 	switch {
-	case rollupAnswers(o) && o.Source != model.SourceRaw: // as the point estimates chose (begin)
+	case query.RollupAnswers(o) && o.Source != model.SourceRaw: // as the point estimates chose (begin)
 		var rows []curveRow
 		if rows, err = cv.wait(ctx); err == nil {
 			for _, r := range rows {
 				add(r.grp, r.oc, r.ord, r.qs)
 			}
 		}
-	case runsTableSelects(o):
+	case query.RunsTableSelects(o):
 		err = curvesFromRuns(ctx, conn, o, w, add)
 	default:
 		err = curvesFromSamples(ctx, conn, o, w, add)
@@ -111,7 +97,7 @@ func curves(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 	}
 	for _, k := range keys {
 		b := acc[k]
-		out := make([]float64, len(curveLevels))
+		out := make([]float64, len(query.CurveGrid))
 		if !balance(&b.v, b.ok, out) {
 			continue
 		}
@@ -120,7 +106,7 @@ func curves(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 		}
 		g := get(k.grp)
 		if g.Curves == nil {
-			g.Curves = &model.Curves{Levels: curveLevels}
+			g.Curves = &model.Curves{Levels: query.CurveGrid}
 		}
 		if k.oc == model.OutcomeH2 {
 			g.Curves.H2 = out
@@ -133,12 +119,12 @@ func curves(ctx context.Context, conn driver.Conn, o *model.Options, w window, c
 
 // curvesFromSamples reads sql/curves.sql: a row per group × outcome ×
 // batch order.
-func curvesFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w window, add func(grp, oc, ord string, qs []float32)) error {
+func curvesFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, add func(grp, oc, ord string, qs []float32)) error {
 	st, err := prepare("curves.sql", o, w, nil)
 	if err != nil {
 		return err
 	}
-	return st.each(ctx, conn, "quantile curves", func(rows driver.Rows) error {
+	return st.Each(ctx, conn, "quantile curves", func(rows driver.Rows) error {
 		var (
 			grp, oc, ord string
 			qs           []float32
@@ -153,8 +139,8 @@ func curvesFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, 
 
 // curvesFromRuns reads sql/quantiles_runs.sql over the whole window: a row
 // per group × batch order with both protocols' curves.
-func curvesFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, add func(grp, oc, ord string, qs []float32)) error {
-	grid := func(s *shape) { s.OneWindow, s.GridLevels = true, curveLevelsSQL }
+func curvesFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, add func(grp, oc, ord string, qs []float32)) error {
+	grid := func(s *query.Shape) { s.OneWindow, s.GridLevels = true, s.CurveLevels() }
 	return gridRowsFromRuns(ctx, conn, o, w, grid, "quantile curves",
 		func(_ uint32, grp, oc, ord string, _ uint64, qs []float32) { add(grp, oc, ord, qs) })
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 // designs lists the designs of the window's runs, most runs first, exact
@@ -13,13 +14,13 @@ import (
 // exclusions: from run_counts and the window's raw edges (designsQuery),
 // or from the runs table for a report from raw rows; an agent report's
 // from raw rows.
-func designs(ctx context.Context, conn driver.Conn, o *model.Options, w window) ([]model.DesignCount, error) {
+func designs(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window) ([]model.DesignCount, error) {
 	st, err := designsQuery(o, w)
 	if err != nil {
 		return nil, err
 	}
 	var out []model.DesignCount
-	err = st.each(ctx, conn, "designs", func(rows driver.Rows) error {
+	err = st.Each(ctx, conn, "designs", func(rows driver.Rows) error {
 		var (
 			par, warm uint8
 			bytes     uint32
@@ -39,7 +40,7 @@ func designs(ctx context.Context, conn driver.Conn, o *model.Options, w window) 
 // designsQuery returns designs' query: designs_rollup.sql unless the
 // report is from raw rows or the agent's (run_counts holds browser runs
 // only).
-func designsQuery(o *model.Options, w window) (stmt, error) {
+func designsQuery(o *model.Options, w query.Window) (query.Stmt, error) {
 	name := "designs_rollup.sql"
 	switch {
 	case o.Agent:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 func init() {
@@ -37,7 +38,7 @@ type perRunCounts struct {
 // caller to set once the bootstrap has set (and availability per run
 // replaces) the per-request one, and the intention-to-treat view and the
 // trend are read.
-func excluded(ctx context.Context, conn driver.Conn, o *model.Options, w window, get func(string) *model.Group) (map[*model.Group]perRunCounts, map[trendCell]*model.Availability, error) {
+func excluded(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, get func(string) *model.Group) (map[*model.Group]perRunCounts, map[trendCell]*model.Availability, error) {
 	st, err := excludedQuery(o, w)
 	if err != nil {
 		return nil, nil, err
@@ -49,7 +50,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *model.Options, w window,
 	}
 	byGroup := map[string]*sums{}
 	var windows map[trendCell]*model.Availability
-	if runsTableHolds(o) {
+	if query.RunsTableHolds(o) {
 		windows = map[trendCell]*model.Availability{}
 	}
 	var (
@@ -58,7 +59,7 @@ func excluded(ctx context.Context, conn driver.Conn, o *model.Options, w window,
 		r       sums
 		reasons []uint64
 	)
-	err = st.each(ctx, conn, "excluded runs", func(rows driver.Rows) error {
+	err = st.Each(ctx, conn, "excluded runs", func(rows driver.Rows) error {
 		if err := rows.Scan(&t, &grp, &r.runs, &reasons, &r.coldH2, &r.coldH3, &r.withH3, &r.available,
 			&r.ittRuns[0], &r.ittRuns[1], &r.ittFailed[0], &r.ittFailed[1]); err != nil {
 			return err
@@ -107,9 +108,9 @@ func excluded(ctx context.Context, conn driver.Conn, o *model.Options, w window,
 // runs table, or over the samples for a selection by collector (a
 // per-sample column) and for agent reports (the runs table holds browser
 // runs only), then in one window.
-func excludedQuery(o *model.Options, w window) (stmt, error) {
-	if runsTableHolds(o) && rollupAnswers(o) && o.Source != model.SourceRaw {
+func excludedQuery(o *model.Options, w query.Window) (query.Stmt, error) {
+	if query.RunsTableHolds(o) && query.RollupAnswers(o) && o.Source != model.SourceRaw {
 		return prepare("excluded_rollup.sql", o, w, nil)
 	}
-	return prepare("excluded.sql", o, w, func(s *shape) { s.OneWindow = !s.RunsTable })
+	return prepare("excluded.sql", o, w, func(s *query.Shape) { s.OneWindow = !s.RunsTable })
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 func init() {
@@ -20,7 +21,7 @@ func init() {
 
 // failures reads failed requests per group, origin and error code
 // (failuresQuery).
-func failures(ctx context.Context, conn driver.Conn, o *model.Options, w window, get func(string) *model.Group) error {
+func failures(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, get func(string) *model.Group) error {
 	st, err := failuresQuery(o, w, "")
 	if err != nil {
 		return err
@@ -33,12 +34,12 @@ func failures(ctx context.Context, conn driver.Conn, o *model.Options, w window,
 // (failures_rollup.sql) where the rollup answers the grouping, else from
 // the runs table when it holds the selection (failures_table.sql), else
 // from the samples (failures.sql); name, if not "", chooses the file.
-func failuresQuery(o *model.Options, w window, name string) (stmt, error) {
+func failuresQuery(o *model.Options, w query.Window, name string) (query.Stmt, error) {
 	if name == "" {
 		switch {
-		case o.Source != model.SourceRaw && runsTableSelects(o) && (o.By == "continent" || o.By == "country" || o.By == "none"):
+		case o.Source != model.SourceRaw && query.RunsTableSelects(o) && (o.By == "continent" || o.By == "country" || o.By == "none"):
 			name = "failures_rollup.sql"
-		case runsTableSelects(o):
+		case query.RunsTableSelects(o):
 			name = "failures_table.sql"
 		default:
 			name = "failures.sql"
@@ -48,8 +49,8 @@ func failuresQuery(o *model.Options, w window, name string) (stmt, error) {
 }
 
 // failuresFrom reads a failures query.
-func failuresFrom(ctx context.Context, conn driver.Conn, st stmt, get func(string) *model.Group) error {
-	return st.each(ctx, conn, "failures", func(rows driver.Rows) error {
+func failuresFrom(ctx context.Context, conn driver.Conn, st query.Stmt, get func(string) *model.Group) error {
+	return st.Each(ctx, conn, "failures", func(rows driver.Rows) error {
 		var (
 			grp, origin, code string
 			n                 uint64

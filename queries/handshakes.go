@@ -6,6 +6,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 func init() {
@@ -20,12 +21,12 @@ func init() {
 }
 
 // handshakes reads every group's requests on new connections.
-func handshakes(ctx context.Context, conn driver.Conn, o *model.Options, w window, get func(string) *model.Group) error {
+func handshakes(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, get func(string) *model.Group) error {
 	st, err := prepare("handshakes.sql", o, w, nil)
 	if err != nil {
 		return err
 	}
-	return st.each(ctx, conn, "handshakes", func(rows driver.Rows) error {
+	return st.Each(ctx, conn, "handshakes", func(rows driver.Rows) error {
 		var (
 			grp, proto     string
 			kind           string

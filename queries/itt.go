@@ -5,6 +5,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 func init() {
@@ -26,13 +27,13 @@ func init() {
 // (every parallel request of the design's non-bot runs), so the report's
 // widening options do not matter here. It reports whether the view came
 // from the rollup, whose run counts excluded.sql supplies.
-func itt(ctx context.Context, conn driver.Conn, o *model.Options, w window, get func(string) *model.Group) (fromRollup bool, err error) {
+func itt(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, get func(string) *model.Group) (fromRollup bool, err error) {
 	useRollup := o.Source != model.SourceRaw && (o.By == "continent" || o.By == "country" || o.By == "none")
 	name := "itt_raw.sql"
 	switch {
 	case useRollup:
 		name = "itt_rollup.sql"
-	case runsTableHolds(o):
+	case query.RunsTableHolds(o):
 		name = "itt_runs.sql"
 	}
 	st, err := prepare(name, o, w, nil)
@@ -43,9 +44,9 @@ func itt(ctx context.Context, conn driver.Conn, o *model.Options, w window, get 
 }
 
 // ittFrom reads an intention-to-treat query.
-func ittFrom(ctx context.Context, conn driver.Conn, st stmt, get func(string) *model.Group) error {
+func ittFrom(ctx context.Context, conn driver.Conn, st query.Stmt, get func(string) *model.Group) error {
 	var touched []*model.Group
-	err := st.each(ctx, conn, "the intention-to-treat view", func(rows driver.Rows) error {
+	err := st.Each(ctx, conn, "the intention-to-treat view", func(rows driver.Rows) error {
 		var (
 			grp, sentTo                     string
 			runs, samples, failed, failRuns uint64

@@ -11,6 +11,7 @@ import (
 
 	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/params"
+	"github.com/h3rum/h3rum/queries/query"
 	"github.com/h3rum/h3rum/queries/synth"
 )
 
@@ -20,17 +21,17 @@ func TestPlaceOptions(t *testing.T) {
 	if err != nil || o.Continent != "AS" || o.Country != "JP" {
 		t.Fatalf("continent=as&country=jp: %q %q, %v", o.Continent, o.Country, err)
 	}
-	w := newWindow(now.Add(-time.Hour), now, now)
-	if st, err := prepare("points_raw.sql", &o, w, nil); err != nil || !strings.Contains(st.sql, " AND continent = @continent AND country = @country)") {
-		t.Errorf("the filter is not in the design's block: %v\n%s", err, st.sql)
+	w := query.NewWindow(now.Add(-time.Hour), now, now)
+	if st, err := prepare("points_raw.sql", &o, w, nil); err != nil || !strings.Contains(st.SQL, " AND continent = @continent AND country = @country)") {
+		t.Errorf("the filter is not in the design's block: %v\n%s", err, st.SQL)
 	}
 	back, err := params.OptionsFromValues(params.Values(&o), now)
 	if err != nil || back.Continent != "AS" || back.Country != "JP" {
 		t.Errorf("values round trip: %q %q, %v", back.Continent, back.Country, err)
 	}
 	d, _ := params.OptionsFromValues(url.Values{}, now)
-	if st, err := prepare("points_raw.sql", &d, w, nil); err != nil || params.Values(&d).Has("country") || params.Values(&d).Has("continent") || strings.Contains(st.sql, "country") {
-		t.Errorf("no filter by default: %v, %v\n%s", params.Values(&d), err, st.sql)
+	if st, err := prepare("points_raw.sql", &d, w, nil); err != nil || params.Values(&d).Has("country") || params.Values(&d).Has("continent") || strings.Contains(st.SQL, "country") {
+		t.Errorf("no filter by default: %v, %v\n%s", params.Values(&d), err, st.SQL)
 	}
 	for _, v := range []url.Values{
 		{"country": {"JPN"}}, {"country": {"J"}}, {"country": {"J'"}}, {"country": {"' OR 1=1 --"}}, {"continent": {"Asia"}},

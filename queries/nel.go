@@ -11,6 +11,7 @@ import (
 
 	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 func init() {
@@ -30,7 +31,7 @@ func init() {
 // covers every site whatever the report's site filter.
 
 // nelGroupings are the report's groupings nel_reports can answer, with
-// the samples' expressions (groupExpr: the columns have the same names);
+// the samples' expressions (query.GroupExpr: the columns have the same names);
 // it has no connection type or collector, which fall back to continent,
 // and the section says so in its By.
 var nelGroupings = map[string]bool{"continent": true, "country": true, "subdivision": true, "asn": true, "browser": true, "none": true}
@@ -40,17 +41,17 @@ var nelGroupings = map[string]bool{"continent": true, "country": true, "subdivis
 // count a report only under a fraction ingest accepts: rows stored before
 // it refused smaller ones (a denormal weighs +Inf) are left out rather
 // than spoil a week of reports.
-func nelRows(ctx context.Context, conn driver.Conn, o *model.Options, w window, name, by, what string, scan func(driver.Rows) error) error {
-	st, err := prepare(name, o, w, func(s *shape) { s.Group = groupExpr[by] },
+func nelRows(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, name, by, what string, scan func(driver.Rows) error) error {
+	st, err := prepare(name, o, w, func(s *query.Shape) { s.Group = query.GroupExpr(by) },
 		clickhouse.Named("min_sampling_fraction", nel.MinSamplingFraction))
 	if err != nil {
 		return err
 	}
-	return st.each(ctx, conn, what, scan)
+	return st.Each(ctx, conn, what, scan)
 }
 
 // nelSection fills rep.NEL.
-func nelSection(ctx context.Context, conn driver.Conn, o *model.Options, w window, rep *build) error {
+func nelSection(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, rep *build) error {
 	by := o.By
 	if !nelGroupings[by] {
 		by = "continent"
@@ -85,7 +86,7 @@ func nelSection(ctx context.Context, conn driver.Conn, o *model.Options, w windo
 // nelProtocols is one entry per protocol that NEL or the beacon saw, by
 // name: NEL's successes and failures, and beside its elapsed times the
 // beacon's durations.
-func nelProtocols(ctx context.Context, conn driver.Conn, o *model.Options, w window, by string) ([]model.NELProtocol, error) {
+func nelProtocols(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, by string) ([]model.NELProtocol, error) {
 	protos := map[string]*model.NELProtocol{}
 	var order []string
 	get := func(proto string) *model.NELProtocol {

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/params"
+	"github.com/h3rum/h3rum/queries/query"
 	"github.com/h3rum/h3rum/queries/stats"
 	"github.com/h3rum/h3rum/queries/synth"
 )
@@ -110,7 +110,7 @@ func TestReportSingleProtocolAndGroupings(t *testing.T) {
 				}
 			}
 			wantSource := "raw"
-			if rollupAnswers(&o) {
+			if query.RollupAnswers(&o) {
 				wantSource = "rollup"
 			}
 			if rep.Source != wantSource {
@@ -251,23 +251,6 @@ func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 	}
 }
 
-// keptDurationsSQL and keptSQL leave a run's failed requests in its arrays, without reading
-// their error codes, when excluded runs are left out: every exclusion mask
-// must then count ExcludeFailed, the mark of a run with one.
-func TestExclusionMasksCountFailed(t *testing.T) {
-	for _, o := range []model.Options{{}, {IncludeBots: true}, {IncludeFailed: true}} {
-		if exclusionMask(&o)&store.ExcludeFailed == 0 {
-			t.Errorf("%+v: the exclusion mask %08b leaves runs with a failed request in", o, exclusionMask(&o))
-		}
-		if o.IncludeExcluded || keptDurationsSQL(&o) != "durations" || keptSQL(&o) != "outcomes" {
-			t.Errorf("%+v: kept %s and %s", o, keptDurationsSQL(&o), keptSQL(&o))
-		}
-	}
-	if o := (model.Options{IncludeExcluded: true}); !strings.Contains(keptDurationsSQL(&o), "errors") || !strings.Contains(keptSQL(&o), "errors") {
-		t.Errorf("with excluded runs in, kept %s and %s read no error codes", keptDurationsSQL(&o), keptSQL(&o))
-	}
-}
-
 func TestOptionsFromValues(t *testing.T) {
 	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
 	o, err := params.OptionsFromValues(url.Values{"since": {"7d"}, "by": {"country"}, "site": {"a.example"}, "warmup": {"1"}, "min_runs": {"10"},
@@ -295,8 +278,8 @@ func TestOptionsFromValues(t *testing.T) {
 	}
 	if all, err := params.OptionsFromValues(url.Values{"design": {"all"}}, now); err != nil || !all.Design.All {
 		t.Errorf("design=all: %+v, %v", all.Design, err)
-	} else if st, err := prepare("points_raw.sql", &all, window{}, nil); err != nil || !strings.Contains(st.sql, "AND (1 AND source = @source)") {
-		t.Errorf("design=all pools every design: %v\n%s", err, st.sql)
+	} else if st, err := prepare("points_raw.sql", &all, query.Window{}, nil); err != nil || !strings.Contains(st.SQL, "AND (1 AND source = @source)") {
+		t.Errorf("design=all pools every design: %v\n%s", err, st.SQL)
 	}
 	for _, v := range []url.Values{
 		{"by": {"x"}}, {"since": {"soon"}}, {"until": {"2020-01-01"}, "since": {"2021-01-01"}},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/h3rum/h3rum/ingest/store/sqltext"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 var (
@@ -24,7 +25,8 @@ func PanelSQL(name string, values map[string]string) (string, error) {
 	if strings.HasSuffix(name, ".sql") {
 		name = "sql/" + name
 	}
-	s := &shape{Group: groupExpr["continent"], Edges: true, MergeLevels: levelsSQL, OneWindow: true, RunsTable: true, DesignKey: true}
+	s := &query.Shape{Group: query.GroupExpr("continent"), Edges: true, OneWindow: true, RunsTable: true, DesignKey: true}
+	s.MergeLevels = s.Levels()
 	q, err := sqltext.Render(sqlTemplates, name, s)
 	if err != nil {
 		return "", err

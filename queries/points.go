@@ -6,6 +6,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 func init() {
@@ -29,12 +30,12 @@ func init() {
 // Raw reports whose selection the runs table holds read it instead of the
 // samples (points_runs.sql): a row per run, and exact run counts; reports
 // from the rollup take their run counts from it too (withExactRuns).
-func points(ctx context.Context, conn driver.Conn, o *model.Options, w window, useRollup bool, get func(string) *model.Group, wr *windowRuns, cv *handoff[[]curveRow], gr *handoff[map[string]groupRuns]) error {
+func points(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, useRollup bool, get func(string) *model.Group, wr *windowRuns, cv *handoff[[]curveRow], gr *handoff[map[string]groupRuns]) error {
 	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, cv, add) }
-	if !useRollup && runsTableSelects(o) {
+	if !useRollup && query.RunsTableSelects(o) {
 		read = func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) }
 	}
-	if useRollup && runsTableSelects(o) {
+	if useRollup && query.RunsTableSelects(o) {
 		read = withExactRuns(ctx, conn, o, w, read, wr, gr)
 	}
 	return pointsInto(o, read, get)
@@ -123,22 +124,22 @@ func pointsInto(o *model.Options, read func(add pointRow) error, get func(string
 type pointRow func(grp, outcome, order string, runs, nSamples uint64, qs []float32)
 
 // pointsFromSamples reads points_raw.sql or points_rollup.sql. From the
-// rollup it reads every row at curveLevels, hands add the percentiles
+// rollup it reads every row at query.CurveGrid, hands add the percentiles
 // among them and cv the H2 and H3 rows of each batch order, the
 // distribution's curves (set even when the read fails, so that the
 // curves never wait on it).
-func pointsFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w window, useRollup bool, cv *handoff[[]curveRow], add pointRow) error {
+func pointsFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, useRollup bool, cv *handoff[[]curveRow], add pointRow) error {
 	// The runs table counts runs exactly where it holds the selection
 	// (withExactRuns), which the rollup's HyperLogLog states cannot.
-	st, err := prepare(sourceFile("points", useRollup), o, w, func(s *shape) { s.ExactRuns = runsTableSelects(o) })
+	st, err := prepare(query.SourceFile("points", useRollup), o, w, func(s *query.Shape) { s.ExactRuns = query.RunsTableSelects(o) })
 	if err != nil {
 		return err
 	}
 	var curveRows []curveRow
-	if useRollup { // the query merges the t-digests at curveLevels (MergeLevels)
+	if useRollup { // the query merges the t-digests at query.CurveGrid (MergeLevels)
 		defer func() { cv.set(curveRows) }()
 	}
-	return st.each(ctx, conn, "percentiles", func(rows driver.Rows) error {
+	return st.Each(ctx, conn, "percentiles", func(rows driver.Rows) error {
 		var (
 			grp, outcome, order string
 			runs, nSamples      uint64
@@ -148,8 +149,8 @@ func pointsFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, 
 			return err
 		}
 		if useRollup {
-			if len(qs) != len(curveLevels) {
-				return fmt.Errorf("%d quantiles in a row, want the %d curve levels", len(qs), len(curveLevels))
+			if len(qs) != len(query.CurveGrid) {
+				return fmt.Errorf("%d quantiles in a row, want the %d curve levels", len(qs), len(query.CurveGrid))
 			}
 			if _, ok := orderIndex(order); ok && (outcome == model.OutcomeH2 || outcome == model.OutcomeH3) {
 				curveRows = append(curveRows, curveRow{grp, outcome, order, qs})
@@ -164,7 +165,7 @@ func pointsFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, 
 // pointsFromRuns reads points_runs.sql, a row per group × order with the
 // outcomes side by side, and hands add the rows points_raw.sql would
 // return, totals included.
-func pointsFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, add pointRow) error {
+func pointsFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, add pointRow) error {
 	st, err := prepare("points_runs.sql", o, w, nil)
 	if err != nil {
 		return err
@@ -175,7 +176,7 @@ func pointsFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w w
 	var seen []string // groups and outcomes in their first row's order
 	var keys [][2]string
 	names := [4]string{model.OutcomeH2, model.OutcomeH3, model.OutcomeWantedH3GotH2, model.OutcomeOther}
-	err = st.each(ctx, conn, "percentiles", func(rows driver.Rows) error {
+	err = st.Each(ctx, conn, "percentiles", func(rows driver.Rows) error {
 		var (
 			grp, ord string
 			runs, n  [5]uint64 // by names, then all outcomes

@@ -13,6 +13,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 // Run computes the report for opts (validated and defaulted in place of a
@@ -70,7 +71,7 @@ type Pending struct {
 type build struct {
 	*model.Report
 	opts          model.Options
-	win           window
+	win           query.Window
 	useRollup     bool // the point estimates come from the rollup
 	groups        *groupSet
 	perRun        map[*model.Group]perRunCounts     // from excluded, set once the bootstrap and the intention-to-treat view are done
@@ -92,7 +93,7 @@ func begin(ctx context.Context, conn driver.Conn, opts model.Options) (*build, e
 	useRollup := false
 	switch o.Source {
 	case model.SourceRollup:
-		if !rollupAnswers(&o) {
+		if !query.RollupAnswers(&o) {
 			return nil, fmt.Errorf("%w: the rollup holds only the default selection grouped by continent, country or none", model.ErrInvalidOptions)
 		}
 		useRollup = true
@@ -100,13 +101,13 @@ func begin(ctx context.Context, conn driver.Conn, opts model.Options) (*build, e
 		// The window runs up to Until: whole hours from the rollup, the
 		// partial hours at its edges from raw rows, which the hour-sorted
 		// table reads without scanning the rest of the day.
-		useRollup = rollupAnswers(&o)
+		useRollup = query.RollupAnswers(&o)
 	}
 	now := o.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	w := newWindow(o.Since, o.Until, now)
+	w := query.NewWindow(o.Since, o.Until, now)
 	rep := &build{Report: &model.Report{
 		Version: model.ReportVersion,
 		Since:   o.Since,

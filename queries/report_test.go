@@ -25,6 +25,7 @@ import (
 	"github.com/h3rum/h3rum/beacon"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 	"github.com/h3rum/h3rum/queries/stats"
 	"github.com/h3rum/h3rum/queries/synth"
 )
@@ -811,7 +812,7 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 	sorted := func(byGroup map[string][]stats.Run) map[string][]stats.Run {
 		for _, runs := range byGroup {
 			slices.SortFunc(runs, func(a, b stats.Run) int {
-				return cmp.Or(stats.CompareRuns(a, b), cmp.Compare(b01(a.H3First), b01(b.H3First)))
+				return cmp.Or(stats.CompareRuns(a, b), cmp.Compare(b01i(a.H3First), b01i(b.H3First)))
 			})
 		}
 		return byGroup
@@ -824,7 +825,7 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 			if err := o.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			if !runsTableHolds(&o) {
+			if !query.RunsTableHolds(&o) {
 				continue
 			}
 			o.Design.All = true
@@ -835,7 +836,7 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 				names = append(names, g)
 				bounds = append(bounds, sampleBound(1+2*(i%2), 1))
 			}
-			w := newWindow(o.Since, o.Until, time.Now())
+			w := query.NewWindow(o.Since, o.Until, time.Now())
 			var got [2]map[string][]stats.Run
 			for k, name := range []string{"runs.sql", "runs_table.sql"} {
 				st, err := prepare(name, &o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("bounds", bounds),
@@ -918,7 +919,7 @@ func TestRunsTableAnswersAsTheSamples(t *testing.T) {
 // same groups, run and sample counts per group, outcome and batch order
 // (uniq is exact at these sizes), and percentiles within the t-digest's
 // error, which depends on the order values arrive in.
-func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *model.Options, w window, what string) {
+func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, what string) {
 	t.Helper()
 	var got [2]map[string]*model.Group
 	for k, read := range []func(pointRow) error{
@@ -981,7 +982,7 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *model
 		}
 		for i, p := range a.Curves.H2 {
 			if q := b.Curves.H2[i]; math.Abs(p-q) > 0.5+0.03*math.Abs(p) {
-				t.Errorf("%s: curve of %s at p%g: %.3f ms from the samples, %.3f from the runs table", what, key, curveLevels[i], p, q)
+				t.Errorf("%s: curve of %s at p%g: %.3f ms from the samples, %.3f from the runs table", what, key, query.CurveGrid[i], p, q)
 			}
 		}
 	}
@@ -992,7 +993,7 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *model
 		qs   []float32
 	}
 	var cellsOf [2]map[string]trendCell
-	for k, read := range []func(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error{
+	for k, read := range []func(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error{
 		trendFromSamples, trendFromRuns,
 	} {
 		cellsOf[k] = map[string]trendCell{}
@@ -1013,7 +1014,7 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *model
 		}
 		for i, p := range a.qs {
 			if q := b.qs[i]; math.Abs(float64(p-q)) > 0.5+0.03*math.Abs(float64(p)) {
-				t.Errorf("%s: trend cell %s at level %g: %.3f ms from the samples, %.3f from the runs table", what, key, trendLevels[i], p, q)
+				t.Errorf("%s: trend cell %s at level %g: %.3f ms from the samples, %.3f from the runs table", what, key, query.TrendGrid[i], p, q)
 				break
 			}
 		}
@@ -1111,7 +1112,7 @@ func TestReportToThePresent(t *testing.T) {
 	// The last run at 05:29: the current hour, 05:00–06:00, is half full.
 	load(t, conn, synth.All(synth.Config{Seed: 11, Runs: 600, Start: start, Span: 5*time.Hour + 30*time.Minute}))
 	since, until := start.Add(30*time.Minute), start.Add(5*time.Hour+40*time.Minute)
-	if w := newWindow(since, until, until); w.hourTo <= w.until || w.edgeB0 != w.edgeB1 {
+	if w := query.NewWindow(since, until, until); w == query.NewWindow(since, until, until.Add(time.Minute)) {
 		t.Fatalf("window to the present %+v: the current hour is not the rollup's", w)
 	}
 	ctx := context.Background()

@@ -3,13 +3,13 @@ package queries
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 // exactRunCounts reads points_runs_counts.sql: the runs of every group ×
@@ -18,7 +18,7 @@ import (
 // with group "" too), counted exactly from the runs table, and the runs
 // of each trend window × group × batch order holding a kept H2 and a kept
 // H3 request (trendCell).
-func exactRunCounts(ctx context.Context, conn driver.Conn, o *model.Options, w window) (map[[3]string]uint64, map[trendCell][2]uint64, error) {
+func exactRunCounts(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window) (map[[3]string]uint64, map[trendCell][2]uint64, error) {
 	st, err := runCountsQuery(o, w)
 	if err != nil {
 		return nil, nil, err
@@ -27,13 +27,13 @@ func exactRunCounts(ctx context.Context, conn driver.Conn, o *model.Options, w w
 	byWindow := map[trendCell][2]uint64{}
 	var (
 		c trendCell
-		n = make([]uint64, 1+len(runCountOutcomes)) // n_any, then by outcome
+		n = make([]uint64, 1+len(query.RunCountOutcomes)) // n_any, then by outcome
 	)
 	dest := []any{&c.t, &c.grp, &c.ord}
 	for i := range n {
 		dest = append(dest, &n[i])
 	}
-	err = st.each(ctx, conn, "run counts", func(rows driver.Rows) error {
+	err = st.Each(ctx, conn, "run counts", func(rows driver.Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -41,13 +41,13 @@ func exactRunCounts(ctx context.Context, conn driver.Conn, o *model.Options, w w
 		for i, k := range n {
 			oc := ""
 			if i > 0 {
-				switch runCountOutcomes[i-1] {
+				switch query.RunCountOutcomes[i-1] {
 				case store.OutcomeH2:
 					h2h3[0] = k
 				case store.OutcomeH3:
 					h2h3[1] = k
 				}
-				oc = runCountOutcomes[i-1].String()
+				oc = query.RunCountOutcomes[i-1].String()
 				if k == 0 {
 					continue // as the rows of points_raw.sql: none for an outcome without runs
 				}
@@ -72,8 +72,8 @@ func exactRunCounts(ctx context.Context, conn driver.Conn, o *model.Options, w w
 // run_counts for the window's whole hours (points_runs_counts_rollup.sql);
 // a selection that keeps other requests than every one of a run's (which
 // run_counts counted) reads the runs table (points_runs_counts.sql).
-func runCountsQuery(o *model.Options, w window) (stmt, error) {
-	if keptSQL(o) != "outcomes" {
+func runCountsQuery(o *model.Options, w query.Window) (query.Stmt, error) {
+	if query.KeptSQL(o) != "outcomes" {
 		return prepare("points_runs_counts.sql", o, w, nil)
 	}
 	return prepare("points_runs_counts_rollup.sql", o, w, nil)
@@ -149,30 +149,12 @@ func groupRunsOf(counts map[[3]string]uint64) map[string]groupRuns {
 // failed.
 type windowRuns = handoff[map[trendCell][2]uint64]
 
-// runCountOutcomes are the outcomes points_runs_counts.sql counts runs
-// of, in its columns' order after n_any.
-var runCountOutcomes = []store.Outcome{store.OutcomeH2, store.OutcomeH3, store.OutcomeWantedH3GotH2, store.OutcomeOther}
-
-// outcomeCountsSQL is points_runs_counts.sql's .OutcomeCounts: per outcome
-// of runCountOutcomes, the runs whose kept outcomes hold its code in the
-// outcomes column's Enum8.
-var outcomeCountsSQL = func() string {
-	var b strings.Builder
-	for i, oc := range runCountOutcomes {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "countIf(has(kept, %d)) AS n_%s", int8(oc), oc)
-	}
-	return b.String()
-}()
-
 // withExactRuns reads the rollup's rows with read and hands them to add
 // with their run counts replaced by exact ones (exactRunCounts), read
 // beside the rollup's query; the counts per trend window go to wr, and per
 // group to gr as soon as they are read. The rollup's HyperLogLog states estimate,
 // and the engines hash run ids differently; a report's counts are exact.
-func withExactRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, read func(add pointRow) error, wr *windowRuns, gr *handoff[map[string]groupRuns]) func(add pointRow) error {
+func withExactRuns(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, read func(add pointRow) error, wr *windowRuns, gr *handoff[map[string]groupRuns]) func(add pointRow) error {
 	return func(add pointRow) error {
 		type result struct {
 			counts map[[3]string]uint64

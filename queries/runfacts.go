@@ -9,6 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 func init() {
@@ -26,13 +27,13 @@ func init() {
 // runFactsQuery returns runFacts' query: for reports from the rollup,
 // run_facts_rollup.sql, which reads run_fact_counts for the window's whole
 // hours; else run_facts.sql.
-func runFactsQuery(o *model.Options, w window) (stmt, error) {
+func runFactsQuery(o *model.Options, w query.Window) (query.Stmt, error) {
 	since, err := scriptVersion(ScriptErrorsSince)
 	if err != nil {
-		return stmt{}, err
+		return query.Stmt{}, err
 	}
 	name := "run_facts.sql"
-	if rollupAnswers(o) && o.Source != model.SourceRaw {
+	if query.RollupAnswers(o) && o.Source != model.SourceRaw {
 		name = "run_facts_rollup.sql"
 	}
 	return prepare(name, o, w, nil, clickhouse.Named("script_errors_since", since))
@@ -41,7 +42,7 @@ func runFactsQuery(o *model.Options, w window) (stmt, error) {
 // runFacts reads the two sections that come from run_facts, first contact
 // and the script errors, in one pass (sql/run_facts.sql); an agent report
 // has neither (the agent sends no warm-ups and runs no script), nil.
-func runFacts(ctx context.Context, conn driver.Conn, o *model.Options, w window) (*model.FirstContact, *model.ScriptErrors, error) {
+func runFacts(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window) (*model.FirstContact, *model.ScriptErrors, error) {
 	if o.Agent {
 		return nil, nil, nil
 	}
@@ -67,7 +68,7 @@ func runFacts(ctx context.Context, conn driver.Conn, o *model.Options, w window)
 		c.Never += int(n[6])
 	}
 	errs := map[string]*model.BrowserScriptErrors{}
-	err = st.each(ctx, conn, "first contact and script errors", func(rows driver.Rows) error {
+	err = st.Each(ctx, conn, "first contact and script errors", func(rows driver.Rows) error {
 		var (
 			grp, browser string
 			n            [14]uint64 // fc_runs … fc_never, se_runs … se_send

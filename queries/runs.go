@@ -16,6 +16,7 @@ import (
 
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
@@ -68,7 +69,7 @@ func boundID(b uint64) string {
 // them) and, once done returns the groups with their point estimates,
 // computes confidence intervals, the paired view and availability, and the
 // site-wide line over every group's runs.
-func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w window, counts map[string]groupRuns,
+func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, counts map[string]groupRuns,
 	done func(context.Context) ([]*model.Group, error)) (*model.SiteWide, error) {
 	if counts == nil {
 		groups, err := done(ctx)
@@ -176,9 +177,9 @@ func analyseAll(ctx context.Context, o *model.Options, byName map[string]*model.
 // each thinned to the runs at most its bound (sampleBound): from the runs
 // table, one row per run, when it holds the selection (parallel batches of
 // browser runs, a grouping it has); else from the samples.
-func perRunQuery(o *model.Options, w window, names []string, bounds []uint64) (stmt, error) {
+func perRunQuery(o *model.Options, w query.Window, names []string, bounds []uint64) (query.Stmt, error) {
 	name := "runs_table.sql"
-	if !runsTableSelects(o) {
+	if !query.RunsTableSelects(o) {
 		name = "runs.sql"
 	}
 	return prepare(name, o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("bounds", bounds),
@@ -190,7 +191,7 @@ func perRunQuery(o *model.Options, w window, names []string, bounds []uint64) (s
 // sends one row per run, its samples packed into strings (runs.sql says
 // how). expect, if not nil, is about how many runs each group has, so
 // that its slice is allocated once.
-func fetchRuns(ctx context.Context, conn driver.Conn, st stmt, expect map[string]int) (map[string][]stats.Run, error) {
+func fetchRuns(ctx context.Context, conn driver.Conn, st query.Stmt, expect map[string]int) (map[string][]stats.Run, error) {
 	byGroup := map[string][]stats.Run{}
 	// One set of scan targets and buffers for every row: declared in the
 	// callback, the targets escaped to the heap for each row.
@@ -200,7 +201,7 @@ func fetchRuns(ctx context.Context, conn driver.Conn, st stmt, expect map[string
 		d             []float32
 		oc, par       []uint8
 	)
-	err := st.each(ctx, conn, "per-run samples", func(rows driver.Rows) error {
+	err := st.Each(ctx, conn, "per-run samples", func(rows driver.Rows) error {
 		if err := rows.Scan(&g, &db, &ob, &pb, &h3); err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 // TestSampleBoundIsUniform: the runs whose id's last eight bytes are at
@@ -80,7 +81,7 @@ func TestRunSampleReadsBelowTheBound(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	w := newWindow(o.Since, o.Until, hour.Add(2*time.Hour))
+	w := query.NewWindow(o.Since, o.Until, hour.Add(2*time.Hour))
 	for _, c := range []struct {
 		groups []string
 		read   float64 // most of the table's rows read

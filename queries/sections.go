@@ -2,7 +2,6 @@ package queries
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -100,24 +99,6 @@ func lanes(secs []section) (a, b []section) {
 		}
 	}
 	return a, b
-}
-
-// eachRowOf runs q with args and hands every row to scan.
-func eachRowOf(ctx context.Context, conn driver.Conn, q string, args []any, what string, scan func(driver.Rows) error) error {
-	rows, err := conn.Query(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("querying %s: %w", what, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return fmt.Errorf("reading %s: %w", what, err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading %s: %w", what, err)
-	}
-	return nil
 }
 
 // groupSet is the report's groups, which its sections fill in at once:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 // tableSource is the kind of source each table the query files read is.
@@ -31,7 +32,7 @@ func TestSectionsDeclareTheirFiles(t *testing.T) {
 	owned := map[string]bool{"blocks.sql": true, "designs.sql": true, "designs_rollup.sql": true, "designs_agent.sql": true}
 	from := regexp.MustCompile(`(?i)\b(?:FROM|JOIN)\s+([a-z_]+)`)
 	at := func(h, m int) time.Time { return time.Date(2025, 1, 1, h, m, 0, 0, time.UTC) }
-	w := newWindow(at(0, 30), at(5, 15), at(9, 0))
+	w := query.NewWindow(at(0, 30), at(5, 15), at(9, 0))
 	extra := []any{clickhouse.Named("groups", []string{}), clickhouse.Named("bounds", []uint64{}), clickhouse.Named("bound", boundID(0))}
 	names := map[string]bool{}
 	parts := map[part]int{}
@@ -45,11 +46,11 @@ func TestSectionsDeclareTheirFiles(t *testing.T) {
 		for _, f := range sec.files {
 			owned[f] = true
 			for _, runsTable := range []bool{false, true} {
-				st, err := prepare(f, &model.Options{By: "continent"}, w, func(s *shape) { s.RunsTable = runsTable }, extra...)
+				st, err := prepare(f, &model.Options{By: "continent"}, w, func(s *query.Shape) { s.RunsTable = runsTable }, extra...)
 				if err != nil {
 					t.Fatalf("section %s: %v", sec.name, err)
 				}
-				for _, m := range from.FindAllStringSubmatch(st.sql, -1) {
+				for _, m := range from.FindAllStringSubmatch(st.SQL, -1) {
 					if src, ok := tableSource[m[1]]; ok {
 						read[src] = true
 					}

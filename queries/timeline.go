@@ -6,6 +6,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 )
 
 func init() {
@@ -15,7 +16,7 @@ func init() {
 		reads: []source{fromRaw, fromRollup, fromRunsTable},
 		run: func(ctx context.Context, rep *build, conn driver.Conn) error {
 			o := &rep.opts
-			tl, err := timeline(ctx, conn, o, rep.win, rollupAnswers(o) && o.Source != model.SourceRaw)
+			tl, err := timeline(ctx, conn, o, rep.win, query.RollupAnswers(o) && o.Source != model.SourceRaw)
 			rep.Timeline = tl
 			return err
 		},
@@ -24,9 +25,9 @@ func init() {
 
 // timeline reads selected samples per hour and outcome: raw reports from
 // the runs table when it holds the selection.
-func timeline(ctx context.Context, conn driver.Conn, o *model.Options, w window, useRollup bool) ([]model.Hour, error) {
-	name := sourceFile("timeline", useRollup)
-	if !useRollup && runsTableSelects(o) {
+func timeline(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, useRollup bool) ([]model.Hour, error) {
+	name := query.SourceFile("timeline", useRollup)
+	if !useRollup && query.RunsTableSelects(o) {
 		name = "timeline_runs.sql"
 	}
 	st, err := prepare(name, o, w, nil)
@@ -37,9 +38,9 @@ func timeline(ctx context.Context, conn driver.Conn, o *model.Options, w window,
 }
 
 // timelineFrom reads a timeline query.
-func timelineFrom(ctx context.Context, conn driver.Conn, st stmt) ([]model.Hour, error) {
+func timelineFrom(ctx context.Context, conn driver.Conn, st query.Stmt) ([]model.Hour, error) {
 	out := []model.Hour{}
-	err := st.each(ctx, conn, "timeline", func(rows driver.Rows) error {
+	err := st.Each(ctx, conn, "timeline", func(rows driver.Rows) error {
 		var (
 			h       time.Time
 			outcome string

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/h3rum/h3rum/queries/model"
+	"github.com/h3rum/h3rum/queries/query"
 	"github.com/h3rum/h3rum/queries/stats"
 )
 
@@ -26,52 +26,14 @@ func init() {
 	})
 }
 
-// TrendHourlyUpTo is the longest report whose trend is hourly.
-const TrendHourlyUpTo = 72 * time.Hour
-
 // trendMethod says how the trend's intervals are computed.
 const trendMethod = "rank interval per protocol with runs as the sample size, H2 and H3 independent (conservative)"
-
-// trendLevels is the grid of quantile levels (fractions) the intervals
-// are read from: a percentile's bounds fall between two of them.
-var trendLevels = func() []float64 {
-	var l []float64
-	add := func(from, to, step float64) {
-		for i := 0; from+float64(i)*step <= to+1e-9; i++ {
-			l = append(l, math.Round((from+float64(i)*step)*1e5)/1e5)
-		}
-	}
-	add(0.30, 0.90, 0.01)
-	add(0.9025, 0.99, 0.0025)
-	add(0.9905, 0.999, 0.0005)
-	return l
-}()
-
-func levelsList(l []float64) string {
-	s := make([]string, len(l))
-	for i, x := range l {
-		s[i] = strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	return strings.Join(s, ", ")
-}
-
-// trendHourly reports whether o's trend is by hour (else by day).
-func trendHourly(o *model.Options) bool { return o.Until.Sub(o.Since) <= TrendHourlyUpTo }
-
-// trendWindow is the trend's window over the time column col: its hour,
-// or its day for reports longer than TrendHourlyUpTo.
-func trendWindow(col string, hourly bool) string {
-	if hourly {
-		return "toStartOfHour(" + col + ")"
-	}
-	return "toStartOfDay(" + col + ")"
-}
 
 // trend reads the report's trend (sql/trend.sql and the sources beside
 // it); its availability per window comes from excluded, set by complete
 // (setAvailability).
-func trend(ctx context.Context, conn driver.Conn, o *model.Options, w window, wr *windowRuns) (*model.Trend, error) {
-	hourly := trendHourly(o)
+func trend(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, wr *windowRuns) (*model.Trend, error) {
+	hourly := query.TrendHourly(o)
 	tr := &model.Trend{Step: "day", Groups: []model.TrendGroup{}, Method: trendMethod, Windows: []time.Time{}}
 	step := 24 * time.Hour
 	if hourly {
@@ -115,12 +77,12 @@ type trendSide struct {
 
 // trendCells reads the trend's curves from the source o's selection
 // allows: each window × group's H2 and H3 sides, and each group's runs.
-func trendCells(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, wr *windowRuns) (map[trendKey]*[2]trendSide, map[string]int, error) {
+func trendCells(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, hourly bool, wr *windowRuns) (map[trendKey]*[2]trendSide, map[string]int, error) {
 	cells := map[trendKey]*[2]trendSide{} // by outcome: h2, h3
 	runsOf := map[string]int{}
 	add := func(t uint32, grp, oc, ord string, runs uint64, qs []float32) {
 		k, ok := orderIndex(ord)
-		if !ok || len(qs) != len(trendLevels) {
+		if !ok || len(qs) != len(query.TrendGrid) {
 			return
 		}
 		c := cells[trendKey{t, grp}]
@@ -141,9 +103,9 @@ func trendCells(ctx context.Context, conn driver.Conn, o *model.Options, w windo
 	}
 	var err error
 	switch {
-	case rollupAnswers(o) && o.Source != model.SourceRaw && runsTableSelects(o):
+	case query.RollupAnswers(o) && o.Source != model.SourceRaw && query.RunsTableSelects(o):
 		err = trendFromRollup(ctx, conn, o, w, hourly, wr, add)
-	case runsTableSelects(o):
+	case query.RunsTableSelects(o):
 		err = trendFromRuns(ctx, conn, o, w, hourly, add)
 	default:
 		err = trendFromSamples(ctx, conn, o, w, hourly, add)
@@ -173,7 +135,7 @@ func trendPoint(c [2]trendSide) model.TrendPoint {
 	pt := model.TrendPoint{Diff: make([]model.TrendDiff, len(percentiles)), RunsH2: c[0].runs, RunsH3: c[1].runs}
 	var curve [2][]float64
 	for j := range c {
-		curve[j] = make([]float64, len(trendLevels))
+		curve[j] = make([]float64, len(query.TrendGrid))
 		if !balance(&c[j].q, c[j].ok, curve[j]) {
 			curve[j] = nil
 		}
@@ -198,7 +160,7 @@ func trendPoint(c [2]trendSide) model.TrendPoint {
 	return pt
 }
 
-// rankEstimate reads the quantile q off curve (values at trendLevels) and
+// rankEstimate reads the quantile q off curve (values at query.TrendGrid) and
 // its standard error from the rank interval: with n runs as the sample
 // size, the quantile's level has standard error √(q(1 − q)/n), and the
 // values at q ± z·that bound it. A run's requests count as one
@@ -217,9 +179,9 @@ func rankEstimate(curve []float64, q float64, n int) (est, se float64, ok bool) 
 	return est, (hi - lo) / (2 * z), true
 }
 
-// atLevel interpolates curve (values at trendLevels) linearly at q.
+// atLevel interpolates curve (values at query.TrendGrid) linearly at q.
 func atLevel(curve []float64, q float64) (float64, bool) {
-	l := trendLevels
+	l := query.TrendGrid
 	if q < l[0]-1e-9 || q > l[len(l)-1]+1e-9 {
 		return 0, false
 	}
@@ -236,12 +198,12 @@ func atLevel(curve []float64, q float64) (float64, bool) {
 
 // trendFromSamples reads sql/trend.sql: a row per window × group ×
 // outcome × batch order.
-func trendFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
-	st, err := prepare("trend.sql", o, w, func(s *shape) { s.Hourly = hourly })
+func trendFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+	st, err := prepare("trend.sql", o, w, func(s *query.Shape) { s.Hourly = hourly })
 	if err != nil {
 		return err
 	}
-	return st.each(ctx, conn, "trend", func(rows driver.Rows) error {
+	return st.Each(ctx, conn, "trend", func(rows driver.Rows) error {
 		var (
 			t            uint32
 			grp, oc, ord string
@@ -258,20 +220,20 @@ func trendFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w
 
 // trendFromRuns reads sql/quantiles_runs.sql: a row per window × group ×
 // batch order, both protocols side by side.
-func trendFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
-	grid := func(s *shape) { s.Hourly, s.GridLevels = hourly, levelsList(trendLevels) }
+func trendFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, hourly bool, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+	grid := func(s *query.Shape) { s.Hourly, s.GridLevels = hourly, s.TrendLevels() }
 	return gridRowsFromRuns(ctx, conn, o, w, grid, "trend", add)
 }
 
 // gridRowsFromRuns reads sql/quantiles_runs.sql with the windows and
 // levels grid chooses, handing add each protocol's curve of a row that
 // has runs of it; what names the reader in an error.
-func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w window, grid func(*shape), what string, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, grid func(*query.Shape), what string, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
 	st, err := prepare("quantiles_runs.sql", o, w, grid)
 	if err != nil {
 		return err
 	}
-	return st.each(ctx, conn, what, func(rows driver.Rows) error {
+	return st.Each(ctx, conn, what, func(rows driver.Rows) error {
 		var (
 			t              uint32
 			grp, ord       string
@@ -297,7 +259,7 @@ func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w
 // cell of the rollup without runs there is left out, not shown without runs: the rollup's current hour holds every
 // row stored so far, also those received after Until or between the two
 // queries, which the runs table's window does not count.
-func trendFromRollup(ctx context.Context, conn driver.Conn, o *model.Options, w window, hourly bool, wr *windowRuns, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+func trendFromRollup(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, hourly bool, wr *windowRuns, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
 	runs, err := wr.wait(ctx)
 	if err != nil {
 		return err
@@ -305,11 +267,11 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *model.Options, w 
 	if runs == nil {
 		return errors.New("trend: the point estimates did not count the runs per window")
 	}
-	st, err := prepare("quantiles_rollup.sql", o, w, func(s *shape) { s.Hourly, s.GridLevels = hourly, levelsList(trendLevels) })
+	st, err := prepare("quantiles_rollup.sql", o, w, func(s *query.Shape) { s.Hourly, s.GridLevels = hourly, s.TrendLevels() })
 	if err != nil {
 		return err
 	}
-	return st.each(ctx, conn, "trend", func(rows driver.Rows) error {
+	return st.Each(ctx, conn, "trend", func(rows driver.Rows) error {
 		var (
 			c  trendCell
 			oc string

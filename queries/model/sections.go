@@ -227,7 +227,7 @@ type BrowserScriptErrors struct {
 }
 
 // Trend is H3 − H2 over time: per window (an hour, or a day for reports
-// longer than TrendHourlyUpTo) and group, the difference at each reported
+// longer than query.TrendHourlyUpTo) and group, the difference at each reported
 // percentile with an approximate interval, and HTTP/3 availability.
 // A window whose runs are too few for an interval at a percentile (the
 // MinTailRuns rule) says so: it is a gap, not a point.

@@ -20,7 +20,7 @@ const GrafanaDatasource = "grafana-clickhouse-datasource"
 
 // Values the dashboard's SQL binds in place of the report's parameters:
 // the time range as unix seconds, its whole hours (clipped so that a range
-// without one reads raw rows only, as newWindow does), and the variables,
+// without one reads raw rows only, as query.NewWindow does), and the variables,
 // quoted and escaped by Grafana's sqlstring format.
 const (
 	grafanaFrom     = "toUInt32($__fromTime)"

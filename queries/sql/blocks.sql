@@ -1,5 +1,5 @@
 -- The blocks every query file shares. Values are bound by name (@since …,
--- params in sql.go); the blocks choose only among fixed structure.
+-- query.Prepare); the blocks choose only among fixed structure.
 
 -- "selection" is the report's selection of raw rows: the window, the site,
 -- the widening options, the like-for-like headline (the exclusion bits

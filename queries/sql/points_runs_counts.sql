@@ -4,7 +4,7 @@
 -- × batch order, the runs holding any of the selection's requests (n_any)
 -- and, per outcome, the runs holding one of that outcome (.OutcomeCounts:
 -- countIf(has(kept, code)) for each outcome code of the outcomes column's
--- Enum8, in Go's order, runCountOutcomes), which is cheaper than each
+-- Enum8, in Go's order, query.RunCountOutcomes), which is cheaper than each
 -- run's distinct outcomes as strings. Go derives the totals over orders
 -- (a run has one batch order, so they are sums) and the grand total (a
 -- run is in one group). .Kept is the run's outcomes the selection keeps.

@@ -6,7 +6,7 @@
 -- the window is exact. The rollup's selection keeps every request of a
 -- run (no failures, no excluded runs: .Kept is the outcomes column),
 -- which is what run_counts counted: the runs with a parallel request, and
--- per outcome those with one of it, in Go's order (runCountOutcomes). The
+-- per outcome those with one of it, in Go's order (query.RunCountOutcomes). The
 -- trend's window is taken over run_counts' hour column.
 SELECT t, grp, ord, sum(n) AS n_any, sum(h2) AS n_h2, sum(h3) AS n_h3, sum(wanted) AS n_wanted_h3_got_h2, sum(other) AS n_other
 FROM

@@ -1,5 +1,5 @@
 -- A quantile grid from the runs table (store migration 0039), for the
--- selections it holds (Options.runsTableSelects), as quantiles_rollup.sql
+-- selections it holds (query.RunsTableSelects), as quantiles_rollup.sql
 -- from the rollup: one row per run instead of every sample, and each
 -- cell's runs counted without uniqExact over run ids. One row per window ×
 -- group × batch order, the H2 and H3 cells side by side, at the levels of

@@ -18,11 +18,11 @@ import (
 const module = "github.com/h3rum/h3rum/"
 
 // rank orders the packages on the data path, script → ingest → store →
-// the report's model → its options as parameters → queries → its HTTP →
-// the collector that wires them:
-// a package imports only packages of a lower rank. beacon, the wire
-// format, is below every room. The outputs share the rank of queries, so
-// that they draw the model and never run its SQL.
+// the report's model → its options as parameters → its queries → running
+// them → its HTTP → the collector that wires them: a package imports only
+// packages of a lower rank. beacon, the wire format, is below every room.
+// The outputs share the rank of the queries' preparation, so that they
+// draw the model and never prepare or run its SQL.
 var rank = map[string]int{
 	"beacon":               0,
 	"ingest/access":        1,
@@ -38,12 +38,13 @@ var rank = map[string]int{
 	"collector/agent":      4,
 	"queries/params":       5,
 	"collector/lab":        5,
-	"queries":              6,
+	"queries/query":        6,
 	"queries/render":       6,
-	"queries/api":          7,
-	"collector/serve":      8,
-	"collector/labrun":     9,
-	"collector/cmd":        10, // every binary
+	"queries":              7,
+	"queries/api":          8,
+	"collector/serve":      9,
+	"collector/labrun":     10,
+	"collector/cmd":        11, // every binary
 }
 
 // support is test and build support: imported by tests, benchmarks and
