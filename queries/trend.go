@@ -147,8 +147,8 @@ func trendPoint(c [2]trendSide) model.TrendPoint {
 			d.Insufficient = true
 			continue
 		}
-		m2, se2, ok2 := rankEstimate(curve[0], p/100, c[0].runs)
-		m3, se3, ok3 := rankEstimate(curve[1], p/100, c[1].runs)
+		m2, se2, ok2 := stats.RankEstimate(query.TrendGrid, curve[0], p/100, c[0].runs)
+		m3, se3, ok3 := stats.RankEstimate(query.TrendGrid, curve[1], p/100, c[1].runs)
 		if !ok2 || !ok3 {
 			d.Insufficient = true
 			continue
@@ -158,42 +158,6 @@ func trendPoint(c [2]trendSide) model.TrendPoint {
 		d.MS, d.CILowMS, d.CIHighMS = model.Ptr(model.Round3(diff)), model.Ptr(model.Round3(diff-half)), model.Ptr(model.Round3(diff+half))
 	}
 	return pt
-}
-
-// rankEstimate reads the quantile q off curve (values at query.TrendGrid) and
-// its standard error from the rank interval: with n runs as the sample
-// size, the quantile's level has standard error √(q(1 − q)/n), and the
-// values at q ± z·that bound it. A run's requests count as one
-// observation, which overstates the error (a run of m correlated requests
-// tells at least as much as one), so the interval is conservative. ok is
-// false when a bound falls outside the grid.
-func rankEstimate(curve []float64, q float64, n int) (est, se float64, ok bool) {
-	const z = 1.959963984540054
-	h := z * math.Sqrt(q*(1-q)/float64(n))
-	lo, ok1 := atLevel(curve, q-h)
-	hi, ok2 := atLevel(curve, q+h)
-	est, ok3 := atLevel(curve, q)
-	if !ok1 || !ok2 || !ok3 {
-		return 0, 0, false
-	}
-	return est, (hi - lo) / (2 * z), true
-}
-
-// atLevel interpolates curve (values at query.TrendGrid) linearly at q.
-func atLevel(curve []float64, q float64) (float64, bool) {
-	l := query.TrendGrid
-	if q < l[0]-1e-9 || q > l[len(l)-1]+1e-9 {
-		return 0, false
-	}
-	i, _ := slices.BinarySearch(l, q)
-	switch {
-	case i == 0:
-		return curve[0], true
-	case i >= len(l):
-		return curve[len(l)-1], true
-	}
-	f := (q - l[i-1]) / (l[i] - l[i-1])
-	return curve[i-1] + f*(curve[i]-curve[i-1]), true
 }
 
 // trendFromSamples reads sql/trend.sql: a row per window × group ×
