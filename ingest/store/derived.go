@@ -239,7 +239,12 @@ func caughtUp(ctx context.Context, conn driver.Conn, tables []string) error {
 	if err != nil {
 		return err
 	}
-	sctx := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"receive_timeout": int(syncTimeout / time.Second)}))
+	// The client's deadline bounds the wait too: on 18.16 SYNC REPLICA on
+	// a replica whose fetches are stopped or failing waits past
+	// receive_timeout.
+	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	sctx = clickhouse.Context(sctx, clickhouse.WithSettings(clickhouse.Settings{"receive_timeout": int(syncTimeout / time.Second)}))
 	for _, t := range locals {
 		if err := conn.Exec(sctx, "SYSTEM SYNC REPLICA "+t); err != nil {
 			return fmt.Errorf("syncing %s: %w", t, err)
