@@ -65,17 +65,24 @@ func TestCluster(t *testing.T) {
 	if err := conns[0].QueryRow(ctx, "SELECT value FROM system.settings WHERE name = 'distributed_ddl_task_timeout'").Scan(&ddlWait); err != nil || ddlWait != "900" {
 		t.Errorf("distributed_ddl_task_timeout %q, %v; want the cluster's 900", ddlWait, err)
 	}
-	if _, err := store.MigrateCluster(ctx, conns[0], "not a name"); err == nil {
+	if _, err := store.MigrateCluster(ctx, conns[0], store.Cluster{Name: "not a name", Dial: c.Dial(t, "h3rum")}); err == nil {
 		t.Error("a cluster name with spaces was accepted")
 	}
-	applied, err := store.MigrateCluster(ctx, conns[0], storetest.ClusterName)
+	cluster := store.Cluster{Name: storetest.ClusterName, Dial: c.Dial(t, "h3rum")}
+	applied, err := store.MigrateCluster(ctx, conns[0], cluster)
 	ms, _ := store.ClusterMigrations()
 	if err != nil || len(applied) != len(ms) {
 		c.LogTails(t)
 		t.Fatalf("migrating the cluster applied %v, %v; want all %d", applied, err, len(ms))
 	}
+	// MigrateCluster returns once every replica has settled.
+	for i, conn := range conns {
+		if err := store.CaughtUp(ctx, conn); err != nil {
+			t.Errorf("server %d right after MigrateCluster: %v", i+1, err)
+		}
+	}
 	// Any server knows the cluster's migrations.
-	if again, err := store.MigrateCluster(ctx, conns[3], storetest.ClusterName); err != nil || len(again) != 0 {
+	if again, err := store.MigrateCluster(ctx, conns[3], cluster); err != nil || len(again) != 0 {
 		t.Fatalf("migrating again from another shard applied %v, %v", again, err)
 	}
 

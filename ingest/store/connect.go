@@ -138,14 +138,14 @@ func (db *DB) stopLocal() {
 // Migrate brings the schema up to date: the single-server migrations, or
 // in cluster mode the cluster's. It returns the migrations it applied.
 func (db *DB) Migrate(ctx context.Context) ([]string, error) {
-	return db.opts.migrate(ctx, db.Conn)
+	return db.migrate(ctx, db.Conn)
 }
 
-func (o *Options) migrate(ctx context.Context, conn driver.Conn) ([]string, error) {
+func (db *DB) migrate(ctx context.Context, conn driver.Conn) ([]string, error) {
 	var applied []string
 	var err error
-	if o.Cluster != "" {
-		applied, err = MigrateCluster(ctx, conn, o.Cluster)
+	if db.opts.Cluster != "" {
+		applied, err = MigrateCluster(ctx, conn, Cluster{Name: db.opts.Cluster, Dial: db.DialServer})
 	} else {
 		applied, err = Migrate(ctx, conn)
 	}
@@ -176,7 +176,7 @@ func (db *DB) Prepare(ctx context.Context, ready chan<- struct{}) {
 				return err
 			}
 			defer conn.Close()
-			applied, err := db.opts.migrate(ctx, conn)
+			applied, err := db.migrate(ctx, conn)
 			if len(applied) > 0 {
 				log.Info("schema migrated", "applied", applied)
 			}

@@ -230,6 +230,12 @@ func caughtUp(ctx context.Context, conn driver.Conn, tables []string) error {
 	for i, t := range tables {
 		locals[i] = t + "_local"
 	}
+	return replicasCaughtUp(ctx, conn, locals)
+}
+
+// replicasCaughtUp is caughtUp on replicated tables locals, named as the
+// server names them.
+func replicasCaughtUp(ctx context.Context, conn driver.Conn, locals []string) error {
 	tablesArg := clickhouse.Named("tables", locals)
 	var start time.Time
 	if err := conn.QueryRow(ctx, "SELECT now()").Scan(&start); err != nil {

@@ -188,7 +188,7 @@ func TestClusterUpgradeFromEveryRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied, err := store.MigrateCluster(ctx, open(t, 0, "fresh"), storetest.ClusterName)
+	applied, err := store.MigrateCluster(ctx, open(t, 0, "fresh"), store.Cluster{Name: storetest.ClusterName, Dial: c.Dial(t, "fresh")})
 	if err != nil || len(applied) != len(ms) {
 		c.LogTails(t)
 		t.Fatalf("creating the schema on the cluster recorded %d migrations, %v; want all %d", len(applied), err, len(ms))
@@ -230,7 +230,7 @@ func TestClusterUpgradeFromEveryRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			applyReleased(t, conn, "cluster", upTo(v), strings.NewReplacer("/*CLUSTER*/", storetest.ClusterName, "/*DATABASE*/", db))
-			again, err := store.MigrateCluster(ctx, open(t, (v+1)%4, db), storetest.ClusterName)
+			again, err := store.MigrateCluster(ctx, open(t, (v+1)%4, db), store.Cluster{Name: storetest.ClusterName, Dial: c.Dial(t, db)})
 			if err != nil {
 				c.LogTails(t)
 				t.Fatalf("migrating the cluster of release %d: %v", v, err)
