@@ -242,7 +242,7 @@ func (p *Pipeline) insertNEL(ctx context.Context, batches []*store.NELBatch, ski
 	var stored map[uuid.UUID]bool
 	if skipStored {
 		var err error
-		if stored, err = store.NELStored(ctx, p.Conn, batches); err != nil {
+		if stored, err = p.storeCluster().NELStored(ctx, p.Conn, batches); err != nil {
 			return 0, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/h3rum/h3rum/ingest/nel"
 	"github.com/h3rum/h3rum/ingest/store"
 	"github.com/h3rum/h3rum/ingest/store/storetest"
 )
@@ -452,5 +453,73 @@ func clusterRepair(t *testing.T, c *storetest.Cluster, conns []driver.Conn) {
 	}
 	if _, err := store.Repair(ctx, conns[1], store.Cluster{Name: storetest.ClusterName}, nil, time.Now()); !errors.Is(err, store.ErrRepairOnCluster) {
 		t.Errorf("Repair on a cluster without Dial: %v", err)
+	}
+}
+
+// TestClusterNELStored stores NEL batches through the second replica of
+// shard 1 while the first fetches nothing of nel_reports: read through the
+// first's Distributed table, which prefers its own copy, the batches of
+// shard 1 look missing, and a retry would store them twice.
+// Cluster.NELStored reads each shard on a replica that has caught up and
+// finds every batch, and none that was not stored.
+func TestClusterNELStored(t *testing.T) {
+	c := storetest.StartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conns := make([]driver.Conn, len(c.Servers))
+	for i := range c.Servers {
+		conn, err := store.Open(ctx, c.DSN(t, i, "h3rum"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conns[i] = conn
+	}
+	cluster := store.Cluster{Name: storetest.ClusterName, Dial: c.Dial(t, "h3rum")}
+	if _, err := store.MigrateCluster(ctx, conns[0], cluster); err != nil {
+		c.LogTails(t)
+		t.Fatalf("migrating the cluster: %v", err)
+	}
+	if err := conns[0].Exec(ctx, "SYSTEM STOP FETCHES nel_reports_local"); err != nil {
+		t.Fatal(err)
+	}
+	defer conns[0].Exec(context.Background(), "SYSTEM START FETCHES nel_reports_local")
+
+	now := time.Now().UTC().Truncate(time.Second)
+	var rows store.NELRows
+	var batches []*store.NELBatch
+	for i := range 16 {
+		b := nelBatch(now.Add(-time.Duration(i)*time.Second), nel.Report{Origin: "https://h3.example", Type: "ok", Phase: "application",
+			Protocol: "h3", ElapsedMS: 5, SamplingFraction: 0.5})
+		batches = append(batches, b)
+		rows.Add(b)
+	}
+	if err := rows.Insert(ctx, conns[1]); err != nil {
+		t.Fatal(err)
+	}
+	onShard1 := countRows(t, conns[1], "SELECT uniqExact(batch_id) FROM nel_reports_local")
+	if onShard1 == 0 || onShard1 == uint64(len(batches)) {
+		t.Fatalf("shard 1 holds %d of the %d batches; want some on each shard", onShard1, len(batches))
+	}
+	if n := countRows(t, conns[0], "SELECT count() FROM nel_reports_local"); n != 0 {
+		t.Fatalf("the replica that fetches nothing holds %d rows", n)
+	}
+	seen, err := store.NELStored(ctx, conns[0], batches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) > len(batches)-int(onShard1) { // shard 2's may be missing too: only one of its replicas has them yet
+		t.Errorf("through the lagging replica's Distributed table %d batches look stored; shard 1's %d should not", len(seen), onShard1)
+	}
+
+	absent := nelBatch(now, nel.Report{Origin: "https://h2.example", Type: "ok", Phase: "application", Protocol: "h2", SamplingFraction: 1})
+	for _, i := range []int{0, 3} { // each waits for the lagging replica (10 s) before it reads the other
+		stored, err := cluster.NELStored(ctx, conns[i], append(batches, absent))
+		if err != nil {
+			t.Fatalf("server %d: %v", i+1, err)
+		}
+		if len(stored) != len(batches) || stored[absent.ID] {
+			t.Errorf("server %d: Cluster.NELStored found %d of %d batches, the absent one %v", i+1, len(stored), len(batches), stored[absent.ID])
+		}
 	}
 }

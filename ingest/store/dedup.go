@@ -16,7 +16,13 @@ var existingRunsSQL string
 
 // existingRunsLocalSQL is existingRunsSQL over a cluster server's own
 // samples table.
-var existingRunsLocalSQL = strings.Replace(existingRunsSQL, "FROM samples\n", "FROM samples_local\n", 1)
+var existingRunsLocalSQL = overLocal(existingRunsSQL, "samples")
+
+// overLocal returns query, which reads table, reading a cluster server's
+// own table_local instead.
+func overLocal(query, table string) string {
+	return strings.Replace(query, "FROM "+table+"\n", "FROM "+table+"_local\n", 1)
+}
 
 // Stored returns the runs among runs that the samples table already holds.
 // An insert that may repeat an earlier one — a spool replay after a crash,
@@ -44,14 +50,21 @@ func (c Cluster) Stored(ctx context.Context, conn driver.Conn, runs []*Run) (map
 	if args == nil {
 		return map[uuid.UUID]bool{}, nil
 	}
+	return c.storedOnShards(ctx, conn, "runs", "samples", existingRunsLocalSQL, args)
+}
+
+// storedOnShards is storedIDs on every shard of c, each read on its own
+// table (query reads table_local) on a replica that has caught up with the
+// others on it: a table sharded by id holds each id on one shard.
+func (c Cluster) storedOnShards(ctx context.Context, conn driver.Conn, what, table, query string, args []any) (map[uuid.UUID]bool, error) {
 	shards, err := clusterShards(ctx, conn, c.Name)
 	if err != nil {
 		return nil, err
 	}
 	out := map[uuid.UUID]bool{}
 	for _, replicas := range shards {
-		err := c.onCaughtUp(ctx, replicas, []string{"samples"}, func(conn driver.Conn) error {
-			stored, err := storedIDs(ctx, conn, "runs", existingRunsLocalSQL, args...)
+		err := c.onCaughtUp(ctx, replicas, []string{table}, func(conn driver.Conn) error {
+			stored, err := storedIDs(ctx, conn, what, query, args...)
 			maps.Copy(out, stored)
 			return err
 		})

@@ -5,11 +5,12 @@ import (
 	"testing"
 )
 
-// TestExistingRunsLocal checks that the cluster's look-up reads the
-// server's own samples table: the replacement depends on the SQL file's
-// text.
+// TestExistingRunsLocal checks that the cluster's look-ups read the
+// server's own tables: the replacement depends on the SQL files' text.
 func TestExistingRunsLocal(t *testing.T) {
-	if !strings.Contains(existingRunsLocalSQL, "FROM samples_local\n") || strings.Contains(existingRunsLocalSQL, "FROM samples\n") {
-		t.Errorf("existing runs on a cluster server's own table:\n%s", existingRunsLocalSQL)
+	for _, tc := range []struct{ query, table string }{{existingRunsLocalSQL, "samples"}, {existingNELBatchesLocalSQL, "nel_reports"}} {
+		if !strings.Contains(tc.query, "FROM "+tc.table+"_local\n") || strings.Contains(tc.query, "FROM "+tc.table+"\n") {
+			t.Errorf("look-up on a cluster server's own %s table:\n%s", tc.table, tc.query)
+		}
 	}
 }

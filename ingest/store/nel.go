@@ -132,10 +132,39 @@ func (n *NELRows) Insert(ctx context.Context, conn driver.Conn) error {
 //go:embed sql/existing_nel_batches.sql
 var existingNELBatchesSQL string
 
+// existingNELBatchesLocalSQL is existingNELBatchesSQL over a cluster
+// server's own nel_reports table.
+var existingNELBatchesLocalSQL = overLocal(existingNELBatchesSQL, "nel_reports")
+
 // NELStored returns the batches among batches that nel_reports already
 // holds, so that a replayed or retried insert leaves them out (as Stored
 // does for runs): a batch is inserted in one block, whole or not at all.
 func NELStored(ctx context.Context, conn driver.Conn, batches []*NELBatch) (map[uuid.UUID]bool, error) {
+	args := nelStoredArgs(batches)
+	if args == nil {
+		return map[uuid.UUID]bool{}, nil
+	}
+	return storedIDs(ctx, conn, "NEL batches", existingNELBatchesSQL, args...)
+}
+
+// NELStored is store.NELStored on cluster c, read as Cluster.Stored reads
+// samples: each shard's nel_reports on a replica that has caught up, since
+// one behind answers through the Distributed table as if a stored batch
+// were missing. Without Dial it reads through the Distributed table.
+func (c Cluster) NELStored(ctx context.Context, conn driver.Conn, batches []*NELBatch) (map[uuid.UUID]bool, error) {
+	if c.Name == "" || c.Dial == nil {
+		return NELStored(ctx, conn, batches)
+	}
+	args := nelStoredArgs(batches)
+	if args == nil {
+		return map[uuid.UUID]bool{}, nil
+	}
+	return c.storedOnShards(ctx, conn, "NEL batches", "nel_reports", existingNELBatchesLocalSQL, args)
+}
+
+// nelStoredArgs returns existing_nel_batches.sql's arguments for batches;
+// nil when no batch has reports.
+func nelStoredArgs(batches []*NELBatch) []any {
 	var (
 		ids         []string
 		first, last int64
@@ -154,7 +183,7 @@ func NELStored(ctx context.Context, conn driver.Conn, batches []*NELBatch) (map[
 		ids = append(ids, b.ID.String())
 	}
 	if len(ids) == 0 {
-		return map[uuid.UUID]bool{}, nil
+		return nil
 	}
-	return storedIDs(ctx, conn, "NEL batches", existingNELBatchesSQL, first, last, ids)
+	return []any{first, last, ids}
 }
