@@ -95,7 +95,7 @@ vet: go-check
 
 ## test: the whole suite — real ClickHouse, real headless Chromium, a bounded fuzz run
 test: deps vet
-	H3RUM_TEST_CHDB='$(CHDB_LIB)' $(GOTEST) -skip '^(TestLab|TestCluster|TestClusterFleet)$$' ./...
+	H3RUM_TEST_CHDB='$(CHDB_LIB)' $(GOTEST) -skip '^(TestLab|TestCluster|TestClusterFleet|TestClusterNELStored)$$' ./...
 # the suites that run SQL again on ClickHouse 26.x (make chdb's library as the shared test server); tests of
 # a managed server's process, password or kills skip there; the simulations that never query, TestEnginesAgree and
 # TestReportGolden, which compare the two engines in the first run, and the pages read in Chromium (the dashboard's
@@ -104,7 +104,7 @@ test: deps vet
 	  ./ingest/store/storetest ./ingest/store ./ingest ./queries ./queries/api ./queries/render
 # the cluster tests (four ClickHouse servers and ZooKeeper each) run one at a time after the others: beside the
 # whole suite, an ON CLUSTER ALTER of a replicated table once took over 3 minutes, and once over 10, on one replica
-	$(GOTEST) -p 1 -run '^(TestCluster|TestClusterFleet)$$' ./ingest/store ./collector/cmd/h3rum
+	$(GOTEST) -p 1 -run '^(TestCluster|TestClusterFleet|TestClusterNELStored)$$' ./ingest/store ./collector/cmd/h3rum
 # the lab times emulated round trips: it runs alone, not beside the other packages' tests
 	$(GO) test ./collector/cmd/h3rum -run '^TestLab$$' -count=1
 	$(MAKE) --no-print-directory prometheus-test
