@@ -775,6 +775,7 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 	}
 	var bare, site, repeat figures    // repeat: the bare page's third visit
 	var longest, shared [2]scriptTask // 4× throttled, bare and site: the script's longest task; the longest it ran in
+	var most [2]float64               // the most JavaScript the script ran in one task, ms
 	load := func(c *cpu, url string, done func(*chromium.Browser)) {
 		s, t := mainThreadCPU(b, f, url, 0, done)
 		c.script, c.task = append(c.script, s), append(c.task, t)
@@ -814,6 +815,7 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 				if t.dur > shared[k].dur {
 					shared[k] = t
 				}
+				most[k] = max(most[k], t.own)
 			}
 			load(&v.fig.control, page("control"), hold)
 			load(&v.fig.floor, page("floor"), hold)
@@ -931,12 +933,15 @@ func BenchmarkE2EMainThreadCPU(b *testing.B) {
 		l, sh := longest[k], shared[k]
 		b.ReportMetric(l.dur, prefix+"longest-script-task-4x-ms")
 		b.Logf("%s, CPU throttled 4×: the script's longest task %.1f ms, its JavaScript %.1f ms (a long task is over %d ms); "+
-			"the longest task it ran in %.1f ms, its JavaScript %.1f ms there, other scripts' %.1f ms",
-			v.name, l.dur, l.own, LongTaskMS, sh.dur, sh.own, sh.others)
-		if l.dur == 0 {
-			failed = append(failed, fmt.Sprintf("%s: no task of the script in the throttled trace", v.name))
-		} else if l.dur > LongTaskMS {
+			"the most it ran in one task %.1f ms; the longest task it ran in %.1f ms, its JavaScript %.1f ms there, other scripts' %.1f ms",
+			v.name, l.dur, l.own, LongTaskMS, most[k], sh.dur, sh.own, sh.others)
+		switch {
+		case sh.dur == 0:
+			failed = append(failed, fmt.Sprintf("%s: no task ran the script in the throttled trace", v.name))
+		case l.dur > LongTaskMS:
 			failed = append(failed, fmt.Sprintf("%s: a long task of %.1f ms was the script's with the CPU throttled 4×", v.name, l.dur))
+		case most[k] > LongTaskMS:
+			failed = append(failed, fmt.Sprintf("%s: the script ran %.1f ms in one task with the CPU throttled 4×", v.name, most[k]))
 		}
 	}
 	if failed != nil {

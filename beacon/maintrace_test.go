@@ -189,11 +189,12 @@ const LongTaskMS = 50
 // URL, ms.
 type scriptTask struct{ dur, own, others float64 }
 
-// owned reports whether the task is the script's as Lighthouse attributes
-// a long task: to the URL whose JavaScript ran longest in it. A page's own
-// load handler and layout that the script's load listener shares a task
-// with are the page's.
-func (t scriptTask) owned() bool { return t.own >= t.others }
+// owned reports whether the task is the script's: its JavaScript (with
+// the layouts it forced) is at least half of the task and more than any
+// other URL's. The parser's task that evaluates the script, or a page's
+// load handler and layout that the script's load listener joins, are the
+// page's: without the script they would be as long.
+func (t scriptTask) owned() bool { return t.own >= t.others && 2*t.own >= t.dur }
 
 // scriptTasks returns every task that ran the script: one enclosing an
 // EvaluateScript or FunctionCall of a URL holding script.
@@ -314,7 +315,7 @@ func entryKind(stack []traceEvent) string {
 }
 
 // TestScriptTasksAttribution: a task is the script's when its JavaScript
-// ran longest there, counting outermost calls once.
+// is most of it, counting outermost calls once.
 func TestScriptTasksAttribution(t *testing.T) {
 	meta := traceEvent{Name: "thread_name", Ph: "M", Pid: 1, Tid: 1, Args: json.RawMessage(`{"name":"CrRendererMain"}`)}
 	x := func(name string, ts, dur float64, url string) traceEvent {
@@ -329,13 +330,17 @@ func TestScriptTasksAttribution(t *testing.T) {
 		x("RunTask", 200, 40, ""), x("FunctionCall", 201, 21, ours), x("FunctionCall", 202, 5, ours),
 		// A task without the script.
 		x("RunTask", 300, 90, ""), x("FunctionCall", 301, 80, page),
+		// The parser's task evaluating the script among its own work.
+		x("RunTask", 400, 120, ""), x("EvaluateScript", 410, 7, ours),
 	}
 	got := scriptTasks(t, evs, "/h3rum.")
-	want := []scriptTask{{dur: 170, own: 3, others: 18}, {dur: 40, own: 21}}
+	want := []scriptTask{{dur: 170, own: 3, others: 18}, {dur: 40, own: 21}, {dur: 120, own: 7}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("scriptTasks = %+v, want %+v", got, want)
 	}
-	if got[0].owned() || !got[1].owned() {
-		t.Errorf("owned: %v %v, want false true", got[0].owned(), got[1].owned())
+	for i, w := range []bool{false, true, false} {
+		if got[i].owned() != w {
+			t.Errorf("task %d owned %v, want %v", i, got[i].owned(), w)
+		}
 	}
 }
