@@ -89,9 +89,13 @@ func StartCluster(t testing.TB) *Cluster {
 		if err := os.WriteFile(filepath.Join(d, local.PasswordFile), []byte(password+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// A ZooKeeper session of 5 s, not 18.16's 30 s: a server killed
+		// and restarted at once stays inactive, and looks active to its
+		// peers, until its old session expires; with 30 s the replicas of a
+		// shard ended up disagreeing in every kill test (deploy/README.md).
 		extra := fmt.Sprintf(`<interserver_http_host>127.0.0.1</interserver_http_host>
     <interserver_http_port>%d</interserver_http_port>
-    <zookeeper><node><host>127.0.0.1</host><port>%d</port></node></zookeeper>
+    <zookeeper><node><host>127.0.0.1</host><port>%d</port></node><session_timeout_ms>5000</session_timeout_ms></zookeeper>
     <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
     <macros><shard>%02d</shard><replica>r%d</replica></macros>
     <remote_servers><%s>%s</%s></remote_servers>`, freePort(t), zkPort, i/2+1, i%2+1, ClusterName, shards.String(), ClusterName)
