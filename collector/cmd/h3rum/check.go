@@ -41,10 +41,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !from.Before(to) {
 		return cli.Usagef("--since (%s) must come before --until (%s)", from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
-	if err := st.check(); err != nil {
-		return err
-	}
-	db, err := store.Connect(ctx, st.options(nil, false))
+	db, err := st.connect(ctx, nil, false)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/h3rum/h3rum/collector/internal/cli"
-	"github.com/h3rum/h3rum/ingest/store"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -18,10 +17,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := st.check(); err != nil {
-		return err
-	}
-	db, err := store.Connect(ctx, st.options(nil, false))
+	db, err := st.connect(ctx, nil, false)
 	if err != nil {
 		return err
 	}

@@ -47,13 +47,18 @@ func (s *storeFlags) options(log *slog.Logger, start bool) store.Options {
 	return store.Options{ClickHouse: s.clickhouse, DataDir: s.dataDir, Cluster: s.cluster, Start: start, Logger: log}
 }
 
-// open connects to the chosen server (store.Connect); the returned func
-// releases it.
-func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (driver.Conn, func(), error) {
+// connect checks the flags and connects to the chosen server
+// (store.Connect).
+func (s *storeFlags) connect(ctx context.Context, log *slog.Logger, start bool) (*store.DB, error) {
 	if err := s.check(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	db, err := store.Connect(ctx, s.options(log, start))
+	return store.Connect(ctx, s.options(log, start))
+}
+
+// open connects to the chosen server; the returned func releases it.
+func (s *storeFlags) open(ctx context.Context, log *slog.Logger, start bool) (driver.Conn, func(), error) {
+	db, err := s.connect(ctx, log, start)
 	if err != nil {
 		return nil, nil, err
 	}
