@@ -53,9 +53,7 @@ func TestRepairRebuildsHours(t *testing.T) {
 			both(twice)
 			insertCut(t, faulty, twice, hourly)
 			for _, table := range []string{"samples", "runs", "run_facts"} {
-				if err := faulty.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL"); err != nil {
-					t.Fatal(err)
-				}
+				storetest.Fold(t, faulty, table)
 			}
 
 			from, to := at.Add(-time.Hour), at.Add(4*time.Hour)

@@ -311,3 +311,30 @@ func DetachViews(t testing.TB, conn driver.Conn, keep []string) (reattach func()
 		}
 	}
 }
+
+// Fold merges table's duplicate rows away (a ReplacingMergeTree's), as a
+// server's background merges eventually do. OPTIMIZE ... FINAL returns
+// without merging while another merge holds the table's parts, so Fold
+// repeats it until reading with FINAL finds no more rows than without,
+// for at most 30 s.
+func Fold(t testing.TB, conn driver.Conn, table string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := conn.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL"); err != nil {
+			t.Fatalf("folding %s: %v", table, err)
+		}
+		var all, folded uint64
+		if err := conn.QueryRow(ctx, "SELECT (SELECT count() FROM "+table+"), (SELECT count() FROM "+table+" FINAL)").Scan(&all, &folded); err != nil {
+			t.Fatalf("folding %s: %v", table, err)
+		}
+		if all == folded {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("folding %s: %d rows, %d after FINAL, after 30 s of OPTIMIZE", table, all, folded)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
