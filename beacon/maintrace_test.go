@@ -185,8 +185,13 @@ const LongTaskMS = 50
 
 // A scriptTask is a renderer main-thread task (RunTask) that ran the
 // script: its wall duration and the wall time of its outermost JavaScript
-// calls (EvaluateScript, FunctionCall) by the script and by every other
-// URL, ms.
+// calls (EvaluateScript, FunctionCall) and microtask checkpoints
+// (RunMicrotasks) by the script and by every other URL, ms. A checkpoint
+// carries no URL: it is the script's after the script's own call, and
+// where no call came before it in the task (the promise reactions of a
+// fetch the script made run so, with nothing else), which counts against
+// the script whatever reactions it ran; it is another URL's after that
+// URL's call.
 type scriptTask struct{ dur, own, others float64 }
 
 // owned reports whether the task is the script's: its JavaScript (with
@@ -197,7 +202,8 @@ type scriptTask struct{ dur, own, others float64 }
 func (t scriptTask) owned() bool { return t.own >= t.others && 2*t.own >= t.dur }
 
 // scriptTasks returns every task that ran the script: one enclosing an
-// EvaluateScript or FunctionCall of a URL holding script.
+// EvaluateScript or FunctionCall of a URL holding script, or a microtask
+// checkpoint counted as the script's.
 func scriptTasks(b testing.TB, evs []traceEvent, script string) []scriptTask {
 	xs := mainThreadEvents(b, evs)
 	var out []scriptTask
@@ -205,6 +211,7 @@ func scriptTasks(b testing.TB, evs []traceEvent, script string) []scriptTask {
 	var cur scriptTask
 	ran := false
 	var jsEnd float64 // the end of the current outermost JavaScript call
+	lastOwn := true   // the task's last outermost call was the script's, or there was none
 	flush := func() {
 		if ran {
 			out = append(out, cur)
@@ -215,19 +222,28 @@ func scriptTasks(b testing.TB, evs []traceEvent, script string) []scriptTask {
 		if e.Name == "RunTask" || e.Name == "ThreadControllerImpl::RunTask" {
 			if task == nil || e.Ts >= task.Ts+task.Dur {
 				flush()
-				task, cur, ran, jsEnd = e, scriptTask{dur: e.Dur / 1000}, false, 0
+				task, cur, ran, jsEnd, lastOwn = e, scriptTask{dur: e.Dur / 1000}, false, 0, true
 			}
 			continue
 		}
-		if task == nil || e.Ts >= task.Ts+task.Dur || e.Ts < jsEnd || (e.Name != "EvaluateScript" && e.Name != "FunctionCall") {
+		if task == nil || e.Ts >= task.Ts+task.Dur || e.Ts < jsEnd {
+			continue
+		}
+		ours := lastOwn
+		switch e.Name {
+		case "EvaluateScript", "FunctionCall":
+			var a struct {
+				Data struct{ URL string } `json:"data"`
+			}
+			json.Unmarshal(e.Args, &a)
+			ours = strings.Contains(a.Data.URL, script)
+			lastOwn = ours
+		case "RunMicrotasks":
+		default:
 			continue
 		}
 		jsEnd = e.Ts + e.Dur
-		var a struct {
-			Data struct{ URL string } `json:"data"`
-		}
-		json.Unmarshal(e.Args, &a)
-		if strings.Contains(a.Data.URL, script) {
+		if ours {
 			cur.own += e.Dur / 1000
 			ran = true
 		} else {
@@ -332,13 +348,20 @@ func TestScriptTasksAttribution(t *testing.T) {
 		x("RunTask", 300, 90, ""), x("FunctionCall", 301, 80, page),
 		// The parser's task evaluating the script among its own work.
 		x("RunTask", 400, 120, ""), x("EvaluateScript", 410, 7, ours),
+		// The script's call, then its microtasks, a nested call inside them.
+		x("RunTask", 600, 30, ""), x("FunctionCall", 601, 4, ours), x("RunMicrotasks", 606, 20, ""), x("FunctionCall", 610, 2, page),
+		// Microtasks with no call before them: counted as the script's.
+		x("RunTask", 700, 12, ""), x("RunMicrotasks", 701, 10, ""),
+		// The page's call and its microtasks, then the script's call.
+		x("RunTask", 800, 40, ""), x("FunctionCall", 801, 5, page), x("RunMicrotasks", 807, 25, ""), x("FunctionCall", 833, 2, ours),
 	}
 	got := scriptTasks(t, evs, "/h3rum.")
-	want := []scriptTask{{dur: 170, own: 3, others: 18}, {dur: 40, own: 21}, {dur: 120, own: 7}}
+	want := []scriptTask{{dur: 170, own: 3, others: 18}, {dur: 40, own: 21}, {dur: 120, own: 7},
+		{dur: 30, own: 24}, {dur: 12, own: 10}, {dur: 40, own: 2, others: 30}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("scriptTasks = %+v, want %+v", got, want)
 	}
-	for i, w := range []bool{false, true, false} {
+	for i, w := range []bool{false, true, false, true, true, false} {
 		if got[i].owned() != w {
 			t.Errorf("task %d owned %v, want %v", i, got[i].owned(), w)
 		}
