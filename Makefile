@@ -224,7 +224,7 @@ cluster-upgrade: deps
 	H3RUM_TEST_ALL_RELEASES=1 $(GOTEST) -p 1 -count=1 -v -run '^TestClusterUpgradeFromEveryRelease$$' ./ingest/store
 
 ## cluster-faults: the 2 × 2 cluster's replicas SIGKILLed at random under load (TestClusterKilledUnderLoad)
-# Not part of make test: a minute of kills, and one run in ten still leaves an hour unresolved (README, "Durability").
+# Not part of make test: a minute of kills; about one run in ten leaves an hour for the mender (README, "Durability").
 cluster-faults: deps
 	H3RUM_TEST_CLUSTER_KILLS=1 $(GOTEST) -p 1 -count=1 -v -run '^TestClusterKilledUnderLoad$$' ./ingest
 

@@ -140,19 +140,26 @@ func (d *doubt) complete(ctx context.Context, p *Pipeline) error {
 		return nil
 	}
 	done, err := store.Complete(ctx, p.Conn, p.storeCluster(), d.block)
+	unresolved := false
 	for _, c := range done {
+		unresolved = unresolved || c.Unresolved > 0
 		d.completedRuns.WithLabelValues(c.Table).Add(float64(c.Completed))
 		d.unresolved.WithLabelValues(c.Table).Add(float64(c.Unresolved))
 		if c.Completed > 0 {
 			p.log.Info("completed a table filled from samples after an insert in doubt", "table", c.Table, "added", c.Completed)
 		}
 		if c.Unresolved > 0 {
-			p.log.Warn("a table filled from samples does not match samples in hours an insert in doubt touched; h3rum check shows them",
+			p.log.Warn("a table filled from samples does not match samples in hours an insert in doubt touched; they are rebuilt from samples once they are old enough (see mend.go)",
 				"table", c.Table, "hours", c.Unresolved)
 		}
 	}
 	if err != nil {
 		return err
+	}
+	if unresolved {
+		if err := p.mend.add(d.block); err != nil {
+			return err
+		}
 	}
 	return d.clear()
 }

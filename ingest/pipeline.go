@@ -144,8 +144,9 @@ type Pipeline struct {
 	ends []spool.Position
 
 	// Batcher-owned.
-	replayUpTo uint64 // segments up to this id were left by an earlier process
-	doubt      *doubt // the insert whose outcome is not known, see doubt.go
+	replayUpTo uint64  // segments up to this id were left by an earlier process
+	doubt      *doubt  // the insert whose outcome is not known, see doubt.go
+	mend       *mender // the hours an insert in doubt left unresolved, see mend.go
 	batch      store.Batch
 	nelRows    store.NELRows
 	pending    []queued // read from the spool, not yet inserted
@@ -181,7 +182,7 @@ func (p *Pipeline) insertTimeout() time.Duration {
 
 // Start recovers the spool — checking every segment left by an earlier
 // process, quarantining corrupt ones and queueing the rest for replay — and
-// starts the writer, the batcher and the daily retention job.
+// starts the writer, the batcher, the mender and the daily retention job.
 func (p *Pipeline) Start(ctx context.Context) error {
 	p.acceptMu.Lock()
 	defer p.acceptMu.Unlock()
@@ -215,6 +216,13 @@ func (p *Pipeline) Start(ctx context.Context) error {
 		p.spool.Close()
 		return err
 	}
+	if p.mend, err = openMender(p.Dir, p.Registerer); errors.Is(err, errTornMend) {
+		p.log.Warn("starting ingest", "err", err)
+	} else if err != nil {
+		p.doubt.close()
+		p.spool.Close()
+		return err
+	}
 	if left.Segments > 0 {
 		p.replayUpTo = left.Last.Segment
 		p.disk = true
@@ -233,6 +241,8 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	go p.batchLoop()
 	p.done.Add(1)
 	go p.liveLoop()
+	p.done.Add(1)
+	go p.mendLoop()
 	if p.Retention > 0 {
 		p.done.Add(1)
 		go p.retentionLoop()

@@ -1,0 +1,98 @@
+package ingest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/h3rum/h3rum/ingest/store"
+	"github.com/h3rum/h3rum/ingest/store/storetest"
+)
+
+// TestUnresolvedHourMended leaves Complete an hour it cannot settle: a
+// block of another writer lacks from every derived table (its views never
+// ran) in the hour of a block this collector's insert left in doubt. The
+// in-doubt block is completed where it can be, the hour is recorded to
+// mend, kept across a restart, left alone while it is not yet old enough,
+// and then rebuilt from samples: every derived table matches samples and
+// holds each run once.
+func TestUnresolvedHourMended(t *testing.T) {
+	ctx := context.Background()
+	db := testDB(t)
+	at := time.Now().UTC().Truncate(time.Hour).Add(-3*time.Hour + 10*time.Minute)
+	runAt := func(site string, received time.Time) store.Run {
+		r := testRun(t, site)
+		r.Received = received
+		r.Report.Samples[len(r.Report.Samples)-1].Error = "timeout"
+		return r
+	}
+
+	// Another writer's block, stored in samples alone.
+	var other store.Batch
+	for range 3 {
+		r := runAt("mend", at)
+		other.Add(&r)
+	}
+	reattach := storetest.DetachViews(t, db, nil)
+	if err := other.Insert(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	reattach()
+
+	// This collector's block, cut after two of the views.
+	conn := &cutConn{Conn: db, t: t, got: []string{"runs", "run_counts"}}
+	dir := t.TempDir()
+	reg := prometheus.NewRegistry()
+	p := startPipeline(t, &Pipeline{Conn: conn, Dir: dir, FlushInterval: 20 * time.Millisecond, Registerer: reg})
+	conn.arm.Store(true)
+	for range 4 {
+		if err := p.Accept(ctx, runAt("mend", at.Add(time.Minute))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the cut insert", func() bool { return conn.cuts.Load() == 1 })
+	waitFor(t, "the cut insert's completion", func() bool { return counterValue(t, p.doubt.unresolved.WithLabelValues("samples_rollup")) > 0 })
+	waitFor(t, "the runs in samples", func() bool { return countRows(t, db, "SELECT uniqExact(run_id) FROM samples") == 7 })
+	hour := at.Truncate(time.Hour)
+	if got := p.mend.due(hour.Add(time.Hour + store.RepairMinAge)); len(got) != 1 || !got[0].Equal(hour) {
+		t.Fatalf("hours due to mend: %v, want %s", got, hour)
+	}
+	if got := p.mend.due(hour.Add(time.Hour + store.RepairMinAge - time.Second)); len(got) != 0 {
+		t.Errorf("hours due before they are old enough: %v", got)
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := store.Check(ctx, db, at.Add(-time.Hour), at.Add(time.Hour))
+	if err != nil || len(diffs) == 0 {
+		t.Fatalf("before mending, Check: %v, %v", diffs, err)
+	}
+
+	// The next process finds the hour and mends it.
+	reg = prometheus.NewRegistry()
+	p = startPipeline(t, &Pipeline{Conn: db, Dir: dir, FlushInterval: 20 * time.Millisecond, Registerer: reg})
+	if err := p.mendDue(ctx, hour.Add(time.Hour+store.RepairMinAge-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := store.Check(ctx, db, at.Add(-time.Hour), at.Add(time.Hour)); len(after) != len(diffs) {
+		t.Errorf("mended an hour too recent: %v, then %v", diffs, after)
+	}
+	if err := p.mendDue(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	derivedExact(t, db, 7)
+	if got := p.mend.due(time.Now()); len(got) != 0 {
+		t.Errorf("hours still to mend: %v", got)
+	}
+	if v := counterValue(t, p.mend.repaired.WithLabelValues("samples_rollup")); v != 1 {
+		t.Errorf("samples_rollup mended %v times, want 1 hour", v)
+	}
+	if v := counterValue(t, p.mend.repaired.WithLabelValues("run_facts")); v != 3 {
+		t.Errorf("run_facts mended with %v runs, want the other writer's 3 (Complete added the cut block's)", v)
+	}
+	if m, err := openMender(dir, nil); err != nil || len(m.hours) != 0 {
+		t.Errorf("the record after mending: %v, %v", m.hours, err)
+	}
+}
