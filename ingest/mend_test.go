@@ -96,3 +96,73 @@ func TestUnresolvedHourMended(t *testing.T) {
 		t.Errorf("the record after mending: %v, %v", m.hours, err)
 	}
 }
+
+// TestCollectorsInDoubtAtOnce: two collectors writing into the same hour
+// and site both stop in the middle of an insert (each cut between other
+// views), and only the first comes back. Its completion finds the other's
+// hole beside its own, settles what it can and records the hour; mending
+// it rebuilds the hour with both blocks. The second, back later, finds
+// nothing left to do.
+func TestCollectorsInDoubtAtOnce(t *testing.T) {
+	ctx := context.Background()
+	db := testDB(t)
+	at := time.Now().UTC().Truncate(time.Hour).Add(-2*time.Hour + 20*time.Minute)
+	// crash runs a collector until its insert of n runs is cut after the
+	// views of got, and returns its directory as the crash left it.
+	crash := func(got []string, n int) string {
+		conn := &cutConn{Conn: db, t: t, got: got}
+		dir, crashed := t.TempDir(), t.TempDir()
+		conn.cut = func() {
+			conn.dead.Store(true)
+			copyDir(t, dir, crashed)
+		}
+		p := startPipeline(t, &Pipeline{Conn: conn, Dir: dir, FlushInterval: 20 * time.Millisecond})
+		conn.arm.Store(true)
+		for i := range n {
+			r := testRun(t, "fleet")
+			r.Received = at.Add(time.Duration(i) * time.Second)
+			r.Report.Samples[len(r.Report.Samples)-1].Error = "timeout"
+			if err := p.Accept(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, "the cut insert", func() bool { return conn.cuts.Load() == 1 })
+		return crashed
+	}
+	first := crash([]string{"runs", "samples_rollup", "run_counts"}, 3)
+	second := crash([]string{"run_facts", "run_fact_counts", "failure_counts", "itt_rollup"}, 4)
+
+	p := startPipeline(t, &Pipeline{Conn: db, Dir: first, FlushInterval: 20 * time.Millisecond, Registerer: prometheus.NewRegistry()})
+	waitFor(t, "the first collector's completion", func() bool { return len(p.mend.due(time.Now())) > 0 })
+	if diffs, err := store.Check(ctx, db, at.Add(-time.Hour), at.Add(time.Hour)); err != nil || len(diffs) == 0 {
+		t.Fatalf("after the first completion, Check: %v, %v", diffs, err)
+	}
+	if err := p.mendDue(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if left := p.mend.due(time.Now()); len(left) > 0 {
+		t.Errorf("hours still to mend: %v", left)
+	}
+	// The tables that held the first block and lacked the second: the
+	// others lacked the first alone, which its completion added.
+	for _, table := range []string{"samples_rollup", "run_counts"} {
+		if v := counterValue(t, p.mend.repaired.WithLabelValues(table)); v != 1 {
+			t.Errorf("%s rebuilt %v times, want once", table, v)
+		}
+	}
+	derivedExact(t, db, 7)
+
+	p = startPipeline(t, &Pipeline{Conn: db, Dir: second, FlushInterval: 20 * time.Millisecond, Registerer: prometheus.NewRegistry()})
+	if err := p.Shutdown(ctx); err != nil { // it completes, then replays its spool
+		t.Fatal(err)
+	}
+	for _, table := range store.DerivedTables() {
+		if c, u := counterValue(t, p.doubt.completedRuns.WithLabelValues(table)), counterValue(t, p.doubt.unresolved.WithLabelValues(table)); c != 0 || u != 0 {
+			t.Errorf("the second collector's completion of %s: %v added, %v unresolved; want nothing to do", table, c, u)
+		}
+	}
+	if due := p.mend.due(time.Now()); len(due) > 0 {
+		t.Errorf("the second collector has hours to mend: %v", due)
+	}
+	derivedExact(t, db, 7)
+}
