@@ -4,7 +4,7 @@
 // names are package beacon's constants, written in by the build as the
 // __H3RUM_*__ identifiers (beacon.ScriptDefine).
 
-export const VERSION = '1.4.0';
+export const VERSION = '1.4.1';
 
 // r rounds to 1 µs: it removes float noise, keeps Server-Timing's 3 decimals.
 const r = (x) => +x.toFixed(3);
