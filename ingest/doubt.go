@@ -157,7 +157,7 @@ func (d *doubt) complete(ctx context.Context, p *Pipeline) error {
 		return err
 	}
 	if unresolved {
-		if err := p.mend.add(d.block); err != nil {
+		if err := p.mender.add(d.block); err != nil {
 			return err
 		}
 	}

@@ -139,11 +139,11 @@ func TestClusterKilledUnderLoad(t *testing.T) {
 	// it is old enough (mend.go): the mender runs here as it would
 	// RepairMinAge after the hour, since the load has stopped.
 	mendAt := time.Now().Add(time.Hour + store.RepairMinAge)
-	toMend := len(p.mend.due(mendAt))
+	toMend := len(p.mender.due(mendAt))
 	if err := p.mendDue(ctx, mendAt); err != nil {
 		t.Errorf("mending: %v", err)
 	}
-	if left := p.mend.due(mendAt); len(left) > 0 {
+	if left := p.mender.due(mendAt); len(left) > 0 {
 		t.Errorf("hours still to mend: %v", left)
 	}
 	missing := countRows(t, conn, "SELECT count() FROM (SELECT arrayJoin(@ids) AS id) WHERE id NOT IN (SELECT toString(run_id) FROM samples)",
@@ -166,7 +166,7 @@ func TestClusterKilledUnderLoad(t *testing.T) {
 	for _, table := range store.DerivedTables() {
 		completed += counterValue(t, p.doubt.completedRuns.WithLabelValues(table))
 		unresolved += counterValue(t, p.doubt.unresolved.WithLabelValues(table))
-		mended += counterValue(t, p.mend.repaired.WithLabelValues(table))
+		mended += counterValue(t, p.mender.repaired.WithLabelValues(table))
 	}
 	var restarts int64
 	for _, l := range c.Servers {

@@ -109,6 +109,12 @@ func (m *mender) add(block store.Block) error {
 			hours = slices.Insert(hours, i, h)
 		}
 	}
+	return m.set(hours)
+}
+
+// set makes hours the record, durably, unless they are the hours it holds
+// (set only adds or only removes).
+func (m *mender) set(hours []int64) error {
 	if len(hours) == len(m.hours) {
 		return nil
 	}
@@ -169,34 +175,18 @@ func (m *mender) done(mended []time.Time) error {
 	hours := slices.DeleteFunc(slices.Clone(m.hours), func(h int64) bool {
 		return slices.ContainsFunc(mended, func(t time.Time) bool { return t.Unix() == h })
 	})
-	if len(hours) == len(m.hours) {
-		return nil
-	}
-	if err := m.write(hours); err != nil {
-		return err
-	}
-	m.hours = hours
-	return nil
+	return m.set(hours)
 }
 
-// mendLoop mends the hours that are due, every mendInterval (jittered).
-func (p *Pipeline) mendLoop() {
-	defer p.done.Done()
-	t := time.NewTimer(mendWait())
-	defer t.Stop()
-	for {
-		select {
-		case <-p.closing:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(p.abort, 10*time.Minute)
-		if err := p.mendDue(ctx, time.Now()); err != nil {
-			p.log.Warn("mending a table filled from samples failed; will retry", "err", err)
-		}
-		cancel()
-		t.Reset(mendWait())
+// mend mends the hours that are due; Start runs it every mendInterval
+// (jittered).
+func (p *Pipeline) mend() time.Duration {
+	ctx, cancel := context.WithTimeout(p.abort, 10*time.Minute)
+	defer cancel()
+	if err := p.mendDue(ctx, time.Now()); err != nil {
+		p.log.Warn("mending a table filled from samples failed; will retry", "err", err)
 	}
+	return mendWait()
 }
 
 func mendWait() time.Duration {
@@ -209,7 +199,7 @@ func mendWait() time.Duration {
 // that raced an insert (a replayed spool, another collector mending the
 // same hour) shows in the second check and is mended again next time.
 func (p *Pipeline) mendDue(ctx context.Context, now time.Time) error {
-	due := p.mend.due(now)
+	due := p.mender.due(now)
 	if len(due) == 0 {
 		return nil
 	}
@@ -229,7 +219,7 @@ func (p *Pipeline) mendDue(ctx context.Context, now time.Time) error {
 				if r.Rebuilt {
 					n = 1
 				}
-				p.mend.repaired.WithLabelValues(r.Table).Add(n)
+				p.mender.repaired.WithLabelValues(r.Table).Add(n)
 			}
 			if err == nil {
 				p.log.Info("mended tables filled from samples in an hour an insert in doubt left unresolved", "hour", h, "differences", len(diffs))
@@ -244,7 +234,7 @@ func (p *Pipeline) mendDue(ctx context.Context, now time.Time) error {
 			mended = append(mended, h)
 		}
 	}
-	if err := p.mend.done(mended); err != nil {
+	if err := p.mender.done(mended); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

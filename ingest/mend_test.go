@@ -56,10 +56,10 @@ func TestUnresolvedHourMended(t *testing.T) {
 	waitFor(t, "the cut insert's completion", func() bool { return counterValue(t, p.doubt.unresolved.WithLabelValues("samples_rollup")) > 0 })
 	waitFor(t, "the runs in samples", func() bool { return countRows(t, db, "SELECT uniqExact(run_id) FROM samples") == 7 })
 	hour := at.Truncate(time.Hour)
-	if got := p.mend.due(hour.Add(time.Hour + store.RepairMinAge)); len(got) != 1 || !got[0].Equal(hour) {
+	if got := p.mender.due(hour.Add(time.Hour + store.RepairMinAge)); len(got) != 1 || !got[0].Equal(hour) {
 		t.Fatalf("hours due to mend: %v, want %s", got, hour)
 	}
-	if got := p.mend.due(hour.Add(time.Hour + store.RepairMinAge - time.Second)); len(got) != 0 {
+	if got := p.mender.due(hour.Add(time.Hour + store.RepairMinAge - time.Second)); len(got) != 0 {
 		t.Errorf("hours due before they are old enough: %v", got)
 	}
 	if err := p.Shutdown(ctx); err != nil {
@@ -83,13 +83,13 @@ func TestUnresolvedHourMended(t *testing.T) {
 		t.Fatal(err)
 	}
 	derivedExact(t, db, 7)
-	if got := p.mend.due(time.Now()); len(got) != 0 {
+	if got := p.mender.due(time.Now()); len(got) != 0 {
 		t.Errorf("hours still to mend: %v", got)
 	}
-	if v := counterValue(t, p.mend.repaired.WithLabelValues("samples_rollup")); v != 1 {
+	if v := counterValue(t, p.mender.repaired.WithLabelValues("samples_rollup")); v != 1 {
 		t.Errorf("samples_rollup mended %v times, want 1 hour", v)
 	}
-	if v := counterValue(t, p.mend.repaired.WithLabelValues("run_facts")); v != 3 {
+	if v := counterValue(t, p.mender.repaired.WithLabelValues("run_facts")); v != 3 {
 		t.Errorf("run_facts mended with %v runs, want the other writer's 3 (Complete added the cut block's)", v)
 	}
 	if m, err := openMender(dir, nil); err != nil || len(m.hours) != 0 {
@@ -133,20 +133,20 @@ func TestCollectorsInDoubtAtOnce(t *testing.T) {
 	second := crash([]string{"run_facts", "run_fact_counts", "failure_counts", "itt_rollup"}, 4)
 
 	p := startPipeline(t, &Pipeline{Conn: db, Dir: first, FlushInterval: 20 * time.Millisecond, Registerer: prometheus.NewRegistry()})
-	waitFor(t, "the first collector's completion", func() bool { return len(p.mend.due(time.Now())) > 0 })
+	waitFor(t, "the first collector's completion", func() bool { return len(p.mender.due(time.Now())) > 0 })
 	if diffs, err := store.Check(ctx, db, at.Add(-time.Hour), at.Add(time.Hour)); err != nil || len(diffs) == 0 {
 		t.Fatalf("after the first completion, Check: %v, %v", diffs, err)
 	}
 	if err := p.mendDue(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if left := p.mend.due(time.Now()); len(left) > 0 {
+	if left := p.mender.due(time.Now()); len(left) > 0 {
 		t.Errorf("hours still to mend: %v", left)
 	}
 	// The tables that held the first block and lacked the second: the
 	// others lacked the first alone, which its completion added.
 	for _, table := range []string{"samples_rollup", "run_counts"} {
-		if v := counterValue(t, p.mend.repaired.WithLabelValues(table)); v != 1 {
+		if v := counterValue(t, p.mender.repaired.WithLabelValues(table)); v != 1 {
 			t.Errorf("%s rebuilt %v times, want once", table, v)
 		}
 	}
@@ -161,7 +161,7 @@ func TestCollectorsInDoubtAtOnce(t *testing.T) {
 			t.Errorf("the second collector's completion of %s: %v added, %v unresolved; want nothing to do", table, c, u)
 		}
 	}
-	if due := p.mend.due(time.Now()); len(due) > 0 {
+	if due := p.mender.due(time.Now()); len(due) > 0 {
 		t.Errorf("the second collector has hours to mend: %v", due)
 	}
 	derivedExact(t, db, 7)

@@ -146,7 +146,7 @@ type Pipeline struct {
 	// Batcher-owned.
 	replayUpTo uint64  // segments up to this id were left by an earlier process
 	doubt      *doubt  // the insert whose outcome is not known, see doubt.go
-	mend       *mender // the hours an insert in doubt left unresolved, see mend.go
+	mender     *mender // the hours an insert in doubt left unresolved, see mend.go
 	batch      store.Batch
 	nelRows    store.NELRows
 	pending    []queued // read from the spool, not yet inserted
@@ -216,7 +216,7 @@ func (p *Pipeline) Start(ctx context.Context) error {
 		p.spool.Close()
 		return err
 	}
-	if p.mend, err = openMender(p.Dir, p.Registerer); errors.Is(err, errTornMend) {
+	if p.mender, err = openMender(p.Dir, p.Registerer); errors.Is(err, errTornMend) {
 		p.log.Warn("starting ingest", "err", err)
 	} else if err != nil {
 		p.doubt.close()
@@ -242,10 +242,10 @@ func (p *Pipeline) Start(ctx context.Context) error {
 	p.done.Add(1)
 	go p.liveLoop()
 	p.done.Add(1)
-	go p.mendLoop()
+	go p.every(mendWait(), p.mend)
 	if p.Retention > 0 {
 		p.done.Add(1)
-		go p.retentionLoop()
+		go p.every(time.Minute, p.retain)
 	}
 	return nil
 }

@@ -7,10 +7,11 @@ import (
 	"github.com/h3rum/h3rum/ingest/store"
 )
 
-// retentionLoop runs DropExpired shortly after Start and then daily.
-func (p *Pipeline) retentionLoop() {
+// every runs job after first, and again after each wait job returns, until
+// the pipeline closes. Start runs the background jobs with it.
+func (p *Pipeline) every(first time.Duration, job func() (next time.Duration)) {
 	defer p.done.Done()
-	t := time.NewTimer(time.Minute)
+	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
 		select {
@@ -18,24 +19,29 @@ func (p *Pipeline) retentionLoop() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(p.abort, 5*time.Minute)
-		var dropped []string
-		var err error
-		if p.Cluster != "" {
-			dropped, err = store.DropExpiredOnCluster(ctx, p.Conn, p.Cluster, p.Retention, time.Now())
-		} else {
-			dropped, err = store.DropExpired(ctx, p.Conn, p.Retention, time.Now())
-		}
-		p.m.droppedParts.Add(float64(len(dropped)))
-		cancel()
-		if err != nil {
-			p.log.Warn("retention: dropping old partitions failed; will retry", "err", err)
-			t.Reset(time.Hour)
-			continue
-		}
-		if len(dropped) > 0 {
-			p.log.Info("retention: dropped old partitions", "partitions", dropped, "retention", p.Retention)
-		}
-		t.Reset(24 * time.Hour)
+		t.Reset(job())
 	}
+}
+
+// retain drops the expired partitions (DropExpired); Start runs it a
+// minute after it, then daily, or hourly after a failure.
+func (p *Pipeline) retain() time.Duration {
+	ctx, cancel := context.WithTimeout(p.abort, 5*time.Minute)
+	defer cancel()
+	var dropped []string
+	var err error
+	if p.Cluster != "" {
+		dropped, err = store.DropExpiredOnCluster(ctx, p.Conn, p.Cluster, p.Retention, time.Now())
+	} else {
+		dropped, err = store.DropExpired(ctx, p.Conn, p.Retention, time.Now())
+	}
+	p.m.droppedParts.Add(float64(len(dropped)))
+	if err != nil {
+		p.log.Warn("retention: dropping old partitions failed; will retry", "err", err)
+		return time.Hour
+	}
+	if len(dropped) > 0 {
+		p.log.Info("retention: dropped old partitions", "partitions", dropped, "retention", p.Retention)
+	}
+	return 24 * time.Hour
 }
