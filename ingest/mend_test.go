@@ -109,6 +109,7 @@ func TestCollectorsInDoubtAtOnce(t *testing.T) {
 	at := time.Now().UTC().Truncate(time.Hour).Add(-2*time.Hour + 20*time.Minute)
 	// crash runs a collector until its insert of n runs is cut after the
 	// views of got, and returns its directory as the crash left it.
+	stored := 0
 	crash := func(got []string, n int) string {
 		conn := &cutConn{Conn: db, t: t, got: got}
 		dir, crashed := t.TempDir(), t.TempDir()
@@ -116,8 +117,10 @@ func TestCollectorsInDoubtAtOnce(t *testing.T) {
 			conn.dead.Store(true)
 			copyDir(t, dir, crashed)
 		}
-		p := startPipeline(t, &Pipeline{Conn: conn, Dir: dir, FlushInterval: 20 * time.Millisecond})
-		conn.arm.Store(true)
+		// Inserts wait until every run is spooled, so that the cut insert
+		// is all n runs and the crash's copy holds them.
+		ready := make(chan struct{})
+		p := startPipeline(t, &Pipeline{Conn: conn, Dir: dir, FlushInterval: 20 * time.Millisecond, Ready: ready})
 		for i := range n {
 			r := testRun(t, "fleet")
 			r.Received = at.Add(time.Duration(i) * time.Second)
@@ -126,7 +129,13 @@ func TestCollectorsInDoubtAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		conn.arm.Store(true)
+		close(ready)
 		waitFor(t, "the cut insert", func() bool { return conn.cuts.Load() == 1 })
+		if got := countRows(t, db, "SELECT uniqExact(run_id) FROM samples WHERE site = 'fleet'"); got != uint64(n+stored) {
+			t.Fatalf("the cut insert stored %d runs in all, want %d", got, n+stored)
+		}
+		stored += n
 		return crashed
 	}
 	first := crash([]string{"runs", "samples_rollup", "run_counts"}, 3)
