@@ -99,8 +99,8 @@ func begin(ctx context.Context, conn driver.Conn, opts model.Options) (*build, e
 		useRollup = true
 	case model.SourceAuto:
 		// The window runs up to Until: whole hours from the rollup, the
-		// partial hours at its edges from raw rows, which the hour-sorted
-		// table reads without scanning the rest of the day.
+		// partial hours at its edges from the runs table, which its
+		// hour-sorted key reads without scanning the rest of the day.
 		useRollup = query.RollupAnswers(&o)
 	}
 	now := o.Now

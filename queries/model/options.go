@@ -28,8 +28,8 @@ const (
 	// SourceAuto uses the hourly rollup when it can answer (default
 	// filters, grouping by continent, country or none) and raw rows
 	// otherwise. With the rollup the window still ends at Until: the
-	// partial hours at its edges come from raw rows (the table is sorted
-	// by hour, so only those hours are read).
+	// partial hours at its edges come from unaggregated rows, the runs
+	// table's (sorted by hour, so only those hours are read).
 	SourceAuto Source = ""
 	// SourceRaw always reads raw samples.
 	SourceRaw Source = "raw"

@@ -11,7 +11,7 @@ type Window struct {
 }
 
 // NewWindow splits [since, until) into the rollup's whole hours and the
-// partial hours at either edge, which are read from raw rows. A window that
+// partial hours at either edge, which are read from unaggregated rows. A window that
 // runs to the present (until at or after now) takes its last, current
 // hour from the rollup too: it holds every row stored so far, so nothing
 // later than until unless stored since now (the moment the report began),

@@ -35,6 +35,13 @@
       AND (@site = '' OR site = @site)
 {{- end}}
 
+-- "edge requests" makes a row of the runs table its parallel requests,
+-- under the samples' column names: a rollup file reads the partial hours at
+-- its window's edges from a row per run instead of a row per sample (a
+-- run's time, place, design, batch order and exclusions are its samples',
+-- store's runs_mv.sql; the arrays line up).
+{{- define "edge requests"}}ARRAY JOIN durations AS duration_ms, outcomes AS outcome, wants AS want, errors AS error{{end}}
+
 -- "design" is the design, who measured (browsers, or the agent) and where
 -- ("place filters"). The rollup and runs tables hold browser rows only and
 -- say so in an alias column, so the one condition serves every table.

@@ -3,8 +3,8 @@
 -- at the script's timeout (itt_rollup, store migration 0054:
 -- samples_rollup's states under a key without batch order, outcome and
 -- exclusions but the bot's, an eighth of its rows): whole hours from it,
--- and in the .Edges block the partial hours at either edge from raw rows
--- into the same states, as points_rollup.sql. Its run counts are 0: the
+-- and in the .Edges block the partial hours at either edge from the runs
+-- table's requests into the same states, as points_rollup.sql. Its run counts are 0: the
 -- excluded section counts the runs exactly (excluded_rollup.sql), and
 -- merging HyperLogLog states here would cost more than the rest.
 SELECT
@@ -28,9 +28,10 @@ FROM
     SELECT {{.Group}} AS grp, toString(want) AS sent_to, toUInt8(error != '') AS f,
            countState() AS samples_state,
            quantilesTDigestState({{.Levels}})(if(error = '', duration_ms, toFloat32({{.TimeoutMS}}))) AS duration_state
-    FROM samples
+    FROM runs
+    {{template "edge requests"}}
     WHERE {{template "edge hours" .}}
-      AND phase = 'parallel' AND (want = 'h2' OR want = 'h3')
+      AND (want = 'h2' OR want = 'h3')
       AND bitAnd(exclusions, {{.BotBit}}) = 0 AND {{template "design" .}}
     GROUP BY grp, sent_to, f
     {{- end}}

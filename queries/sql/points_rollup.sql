@@ -2,8 +2,8 @@
 -- for the default selection: the like-for-like headline (parallel,
 -- successful requests of runs without exclusions) of one design. Whole
 -- hours inside the window come from samples_rollup; the .Edges block
--- aggregates the partial hours at either edge from raw samples into the
--- same states, so the window is exact. A window of whole hours has no
+-- aggregates the partial hours at either edge from the runs table's
+-- requests ("edge requests") into the same states, so the window is exact. A window of whole hours has no
 -- such block and the rollup answers alone (an empty raw branch still costs
 -- a scan). WITH ROLLUP adds the totals of every group × outcome (order
 -- ''), of every group (outcome '') and a grand total (group '').
@@ -35,9 +35,10 @@ FROM
     SELECT {{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            {{if .ExactRuns}}toUInt8(0){{else}}uniqHLL12State(run_id){{end}} AS runs_state, countState() AS samples_state,
            quantilesTDigestState({{.Levels}})(duration_ms) AS duration_state
-    FROM samples
+    FROM runs
+    {{template "edge requests"}}
     WHERE {{template "edge hours" .}}
-      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND {{template "design" .}}
+      AND error = '' AND exclusions = 0 AND {{template "design" .}}
     GROUP BY grp, oc, ord
     {{- end}}
 )

@@ -3,8 +3,8 @@
 -- levels of .GridLevels for the H2 and H3 requests, merged from the
 -- rollup's t-digests (a state's levels are read at the merge: its own five
 -- are not the only ones it answers), and in the .Edges block the partial
--- hours at the window's edges aggregated from raw rows into the same
--- states. The trend reads it by hour or day (.Window over w_hour, the
+-- hours at the window's edges aggregated from the runs table's requests
+-- ("edge requests") into the same states. The trend reads it by hour or day (.Window over w_hour, the
 -- hour): far cheaper than building a t-digest of every request again
 -- from the runs table. The curves over the whole window come with the
 -- point estimates (points_rollup.sql), and the trend's runs are counted
@@ -26,9 +26,10 @@ FROM
     UNION ALL
     SELECT toStartOfHour(time) AS w_hour, {{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            quantilesTDigestState({{.Levels}})(duration_ms) AS duration_state
-    FROM samples
+    FROM runs
+    {{template "edge requests"}}
     WHERE {{template "edge hours" .}}
-      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND {{template "design" .}}
+      AND error = '' AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND {{template "design" .}}
     GROUP BY w_hour, grp, oc, ord
     {{- end}}
 )

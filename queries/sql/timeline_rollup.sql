@@ -1,6 +1,6 @@
 -- Samples per hour and outcome for the default selection: whole hours from
--- the rollup, the partial edge hours from raw rows (the .Edges block, as
--- in points_rollup.sql).
+-- the rollup, the partial edge hours from the runs table's requests (the
+-- .Edges block, as in points_rollup.sql).
 SELECT
     h,
     oc,
@@ -14,9 +14,10 @@ FROM
     {{- if .Edges}}
     UNION ALL
     SELECT toStartOfHour(time) AS h, toString(outcome) AS oc, countState() AS samples_state
-    FROM samples
+    FROM runs
+    {{template "edge requests"}}
     WHERE {{template "edge hours" .}}
-      AND phase = 'parallel' AND error = '' AND exclusions = 0 AND {{template "design" .}}
+      AND error = '' AND exclusions = 0 AND {{template "design" .}}
     GROUP BY h, oc
     {{- end}}
 )
