@@ -8,6 +8,11 @@
 -- read one row per run instead of 13 samples. failed_wants and
 -- failed_errors hold the failed requests alone (empty for most runs) for
 -- the failures section and the intention-to-treat view's failed runs.
+-- Within an hour the rows are sorted by continent, then run id, in
+-- granules of 1 024 rows (step 61): the bootstrap's uniform sample of a
+-- continent is then a range of the key at the start of each of its hours
+-- (queries' "run sample"), and a continent too small to thin is read
+-- alone, so the fetch reads about the runs it keeps whatever the traffic.
 -- Exactly once like samples: a replayed run is left out of the insert
 -- before the view sees it (store.Stored). It holds browser runs only:
 -- source is a constant, like the rollup's.
@@ -32,7 +37,7 @@ CREATE TABLE IF NOT EXISTS {{.Local "runs"}}{{.OnCluster}}
 {{- /* What runs and run_facts share, one row a run each: the run's
 identity, place and design columns, and the end of the table — source as
 a constant (browser runs only), ReplacingMergeTree by site, hour and run
-id, and in cluster mode the Distributed table sharded by run id as samples
+id (runs: and continent before the run id, from step 61), and in cluster mode the Distributed table sharded by run id as samples
 are (the table's view writes each run's row to the shard of its samples). */ -}}
 {{define "run columns"}}    time            DateTime('UTC'),
     site            String,
@@ -48,8 +53,13 @@ are (the table's view writes each run's row to the shard of its samples). */ -}}
 )
 ENGINE = {{.Engine "ReplacingMergeTree" .Table}}
 PARTITION BY toYYYYMM(time)
+{{- if and (eq .Table "runs") (.Since 61)}}
+ORDER BY (site, toStartOfHour(time), continent, run_id)
+SETTINGS index_granularity = 1024, old_parts_lifetime = 10
+{{- else}}
 ORDER BY (site, toStartOfHour(time), run_id)
 SETTINGS index_granularity = 8192, old_parts_lifetime = 10
+{{- end}}
 {{- if .Cluster}};
 {{template "schema/distributed.sql" .}}{{end}}
 {{- end}}
