@@ -176,14 +176,26 @@ func analyseAll(ctx context.Context, o *model.Options, byName map[string]*model.
 // perRunQuery returns the query that fetches the runs of groups names,
 // each thinned to the runs at most its bound (sampleBound): from the runs
 // table, one row per run, when it holds the selection (parallel batches of
-// browser runs, a grouping it has); else from the samples.
+// browser runs, a grouping it has), by continent through each continent's
+// range of its key; else from the samples.
 func perRunQuery(o *model.Options, w query.Window, names []string, bounds []uint64) (query.Stmt, error) {
 	name := "runs_table.sql"
 	if !query.RunsTableSelects(o) {
 		name = "runs.sql"
 	}
-	return prepare(name, o, w, nil, clickhouse.Named("groups", names), clickhouse.Named("bounds", bounds),
-		clickhouse.Named("bound", boundID(slices.Max(bounds))))
+	args := []any{clickhouse.Named("groups", names), clickhouse.Named("bounds", bounds),
+		clickhouse.Named("bound", boundID(slices.Max(bounds)))}
+	var adjust func(*query.Shape)
+	if name == "runs_table.sql" && o.By == "continent" {
+		// The table is sorted by continent within an hour: each
+		// continent's sample is a range of its key of its own.
+		for i, g := range names {
+			args = append(args, clickhouse.Named(fmt.Sprintf("sample_continent_%d", i), query.ContinentOf(g)),
+				clickhouse.Named(fmt.Sprintf("sample_bound_%d", i), boundID(bounds[i])))
+		}
+		adjust = func(s *query.Shape) { s.SampleRanges = len(names) }
+	}
+	return prepare(name, o, w, adjust, args...)
 }
 
 // fetchRuns runs st, a per-run query (runs.sql or runs_table.sql), and

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,8 +47,10 @@ func TestSampleBoundIsUniform(t *testing.T) {
 
 // TestRunSampleReadsBelowTheBound: the per-run fetch keeps exactly the
 // runs at most the group's bound, and ClickHouse reads only the granules
-// of the runs table below the largest bound, so the rows it reads follow
-// the cap, not the group's size.
+// of the runs table below each continent's bound, so the rows it reads
+// follow the cap, not the group's size — nor the largest bound: a small
+// continent kept whole costs its own runs. By country, the granules below
+// the largest bound.
 func TestRunSampleReadsBelowTheBound(t *testing.T) {
 	conn := newDB(t)
 	ctx := context.Background()
@@ -69,7 +72,7 @@ func TestRunSampleReadsBelowTheBound(t *testing.T) {
 			continent = "OC" // 2 000 runs, every one kept
 		}
 		halves[continent] = append(halves[continent], binary.BigEndian.Uint64(id[8:]))
-		if err := batch.Append(hour.Add(time.Duration(i)*time.Millisecond*30), "skip.example", id, continent, "",
+		if err := batch.Append(hour.Add(time.Duration(i)*time.Millisecond*30), "skip.example", id, continent, continent,
 			uint8(5), uint8(1), uint16(1), "h2first", []float32{10, 20}, []string{"h2", "h3"}, []string{"h2", "h3"}, []string{"", ""}); err != nil {
 			t.Fatal(err)
 		}
@@ -83,19 +86,28 @@ func TestRunSampleReadsBelowTheBound(t *testing.T) {
 	}
 	w := query.NewWindow(o.Since, o.Until, hour.Add(2*time.Hour))
 	for _, c := range []struct {
+		by     string
 		groups []string
 		read   float64 // most of the table's rows read
 	}{
-		// EU alone: its bound, 3 000 of 98 000 runs, is the granules' first 3 %.
-		{[]string{"EU"}, 0.35},
-		// With OC, which keeps every run, the whole table is read.
-		{[]string{"EU", "OC"}, 1},
+		// EU alone: its bound, 3 000 of 98 000 runs, is the first 3 % of
+		// its rows.
+		{"continent", []string{"EU"}, 0.06},
+		// With OC, which keeps every run: its 2 000 rows more.
+		{"continent", []string{"EU", "OC"}, 0.08},
+		// By country (each continent's country here): the largest bound,
+		// OC's, is every run.
+		{"country", []string{"EU", "OC"}, 1},
 	} {
+		o.By = c.by
 		var bounds []uint64
 		for _, g := range c.groups {
 			bounds = append(bounds, sampleBound(len(halves[g]), capRuns))
 		}
 		st, err := perRunQuery(&o, w, c.groups, bounds)
+		if got := strings.Contains(st.SQL, "sample_bound_0"); got != (c.by == "continent") {
+			t.Errorf("by %s: a range of the key per continent: %v", c.by, got)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

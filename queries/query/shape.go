@@ -96,6 +96,15 @@ var outcomeCountsSQL = func() string {
 	return b.String()
 }()
 
+// ContinentOf is the continent column's value of the group name that
+// groupExpr's continent expression gives.
+func ContinentOf(group string) string {
+	if group == "unknown" {
+		return ""
+	}
+	return group
+}
+
 // groupExpr maps a grouping to its SQL expression; unknown values (empty
 // strings, ASN 0) become "unknown". Only these fixed strings ever reach
 // the query text.
@@ -170,6 +179,10 @@ type Shape struct {
 	DesignAll, DesignKey bool
 	// Continent and Country say which place filters apply.
 	Continent, Country bool
+	// SampleRanges is how many continents the run sample of a report by
+	// continent names (runs_table.sql's "sample range"): each bound as
+	// @sample_continent_N and @sample_bound_N.
+	SampleRanges int
 }
 
 // newShape is o's shape over w.

@@ -60,6 +60,19 @@
 {{- define "place"}}(1{{template "place filters" .}}){{end}}
 {{- define "place filters"}}{{if .Continent}} AND continent = @continent{{end}}{{if .Country}} AND country = @country{{end}}{{end}}
 
+-- "sample range" is the run sample as a range of the runs table's key,
+-- (site, hour, continent, run_id): by continent, each continent the sample
+-- names up to its own bound, so that the fetch reads about the runs it
+-- keeps, whatever the sizes of the others; else every continent up to the
+-- largest bound (@bound, queries.boundID), a row's exact test being "run
+-- sample". The same ids either way: a bound is the largest id whose last
+-- eight bytes are at most the group's number.
+{{- define "sample range"}}
+{{- if .SampleRanges}}({{range $i := .SampleRanges}}{{if $i}}
+           OR {{end}}(continent = @sample_continent_{{$i}} AND run_id <= toUUID(@sample_bound_{{$i}})){{end}})
+{{- else}}run_id <= toUUID(@bound){{end}}
+{{- end}}
+
 -- "run sample" keeps each group's runs whose id is at most its bound
 -- (queries.sampleBound): the id's last eight bytes as a big-endian number,
 -- which ClickHouse stores little-endian in bytes 9 to 16 of the UUID.
