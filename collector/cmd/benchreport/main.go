@@ -225,7 +225,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err := load(ctx, conn, out, now, 2, *grow-*rows, *batch, *optimize); err != nil {
 			return err
 		}
-		grown, err := timeFigures(ctx, conn, out, figures, *repeat, *only)
+		// Raw-row figures keep their targets at the first load only: they
+		// grow with the rows by nature, and their growth is printed.
+		atScale := slices.Clone(figures)
+		for i := range atScale {
+			if atScale[i].o.Source == model.SourceRaw {
+				atScale[i].target = 0
+			}
+		}
+		grown, err := timeFigures(ctx, conn, out, atScale, *repeat, *only)
 		if err != nil {
 			return err
 		}
