@@ -39,15 +39,23 @@
 -- under the samples' column names: a rollup file reads the partial hours at
 -- its window's edges from a row per run instead of a row per sample (a
 -- run's time, place, design, batch order and exclusions are its samples',
--- store's runs_mv.sql; the arrays line up).
+-- store's runs_mv.sql; the arrays line up). A file filters the runs in
+-- PREWHERE and their requests in WHERE: a WHERE beside an ARRAY JOIN is
+-- evaluated on the joined rows, every run's columns copied per request.
 {{- define "edge requests"}}ARRAY JOIN durations AS duration_ms, outcomes AS outcome, wants AS want, errors AS error{{end}}
 
 -- "design" is the design, who measured (browsers, or the agent) and where
 -- ("place filters"). The rollup and runs tables hold browser rows only and
 -- say so in an alias column, so the one condition serves every table.
-{{- define "design"}}({{if .DesignAll}}1{{else if .DesignKey}}{{template "design key"}} = @design{{else -}}
+{{- define "design"}}({{template "design columns" .}} AND source = @source{{template "place filters" .}})
+{{- end}}
+
+-- "design columns" is the design's stored columns alone: a runs file's
+-- PREWHERE, as source is an alias there (18.16 cannot find an alias in a
+-- PREWHERE that selects no mark).
+{{- define "design columns"}}{{if .DesignAll}}1{{else if .DesignKey}}{{template "design key"}} = @design{{else -}}
 (param_parallel = @parallel AND param_bytes = @bytes AND param_warmup = @warmup AND beacon_major = @beacon_major AND param_extra = @extra)
-{{- end}} AND source = @source{{template "place filters" .}})
+{{- end}}
 {{- end}}
 
 -- "design key" is a design in ParseDesign's form ("5,0,2,1" or

@@ -30,9 +30,9 @@ FROM
            quantilesTDigestState({{.Levels}})(if(error = '', duration_ms, toFloat32({{.TimeoutMS}}))) AS duration_state
     FROM runs
     {{template "edge requests"}}
-    WHERE {{template "edge hours" .}}
-      AND (want = 'h2' OR want = 'h3')
-      AND bitAnd(exclusions, {{.BotBit}}) = 0 AND {{template "design" .}}
+    PREWHERE {{template "edge hours" .}}
+      AND bitAnd(exclusions, {{.BotBit}}) = 0 AND {{template "design columns" .}}{{template "place filters" .}}
+    WHERE (want = 'h2' OR want = 'h3') AND source = @source
     GROUP BY grp, sent_to, f
     {{- end}}
 )

@@ -28,8 +28,9 @@ FROM
            quantilesTDigestState({{.Levels}})(duration_ms) AS duration_state
     FROM runs
     {{template "edge requests"}}
-    WHERE {{template "edge hours" .}}
-      AND error = '' AND exclusions = 0 AND (outcome = 'h2' OR outcome = 'h3') AND {{template "design" .}}
+    PREWHERE {{template "edge hours" .}}
+      AND exclusions = 0 AND {{template "design columns" .}}{{template "place filters" .}}
+    WHERE error = '' AND (outcome = 'h2' OR outcome = 'h3') AND source = @source
     GROUP BY w_hour, grp, oc, ord
     {{- end}}
 )

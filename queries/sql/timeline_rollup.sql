@@ -16,8 +16,9 @@ FROM
     SELECT toStartOfHour(time) AS h, toString(outcome) AS oc, countState() AS samples_state
     FROM runs
     {{template "edge requests"}}
-    WHERE {{template "edge hours" .}}
-      AND error = '' AND exclusions = 0 AND {{template "design" .}}
+    PREWHERE {{template "edge hours" .}}
+      AND exclusions = 0 AND {{template "design columns" .}}{{template "place filters" .}}
+    WHERE error = '' AND source = @source
     GROUP BY h, oc
     {{- end}}
 )
