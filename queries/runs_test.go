@@ -47,16 +47,16 @@ func TestSampleBoundIsUniform(t *testing.T) {
 
 // TestRunSampleReadsBelowTheBound: the per-run fetch keeps exactly the
 // runs at most the group's bound, and ClickHouse reads only the granules
-// of the runs table below each continent's bound, so the rows it reads
-// follow the cap, not the group's size — nor the largest bound: a small
-// continent kept whole costs its own runs. By country, the granules below
-// the largest bound.
+// of runs_by_id below each continent's bound, so the rows it reads follow
+// the cap, not the group's size, nor the window's hours (a range a day, not
+// an hour), nor the largest bound: a small continent kept whole costs its
+// own runs. By country, the granules below the largest bound.
 func TestRunSampleReadsBelowTheBound(t *testing.T) {
 	conn := newDB(t)
 	ctx := context.Background()
-	hour := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	day := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	const runs, capRuns = 100000, 3000
-	batch, err := conn.PrepareBatch(ctx, `INSERT INTO runs (time, site, run_id, continent, country, param_parallel, param_warmup,
+	batch, err := conn.PrepareBatch(ctx, `INSERT INTO runs_by_id (time, site, run_id, continent, country, param_parallel, param_warmup,
 		beacon_major, param_order, durations, outcomes, wants, errors)`)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestRunSampleReadsBelowTheBound(t *testing.T) {
 			continent = "OC" // 2 000 runs, every one kept
 		}
 		halves[continent] = append(halves[continent], binary.BigEndian.Uint64(id[8:]))
-		if err := batch.Append(hour.Add(time.Duration(i)*time.Millisecond*30), "skip.example", id, continent, continent,
+		if err := batch.Append(day.Add(time.Duration(i)*24*time.Hour/runs), "skip.example", id, continent, continent,
 			uint8(5), uint8(1), uint16(1), "h2first", []float32{10, 20}, []string{"h2", "h3"}, []string{"h2", "h3"}, []string{"", ""}); err != nil {
 			t.Fatal(err)
 		}
@@ -80,11 +80,11 @@ func TestRunSampleReadsBelowTheBound(t *testing.T) {
 	if err := batch.Send(); err != nil {
 		t.Fatal(err)
 	}
-	o := model.Options{Since: hour, Until: hour.Add(time.Hour), Site: "skip.example", By: "continent", Design: model.Design{All: true}}
+	o := model.Options{Since: day, Until: day.Add(24 * time.Hour), Site: "skip.example", By: "continent", Design: model.Design{All: true}}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	w := query.NewWindow(o.Since, o.Until, hour.Add(2*time.Hour))
+	w := query.NewWindow(o.Since, o.Until, day.Add(25*time.Hour))
 	for _, c := range []struct {
 		by     string
 		groups []string

@@ -54,7 +54,7 @@ type source string
 const (
 	fromRaw       source = "raw"        // samples
 	fromRollup    source = "rollup"     // the hourly tables
-	fromRunsTable source = "runs table" // runs and run_facts, a row per run
+	fromRunsTable source = "runs table" // runs, runs_by_id and run_facts, a row per run
 	fromNEL       source = "nel"        // nel_reports
 )
 

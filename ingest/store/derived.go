@@ -43,6 +43,7 @@ type derivedTable struct {
 // derivedTables are every table a view fills from samples (TestDerivedTablesAreTheViews).
 var derivedTables = []derivedTable{
 	{Name: "runs", Fill: "runs from", Time: "time", Measure: ""},
+	{Name: "runs_by_id", Fill: "runs from", Time: "time", Measure: ""},
 	{Name: "run_facts", Fill: "run facts from", Time: "time", Measure: ""},
 	{Name: "samples_rollup", Fill: "samples rollup from", Time: "hour", Measure: "countMerge(samples)"},
 	{Name: "run_counts", Fill: "run counts from", Time: "hour", Measure: "sum(runs)"},

@@ -121,7 +121,7 @@ func TestCheckFindsHoles(t *testing.T) {
 		short = append(short, d.Table)
 	}
 	slices.Sort(short)
-	want := []string{"failure_counts", "itt_rollup", "run_fact_counts", "run_facts", "samples_rollup"}
+	want := []string{"failure_counts", "itt_rollup", "run_fact_counts", "run_facts", "runs_by_id", "samples_rollup"}
 	if !slices.Equal(short, want) {
 		t.Errorf("tables short: %v, want %v", short, want)
 	}

@@ -68,13 +68,13 @@
 {{- define "place"}}(1{{template "place filters" .}}){{end}}
 {{- define "place filters"}}{{if .Continent}} AND continent = @continent{{end}}{{if .Country}} AND country = @country{{end}}{{end}}
 
--- "sample range" is the run sample as a range of the runs table's key,
--- (site, hour, continent, run_id): by continent, each continent the sample
--- names up to its own bound, so that the fetch reads about the runs it
--- keeps, whatever the sizes of the others; else every continent up to the
--- largest bound (@bound, queries.boundID), a row's exact test being "run
--- sample". The same ids either way: a bound is the largest id whose last
--- eight bytes are at most the group's number.
+-- "sample range" is the run sample as a range of runs_by_id's key, (site,
+-- continent, day, run_id): by continent, each continent the sample names up
+-- to its own bound, so that the fetch reads about the runs it keeps,
+-- whatever the sizes of the others and the traffic; else every continent up
+-- to the largest bound (@bound, queries.boundID), a row's exact test being
+-- "run sample". The same ids either way: a bound is the largest id whose
+-- last eight bytes are at most the group's number.
 {{- define "sample range"}}
 {{- if .SampleRanges}}({{range $i := .SampleRanges}}{{if $i}}
            OR {{end}}(continent = @sample_continent_{{$i}} AND run_id <= toUUID(@sample_bound_{{$i}})){{end}})

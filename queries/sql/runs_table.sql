@@ -1,8 +1,8 @@
 -- runs.sql from the runs table: one row per run holding its parallel
 -- samples as arrays (store migration 0039), so the bootstrap reads a run
 -- instead of its 13 samples. The same selection, the same sample of runs
--- (the same bounds of run_id, @groups, @bounds and @bound; by continent,
--- each continent's range of the table's key, "sample range") and the same
+-- (the same bounds of run_id, @groups, @bounds and @bound, read from
+-- runs_by_id, sorted for it: "sample range") and the same
 -- columns, for reports whose selection the runs table holds: parallel
 -- batches of browser runs (not warm-ups, not by collector, a per-sample
 -- column, not the agent's). A run's failed requests are left out of its
@@ -25,7 +25,7 @@ FROM
         {{.KeptDurations}} AS ds,
         arrayMap(x -> toUInt8(x), {{.Kept}}) AS os,
         toUInt8(param_order = 'h3first') AS h3_first
-    FROM runs
+    FROM runs_by_id
     PREWHERE {{template "sample range" .}}
          AND {{template "run sample" .}}
     WHERE {{template "runs selection" .}}

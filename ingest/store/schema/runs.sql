@@ -9,10 +9,8 @@
 -- failed_errors hold the failed requests alone (empty for most runs) for
 -- the failures section and the intention-to-treat view's failed runs.
 -- Within an hour the rows are sorted by continent, then run id, in
--- granules of 1 024 rows (step 61): the bootstrap's uniform sample of a
--- continent is then a range of the key at the start of each of its hours
--- (queries' "run sample"), and a continent too small to thin is read
--- alone, so the fetch reads about the runs it keeps whatever the traffic.
+-- granules of 1 024 rows (step 61); the bootstrap's sample reads
+-- runs_by_id, the same rows sorted by continent and day before the hour.
 -- Exactly once like samples: a replayed run is left out of the insert
 -- before the view sees it (store.Stored). It holds browser runs only:
 -- source is a constant, like the rollup's.
