@@ -16,8 +16,8 @@ FROM
     UNION ALL
     SELECT param_parallel, param_bytes, param_warmup, beacon_major, param_extra, toUInt64(1) AS n
     FROM runs
-    WHERE {{template "edge hours" .}}
-      AND {{template "place" .}}
+    PREWHERE {{template "edge hours" .}}
+    WHERE {{template "place" .}}
     {{- end}}
 )
 GROUP BY param_parallel, param_bytes, param_warmup, beacon_major, param_extra

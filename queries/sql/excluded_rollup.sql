@@ -43,8 +43,8 @@ FROM
            toUInt64(has(wants, 2)) AS to_h2, toUInt64(h3n > 0) AS to_h3, toUInt64(has(failed_wants, 2)) AS failed_h2,
            toUInt64(has(failed_wants, 3)) AS failed_h3, toUInt64(h3ok < h3n) AS short
     FROM runs
-    WHERE {{template "edge hours" .}}
-      AND {{template "design" .}}
+    PREWHERE {{template "edge hours" .}}
+    WHERE {{template "design" .}}
     {{- end}}
 )
 GROUP BY t, grp

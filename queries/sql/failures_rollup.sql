@@ -17,8 +17,8 @@ FROM
     SELECT {{.Group}} AS grp, toString(w) AS origin, e AS err, toUInt64(1) AS n
     FROM runs
     ARRAY JOIN failed_wants AS w, failed_errors AS e
-    WHERE {{template "edge hours" .}}
-      AND (@include_bots = 1 OR bot = 0)
+    PREWHERE {{template "edge hours" .}}
+    WHERE (@include_bots = 1 OR bot = 0)
       AND {{template "design" .}}
     {{- end}}
 )

@@ -24,8 +24,8 @@ FROM
            toUInt64(1) AS n, toUInt64(has(outcomes, 1)) AS h2, toUInt64(has(outcomes, 2)) AS h3,
            toUInt64(has(outcomes, 3)) AS wanted, toUInt64(has(outcomes, 0)) AS other
     FROM runs
-    WHERE {{template "edge hours" .}}
-      AND (@include_bots = 1 OR bot = 0)
+    PREWHERE {{template "edge hours" .}}
+    WHERE (@include_bots = 1 OR bot = 0)
       AND (@include_excluded = 1 OR bitAnd(exclusions, @exclusions) = 0)
       AND {{template "design" .}}
     {{- end}}

@@ -51,8 +51,8 @@ FROM
            toUInt64(script_errors_idle) AS e_idle, toUInt64(script_errors_warmup) AS e_warmup, toUInt64(script_errors_batch) AS e_batch,
            toUInt64(script_errors_timing) AS e_timing, toUInt64(script_errors_send) AS e_send
     FROM run_facts
-    WHERE {{template "edge hours" .}}
-      AND (@include_bots = 1 OR bot = 0)
+    PREWHERE {{template "edge hours" .}}
+    WHERE (@include_bots = 1 OR bot = 0)
       AND {{template "place" .}}
     {{- end}}
 )
