@@ -139,6 +139,8 @@ func estimate(path string, estimated map[int]bool) bool {
 		switch {
 		case strings.HasPrefix(rest, ".intention_to_treat."), strings.HasPrefix(rest, ".curves."):
 			return true
+		case strings.HasPrefix(rest, ".handshakes[") && (strings.Contains(rest, "].percentiles[") || strings.Contains(rest, "].connect_percentiles[")):
+			return true // t-digest quantiles at any size; the counts, shares and fastest must agree
 		case estimated[gi] && (percentilePath.MatchString(rest) || strings.HasPrefix(rest, ".diff[")):
 			return true
 		}

@@ -12,17 +12,23 @@ import (
 func init() {
 	register(section{
 		name: "handshakes", part: completePart, cost: light,
-		files: []string{"handshakes.sql"},
-		reads: []source{fromRaw},
+		files: []string{"handshakes.sql", "handshakes_rollup.sql"},
+		reads: []source{fromRaw, fromRollup},
 		run: func(ctx context.Context, rep *build, conn driver.Conn) error {
-			return handshakes(ctx, conn, &rep.opts, rep.win, rep.groups.get)
+			return handshakes(ctx, conn, &rep.opts, rep.win, rep.useRollup, rep.groups.get)
 		},
 	})
 }
 
-// handshakes reads every group's requests on new connections.
-func handshakes(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, get func(string) *model.Group) error {
-	st, err := prepare("handshakes.sql", o, w, nil)
+// handshakes reads every group's requests on new connections: from the
+// rollup and the window's edges where the report's figures come from the
+// rollup (sql/handshakes_rollup.sql), else from every sample of the window.
+func handshakes(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, useRollup bool, get func(string) *model.Group) error {
+	name := "handshakes.sql"
+	if useRollup {
+		name = "handshakes_rollup.sql"
+	}
+	st, err := prepare(name, o, w, nil)
 	if err != nil {
 		return err
 	}

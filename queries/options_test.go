@@ -224,6 +224,25 @@ func TestAutoSourceCoversTheWholeWindow(t *testing.T) {
 					}
 				}
 			}
+			// Handshakes: from handshake_rollup for the whole hours and
+			// samples for the edges, the same requests as raw rows give.
+			if len(g.Handshakes) == 0 || len(g.Handshakes) != len(raw.Groups[i].Handshakes) {
+				t.Fatalf("by %s, %s: handshakes from the rollup %+v, from raw rows %+v", by, g.Group, g.Handshakes, raw.Groups[i].Handshakes)
+			}
+			for j, h := range g.Handshakes {
+				r := raw.Groups[i].Handshakes[j]
+				if h.Proto != r.Proto || h.Kind != r.Kind || h.Samples != r.Samples || h.Retried != r.Retried || h.FastestMS != r.FastestMS ||
+					math.Abs(h.ResumedShare-r.ResumedShare) > 1e-6 || math.Abs(h.EarlyShare-r.EarlyShare) > 1e-6 {
+					t.Errorf("by %s, %s: handshakes from the rollup %+v, from raw rows %+v", by, g.Group, h, r)
+				}
+				for k := range h.Percentiles {
+					for _, c := range [][2]float64{{h.Percentiles[k].MS, r.Percentiles[k].MS}, {h.ConnectMS[k].MS, r.ConnectMS[k].MS}} {
+						if math.Abs(c[0]-c[1]) > 0.5+0.03*math.Abs(c[1]) {
+							t.Errorf("by %s, %s: %s handshake p%g %.3f ms from the rollup, %.3f from raw rows", by, g.Group, h.Proto, h.Percentiles[k].P, c[0], c[1])
+						}
+					}
+				}
+			}
 			// The excluded runs: from run_counts for the whole hours and
 			// the runs table for the edges, as the runs table gives them.
 			w := raw.Groups[i]

@@ -50,6 +50,7 @@ var derivedTables = []derivedTable{
 	{Name: "run_fact_counts", Fill: "run fact counts from", Time: "hour", Measure: "sum(runs)"},
 	{Name: "failure_counts", Fill: "failure counts from", Time: "hour", Measure: "sum(failures)"},
 	{Name: "itt_rollup", Fill: "itt rollup from", Time: "hour", Measure: "countMerge(samples)"},
+	{Name: "handshake_rollup", Fill: "handshake rollup from", Time: "hour", Measure: "countMerge(samples)"},
 }
 
 // DerivedTables returns the names of the tables filled from samples, in

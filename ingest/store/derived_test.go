@@ -121,7 +121,7 @@ func TestCheckFindsHoles(t *testing.T) {
 		short = append(short, d.Table)
 	}
 	slices.Sort(short)
-	want := []string{"failure_counts", "itt_rollup", "run_fact_counts", "run_facts", "runs_by_id", "samples_rollup"}
+	want := []string{"failure_counts", "handshake_rollup", "itt_rollup", "run_fact_counts", "run_facts", "runs_by_id", "samples_rollup"}
 	if !slices.Equal(short, want) {
 		t.Errorf("tables short: %v, want %v", short, want)
 	}
@@ -160,7 +160,9 @@ func derivedRuns(t *testing.T, rng *rand.Rand, site string, at time.Time, n int)
 			run.Geo.Continent, run.Geo.Country = "NA", "US"
 		}
 		for k := range run.Report.Samples {
-			run.Report.Samples[k].Duration = float64(20 + rng.IntN(200))
+			s := &run.Report.Samples[k]
+			s.Duration = float64(20 + rng.IntN(200))
+			s.Reused = s.Phase != beacon.PhaseWarmup // a warm-up opens its connection (handshake_rollup)
 		}
 		if rng.IntN(4) == 0 {
 			run.Report.Samples[len(run.Report.Samples)-1].Error = "timeout"

@@ -23,8 +23,9 @@ var (
 )
 
 // DropExpired drops the month partitions of samples, samples_rollup, runs,
-// runs_by_id, run_facts, run_counts, run_fact_counts, failure_counts, itt_rollup and nel_reports that lie entirely before now − retention, and returns them as
-// "table/YYYYMM". A retention of zero or less drops nothing. Dropping whole
+// runs_by_id, run_facts, run_counts, run_fact_counts, failure_counts,
+// itt_rollup, handshake_rollup and nel_reports that lie entirely before
+// now − retention, and returns them as "table/YYYYMM". A retention of zero or less drops nothing. Dropping whole
 // partitions is the retention mechanism both ClickHouse 18.16 (no TTL) and
 // current versions support.
 func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration, now time.Time) ([]string, error) {
@@ -46,7 +47,7 @@ func DropExpiredOnCluster(ctx context.Context, conn driver.Conn, cluster string,
 	list := strings.ReplaceAll(clusterRetentionPartitionsSQL, "/*CLUSTER*/", cluster)
 	return dropExpired(ctx, conn, retention, now, list, []any{db}, func(table string) string {
 		col := "time"
-		if table == "samples_rollup_local" || table == "run_counts_local" || table == "run_fact_counts_local" || table == "failure_counts_local" || table == "itt_rollup_local" {
+		if table == "samples_rollup_local" || table == "run_counts_local" || table == "run_fact_counts_local" || table == "failure_counts_local" || table == "itt_rollup_local" || table == "handshake_rollup_local" {
 			col = "hour"
 		}
 		return strings.NewReplacer("/*DATABASE*/", db, "/*TABLE*/", table, "/*TIME*/", col, "/*CLUSTER*/", cluster).Replace(dropPartitionOnClusterSQL)

@@ -306,3 +306,64 @@ func releasedDB(t *testing.T, selected func(int) bool) driver.Conn {
 	applyReleased(t, conn, "migrations", selected, nil)
 	return conn
 }
+
+// TestHandshakeRollupCopyMatchesView stores runs whose requests opened
+// new connections or reused them, resumed TLS, sent 0-RTT, paid a Retry or
+// failed, in two hours, with a bot's among them, in a database of the
+// release before handshake_rollup, which migration 0063 then fills from
+// samples, and in a new database, whose view feeds it from each insert:
+// both hold, key by key, the counts, sums and t-digest quantiles the
+// samples give when digested directly.
+func TestHandshakeRollupCopyMatchesView(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 20, 0, 0, time.UTC)
+	runs := plantedRuns(t, "hs", at, []func(*store.Run){
+		nil,
+		func(r *store.Run) { r.Report.Samples[0].Server.Resumed = true },
+		func(r *store.Run) {
+			r.Report.Samples[1].Server.EarlyData, r.Report.Samples[1].Server.Resumed = true, true
+		},
+		func(r *store.Run) { r.Report.Samples[0].Server.Retry = true },
+		func(r *store.Run) { r.Report.Samples[2].Error = "timeout" },
+		func(r *store.Run) { r.Received = r.Received.Add(time.Hour) },
+		func(r *store.Run) { r.Bot = true },
+	}, func(i int, r *store.Run) {
+		for k := range r.Report.Samples {
+			s := &r.Report.Samples[k]
+			s.Duration, s.Connect = float64(20+7*i+3*k), float64(5+i+k)
+			s.Reused = k%3 == 2
+		}
+	})
+	released, fresh := copiedAndViewed(t, "0063_handshake_rollup.sql", runs, 3)
+	const keys = "hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_extra, got, retried"
+	const levels, merge = "quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99)", "quantilesTDigestMerge(0.5, 0.75, 0.9, 0.95, 0.99)"
+	digested := rowsText(t, fresh, "SELECT toString(tuple("+keys+", count(), arrayMap(x -> round(x, 3), "+levels+"(duration_ms)), "+
+		"arrayMap(x -> round(x, 3), "+levels+"(connect_ms)), min(duration_ms), sum(srv_resumed), sum(srv_early))) AS k FROM "+
+		"(SELECT toStartOfHour(time) AS hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_extra, "+
+		"got, srv_retry AS retried, duration_ms, connect_ms, srv_resumed, srv_early FROM samples "+
+		"WHERE reused = 0 AND error = '' AND got IN ('h2', 'h3') AND bot = 0) GROUP BY "+keys+" ORDER BY k")
+	const merged = "SELECT toString(tuple(" + keys + ", countMerge(samples), arrayMap(x -> round(x, 3), " + merge + "(duration)), " +
+		"arrayMap(x -> round(x, 3), " + merge + "(connect)), minMerge(fastest), sumMerge(resumed), sumMerge(early))) AS k " +
+		"FROM handshake_rollup GROUP BY " + keys + " ORDER BY k"
+	copied, viewed := rowsText(t, released, merged), rowsText(t, fresh, merged)
+	if digested == "" || copied != digested || viewed != digested {
+		t.Errorf("the samples, digested:\n%s\nhandshake_rollup, copied by 0063:\n%s\nhandshake_rollup, made by the view:\n%s", digested, copied, viewed)
+	}
+	newConns := countRows(t, fresh, "SELECT count() FROM samples WHERE reused = 0 AND error = '' AND bot = 0")
+	for _, c := range []struct {
+		q    string
+		want uint64
+	}{
+		{"SELECT countMerge(samples) FROM handshake_rollup", newConns},
+		{"SELECT countMerge(samples) FROM handshake_rollup WHERE retried = 1", 1},
+		{"SELECT sumMerge(resumed) FROM handshake_rollup", 2},
+		{"SELECT sumMerge(early) FROM handshake_rollup", 1},
+		{"SELECT count() FROM (SELECT DISTINCT hour FROM handshake_rollup)", 2},
+	} {
+		if n := countRows(t, fresh, c.q); n != c.want {
+			t.Errorf("%s: %d, want %d", c.q, n, c.want)
+		}
+	}
+	if n := countRows(t, fresh, "SELECT count() FROM samples WHERE reused = 1"); newConns == 0 || n == 0 {
+		t.Fatalf("the planted runs have %d requests on new connections and %d on reused ones, want both", newConns, n)
+	}
+}

@@ -249,9 +249,14 @@ func toRun(rows []Sample) store.Run {
 		Params:  beacon.Params{Order: Order(r.RunID), Trigger: "load"},
 		Samples: make([]beacon.Sample, len(rows))}
 	for i, s := range rows {
-		// Every request reuses the connection its origin's warm-up opened.
+		// A warm-up opens its origin's connection (its set-up, half its
+		// time, is what the handshakes section reads); every later
+		// request reuses it.
 		rep.Samples[i] = beacon.Sample{Seq: int(s.Seq), Phase: beacon.Phase(s.Phase), Want: beacon.Proto(s.Want),
 			Got: beacon.Proto(s.Got), Duration: float64(s.Duration), Error: s.Error, Reused: true}
+		if s.Phase == string(beacon.PhaseWarmup) {
+			rep.Samples[i].Reused, rep.Samples[i].Connect = false, float64(s.Duration)/2
+		}
 		if s.Collector != "" {
 			// The connection id carries the collector; without
 			// Server-Timing present it does not enter the cold rule.

@@ -428,7 +428,7 @@ func load(ctx context.Context, conn driver.Conn, out io.Writer, now time.Time, s
 		// A live server merges the parts of the rollups and count tables in
 		// the background; right after a bulk load there are ~rows/batch
 		// unmerged parts of each (t-digest states, sums by key).
-		for _, table := range []string{"samples_rollup", "itt_rollup", "run_counts", "run_fact_counts", "failure_counts"} {
+		for _, table := range []string{"samples_rollup", "itt_rollup", "handshake_rollup", "run_counts", "run_fact_counts", "failure_counts"} {
 			t1 := time.Now()
 			if err := conn.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL"); err != nil {
 				return fmt.Errorf("optimizing %s: %w", table, err)

@@ -1,0 +1,44 @@
+-- handshakes.sql for reports from the rollup: the same figures by group
+-- and protocol, the window's whole hours from handshake_rollup and its
+-- partial hours from samples (a hour-sorted range each), merged into the
+-- same states. A browser report's requests have no kind (''); the
+-- requests whose connection paid a QUIC Retry are counted apart
+-- (retried), as in handshakes.sql. The edges' states keep .Levels, the
+-- rollup columns' type.
+SELECT
+    grp,
+    proto,
+    '' AS kind,
+    countMergeIf(samples_state, r = 0) AS n_samples,
+    quantilesTDigestMergeIf({{.Levels}})(duration_state, r = 0) AS q,
+    quantilesTDigestMergeIf({{.Levels}})(connect_state, r = 0) AS qc,
+    minMergeIf(fastest_state, r = 0) AS fastest,
+    sumMergeIf(resumed_state, r = 0) / n_samples AS resumed,
+    sumMergeIf(early_state, r = 0) / n_samples AS early,
+    countMergeIf(samples_state, r = 1) AS retried
+FROM
+(
+    SELECT {{.Group}} AS grp, toString(got) AS proto, retried AS r,
+           samples AS samples_state, duration AS duration_state, connect AS connect_state,
+           fastest AS fastest_state, resumed AS resumed_state, early AS early_state
+    FROM handshake_rollup
+    WHERE {{template "whole hours" .}}
+      AND {{template "design" .}}
+    {{- if .Edges}}
+    UNION ALL
+    SELECT {{.Group}} AS grp, toString(got) AS proto, srv_retry AS r,
+           countState() AS samples_state,
+           quantilesTDigestState({{.Levels}})(duration_ms) AS duration_state,
+           quantilesTDigestState({{.Levels}})(connect_ms) AS connect_state,
+           minState(duration_ms) AS fastest_state,
+           sumState(srv_resumed) AS resumed_state, sumState(srv_early) AS early_state
+    FROM samples
+    PREWHERE {{template "edge hours" .}}
+    WHERE reused = 0 AND error = '' AND (got = 'h2' OR got = 'h3')
+      AND bitAnd(exclusions, {{.BotBit}}) = 0
+      AND {{template "design" .}}
+    GROUP BY grp, proto, r
+    {{- end}}
+)
+GROUP BY grp, proto
+ORDER BY grp, proto
