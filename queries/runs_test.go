@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 
 	"github.com/h3rum/h3rum/queries/model"
@@ -135,5 +136,71 @@ func TestRunSampleReadsBelowTheBound(t *testing.T) {
 		if got := float64(read.Load()) / runs; got > c.read || got == 0 {
 			t.Errorf("groups %v: read %.0f %% of the runs table, want at most %.0f %% (and not nothing)", c.groups, 100*got, 100*c.read)
 		}
+	}
+}
+
+// TestEdgeReadsItsMinutes: a rollup file reads the partial hour at its
+// window's edge from the runs table, sorted by time, so it reads about
+// the edge's runs: 10 minutes of two hours here, where the runs table
+// sorted by hour and continent read the edge's whole hour.
+func TestEdgeReadsItsMinutes(t *testing.T) {
+	conn := newDB(t)
+	ctx := context.Background()
+	start := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	const runs = 60000
+	batch, err := conn.PrepareBatch(ctx, `INSERT INTO runs (time, site, run_id, continent, country, param_parallel, param_warmup,
+		beacon_major, param_order, durations, outcomes, wants, errors)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range runs {
+		var id uuid.UUID
+		binary.BigEndian.PutUint64(id[:8], rng.Uint64())
+		binary.BigEndian.PutUint64(id[8:], rng.Uint64())
+		continent := []string{"EU", "NA", "AS"}[i%3]
+		if err := batch.Append(start.Add(time.Duration(i)*2*time.Hour/runs), "edge.example", id, continent, continent,
+			uint8(5), uint8(1), uint16(1), "h2first", []float32{10, 20}, []string{"h2", "h3"}, []string{"h2", "h3"}, []string{"", ""}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Exec(ctx, "OPTIMIZE TABLE runs FINAL"); err != nil {
+		t.Fatal(err)
+	}
+	o := model.Options{Since: start.Add(50 * time.Minute), Until: start.Add(2 * time.Hour), Site: "edge.example", Design: model.Design{All: true}}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := prepare("points_rollup.sql", &o, query.NewWindow(o.Since, o.Until, start.Add(3*time.Hour)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Uint64
+	qctx := clickhouse.Context(ctx, clickhouse.WithProgress(func(p *clickhouse.Progress) { read.Add(p.Rows) }))
+	var samples uint64
+	if err := st.Each(qctx, conn, "points", func(rows driver.Rows) error {
+		var grp, oc, ord string
+		var n, s uint64
+		var q []float32
+		if err := rows.Scan(&grp, &oc, &ord, &n, &s, &q); err != nil {
+			return err
+		}
+		if grp == "" {
+			samples = s // the grand total
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const edgeRuns = runs / 12 // 10 of 120 minutes
+	if samples != 2*edgeRuns {
+		t.Errorf("the edge's requests: %d, want %d", samples, 2*edgeRuns)
+	}
+	t.Logf("read %d rows for an edge of %d runs", read.Load(), edgeRuns)
+	if got := read.Load(); got > edgeRuns+3*1024 {
+		t.Errorf("read %d rows for an edge of %d runs of %d: want the edge's granules alone", got, edgeRuns, runs)
 	}
 }

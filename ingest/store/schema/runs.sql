@@ -8,9 +8,9 @@
 -- read one row per run instead of 13 samples. failed_wants and
 -- failed_errors hold the failed requests alone (empty for most runs) for
 -- the failures section and the intention-to-treat view's failed runs.
--- Within an hour the rows are sorted by continent, then run id, in
--- granules of 1 024 rows (step 61); the bootstrap's sample reads
--- runs_by_id, the same rows sorted by continent and day before the hour.
+-- The rows are sorted by time in granules of 1 024 rows (step 64), for
+-- the reads by time; the bootstrap's sample reads runs_by_id, the same
+-- rows sorted by continent and day.
 -- Exactly once like samples: a replayed run is left out of the insert
 -- before the view sees it (store.Stored). It holds browser runs only:
 -- source is a constant, like the rollup's.
@@ -35,7 +35,9 @@ CREATE TABLE IF NOT EXISTS {{.Local "runs"}}{{.OnCluster}}
 {{- /* What runs and run_facts share, one row a run each: the run's
 identity, place and design columns, and the end of the table — source as
 a constant (browser runs only), ReplacingMergeTree by site, hour and run
-id (runs: and continent before the run id, from step 61), and in cluster mode the Distributed table sharded by run id as samples
+id (runs: and continent before the run id, from step 61; by site, time
+and run id from step 64, so that a read by time reads the granules of its
+minutes alone: the partial hours at a window's edges), and in cluster mode the Distributed table sharded by run id as samples
 are (the table's view writes each run's row to the shard of its samples). */ -}}
 {{define "run columns"}}    time            DateTime('UTC'),
     site            String,
@@ -51,7 +53,10 @@ are (the table's view writes each run's row to the shard of its samples). */ -}}
 )
 ENGINE = {{.Engine "ReplacingMergeTree" .Table}}
 PARTITION BY toYYYYMM(time)
-{{- if and (eq .Table "runs") (.Since 61)}}
+{{- if and (eq .Table "runs") (.Since 64)}}
+ORDER BY (site, time, run_id)
+SETTINGS index_granularity = 1024, old_parts_lifetime = 10
+{{- else if and (eq .Table "runs") (.Since 61)}}
 ORDER BY (site, toStartOfHour(time), continent, run_id)
 SETTINGS index_granularity = 1024, old_parts_lifetime = 10
 {{- else}}
