@@ -55,10 +55,7 @@ func TestRunCountsCopyMatchesView(t *testing.T) {
 	if n := countRows(t, fresh, "SELECT count() FROM runs"); n != uint64(len(runs)) {
 		t.Fatalf("runs holds %d rows, want one for each of the %d runs", n, len(runs))
 	}
-	for _, c := range []struct {
-		q    string
-		want uint64
-	}{
+	expectCounts(t, fresh, []countCheck{
 		{"SELECT sum(runs) FROM run_counts", uint64(len(runs))},
 		{"SELECT sum(runs) FROM run_counts WHERE continent = 'EU' AND hour = toDateTime('2026-11-30 10:00:00', 'UTC') AND exclusions = 0 AND param_order = 'h3first'", 2},
 		{"SELECT sum(runs_h2) + sum(runs_h3) FROM run_counts WHERE continent = 'EU' AND hour = toDateTime('2026-11-30 10:00:00', 'UTC') AND exclusions = 0 AND param_order = 'h3first'", 4},
@@ -69,11 +66,7 @@ func TestRunCountsCopyMatchesView(t *testing.T) {
 		{"SELECT toUInt64(sum(runs_to_h3) - sum(runs_h3_short)) FROM run_counts", 7}, // HTTP/3 available to every other run
 		{"SELECT sum(runs_cold_h2) + sum(runs_cold_h3) FROM run_counts", 0},          // warmed up: no cold batch request
 		{"SELECT sum(runs) FROM run_counts WHERE exclusions != 0", 3},                // the bot's, the failed one and the one that wanted h3
-	} {
-		if n := countRows(t, fresh, c.q); n != c.want {
-			t.Errorf("%s: %d, want %d", c.q, n, c.want)
-		}
-	}
+	})
 }
 
 // rowsText is the first column of q's rows, a line each.
@@ -119,21 +112,14 @@ func TestRunFactCountsCopyMatchesView(t *testing.T) {
 	if counted == "" || copied != counted || viewed != counted {
 		t.Errorf("run_facts, counted:\n%s\nrun_fact_counts, copied by 0052:\n%s\nrun_fact_counts, made by the view:\n%s", counted, copied, viewed)
 	}
-	for _, c := range []struct {
-		q    string
-		want uint64
-	}{
+	expectCounts(t, fresh, []countCheck{
 		{"SELECT sum(runs) FROM run_fact_counts", uint64(len(runs))},
 		{"SELECT sum(runs_first_h3) FROM run_fact_counts", 4}, // the plain run, the script errors', the bot's and the one cut short
 		{"SELECT sum(runs_upgraded) FROM run_fact_counts", 1},
 		{"SELECT sum(runs_never_h3) FROM run_fact_counts", 1},
 		{"SELECT sum(errors_batch) + sum(errors_send) FROM run_fact_counts", 3},
 		{"SELECT sum(runs) FROM run_fact_counts WHERE bot = 1", 1},
-	} {
-		if n := countRows(t, fresh, c.q); n != c.want {
-			t.Errorf("%s: %d, want %d", c.q, n, c.want)
-		}
-	}
+	})
 }
 
 // TestFailureCountsCopyMatchesView stores runs with failed requests to
@@ -171,19 +157,12 @@ func TestFailureCountsCopyMatchesView(t *testing.T) {
 	if counted == "" || copied != counted || viewed != counted {
 		t.Errorf("the runs table's failures, counted:\n%s\nfailure_counts, copied by 0053:\n%s\nfailure_counts, made by the view:\n%s", counted, copied, viewed)
 	}
-	for _, c := range []struct {
-		q    string
-		want uint64
-	}{
+	expectCounts(t, fresh, []countCheck{
 		{"SELECT sum(failures) FROM failure_counts", 6},
 		{"SELECT sum(failures) FROM failure_counts WHERE want = 'h3' AND error = 'timeout'", 2},
 		{"SELECT sum(failures) FROM failure_counts WHERE want = 'h3' AND error = 'network' AND hour = toDateTime('2026-11-30 11:00:00', 'UTC')", 1},
 		{"SELECT sum(failures) FROM failure_counts WHERE bot = 1", 1},
-	} {
-		if n := countRows(t, fresh, c.q); n != c.want {
-			t.Errorf("%s: %d, want %d", c.q, n, c.want)
-		}
-	}
+	})
 }
 
 // TestIttRollupCopyMatchesView stores runs with failed requests to
@@ -228,19 +207,12 @@ func TestIttRollupCopyMatchesView(t *testing.T) {
 	if digested == "" || copied != digested || viewed != digested {
 		t.Errorf("the samples, digested:\n%s\nitt_rollup, copied by 0054:\n%s\nitt_rollup, made by the view:\n%s", digested, copied, viewed)
 	}
-	for _, c := range []struct {
-		q    string
-		want uint64
-	}{
+	expectCounts(t, fresh, []countCheck{
 		{"SELECT countMerge(samples) FROM itt_rollup", uint64(len(runs) * 2 * 5)},
 		{"SELECT countMerge(samples) FROM itt_rollup WHERE failed = 1", 2},
 		{"SELECT countMerge(samples) FROM itt_rollup WHERE bot = 1", 2 * 5}, // five requests a batch
 		{"SELECT count() FROM (SELECT DISTINCT hour FROM itt_rollup)", 2},
-	} {
-		if n := countRows(t, fresh, c.q); n != c.want {
-			t.Errorf("%s: %d, want %d", c.q, n, c.want)
-		}
-	}
+	})
 }
 
 // plantedRuns returns a run of site a minute apart from at for each
@@ -349,21 +321,30 @@ func TestHandshakeRollupCopyMatchesView(t *testing.T) {
 		t.Errorf("the samples, digested:\n%s\nhandshake_rollup, copied by 0063:\n%s\nhandshake_rollup, made by the view:\n%s", digested, copied, viewed)
 	}
 	newConns := countRows(t, fresh, "SELECT count() FROM samples WHERE reused = 0 AND error = '' AND bot = 0")
-	for _, c := range []struct {
-		q    string
-		want uint64
-	}{
+	expectCounts(t, fresh, []countCheck{
 		{"SELECT countMerge(samples) FROM handshake_rollup", newConns},
 		{"SELECT countMerge(samples) FROM handshake_rollup WHERE retried = 1", 1},
 		{"SELECT sumMerge(resumed) FROM handshake_rollup", 2},
 		{"SELECT sumMerge(early) FROM handshake_rollup", 1},
 		{"SELECT count() FROM (SELECT DISTINCT hour FROM handshake_rollup)", 2},
-	} {
-		if n := countRows(t, fresh, c.q); n != c.want {
-			t.Errorf("%s: %d, want %d", c.q, n, c.want)
-		}
-	}
+	})
 	if n := countRows(t, fresh, "SELECT count() FROM samples WHERE reused = 1"); newConns == 0 || n == 0 {
 		t.Fatalf("the planted runs have %d requests on new connections and %d on reused ones, want both", newConns, n)
+	}
+}
+
+// countCheck is a query that counts something and the count it should give.
+type countCheck struct {
+	q    string
+	want uint64
+}
+
+// expectCounts runs each check's query on conn.
+func expectCounts(t *testing.T, conn driver.Conn, checks []countCheck) {
+	t.Helper()
+	for _, c := range checks {
+		if n := countRows(t, conn, c.q); n != c.want {
+			t.Errorf("%s: %d, want %d", c.q, n, c.want)
+		}
 	}
 }

@@ -41,21 +41,14 @@ func TestRunFactsCopyMatchesView(t *testing.T) {
 	if n := countRows(t, fresh, "SELECT count() FROM run_facts"); n != uint64(len(runs)) {
 		t.Errorf("run_facts holds %d rows, want one for each of the %d runs", n, len(runs))
 	}
-	for _, c := range []struct {
-		q    string
-		want uint64
-	}{
+	expectCounts(t, fresh, []countCheck{
 		{"SELECT count() FROM run_facts WHERE first_known = 1 AND first_h3 = 1", 4}, // the plain run, the script errors', the bot's and the one cut short
 		{"SELECT count() FROM run_facts WHERE first_known = 1 AND first_h3 = 0 AND later_h3 = 1", 1},
 		{"SELECT count() FROM run_facts WHERE first_known = 1 AND first_h3 = 0 AND later_h3 = 0", 1},
 		{"SELECT count() FROM run_facts WHERE first_known = 0", 1},
 		{"SELECT sum(script_errors_batch) + sum(script_errors_send) FROM run_facts", 3},
 		{"SELECT count() FROM run_facts WHERE bot = 1", 1},
-	} {
-		if n := countRows(t, fresh, c.q); n != c.want {
-			t.Errorf("%s: %d, want %d", c.q, n, c.want)
-		}
-	}
+	})
 }
 
 // runFacts is run_facts' rows as text, in run order.
