@@ -333,3 +333,47 @@ func TestHeadlineOnly(t *testing.T) {
 		t.Errorf("verdicts: headline %s, complete %s", jv, jf)
 	}
 }
+
+// TestHandshakesAllRetried: a group whose every new connection paid a
+// QUIC Retry has no handshake to describe: its requests are counted as
+// retried and its shares are 0 (a share of nothing, never NaN, which no
+// report can carry), from raw rows and from the rollup, with and without
+// edges.
+func TestHandshakesAllRetried(t *testing.T) {
+	conn := newDB(t)
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var b store.Batch
+	const runs = 40
+	for i := range runs {
+		run := storetest.RunOf(t, beacontest.Run{Site: "retry", Warmup: 2})
+		run.Received = at.Add(time.Duration(i) * time.Second)
+		for k := range run.Report.Samples[:2] {
+			s := &run.Report.Samples[k]
+			s.Reused, s.Connect, s.Server.Retry = false, 20, true
+		}
+		b.Add(&run)
+	}
+	if err := b.Insert(context.Background(), conn); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []model.Source{model.SourceRaw, model.SourceRollup} {
+		for _, since := range []time.Time{at, at.Add(-30 * time.Minute)} {
+			rep, err := Run(context.Background(), conn, model.Options{Since: since, Until: since.Add(time.Hour), Site: "retry", By: "none", Source: src, Now: at.Add(2 * time.Hour)})
+			if err != nil {
+				t.Fatalf("%s from %s: %v", src, since.Format(time.TimeOnly), err)
+			}
+			retried := 0
+			for _, g := range rep.Groups {
+				for _, h := range g.Handshakes {
+					retried += h.Retried
+					if h.Samples != 0 || h.ResumedShare != 0 || h.EarlyShare != 0 {
+						t.Errorf("%s from %s: %+v, want no request counted", src, since.Format(time.TimeOnly), h)
+					}
+				}
+			}
+			if retried != 2*runs {
+				t.Errorf("%s from %s: %d retried, want %d", src, since.Format(time.TimeOnly), retried, 2*runs)
+			}
+		}
+	}
+}

@@ -25,9 +25,9 @@ var (
 // DropExpired drops the month partitions of samples, samples_rollup, runs,
 // runs_by_id, run_facts, run_counts, run_fact_counts, failure_counts,
 // itt_rollup, handshake_rollup and nel_reports that lie entirely before
-// now − retention, and returns them as "table/YYYYMM". A retention of zero or less drops nothing. Dropping whole
-// partitions is the retention mechanism both ClickHouse 18.16 (no TTL) and
-// current versions support.
+// now − retention, and returns them as "table/YYYYMM". A retention of zero
+// or less drops nothing. Dropping whole partitions is the retention
+// mechanism both ClickHouse 18.16 (no TTL) and current versions support.
 func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration, now time.Time) ([]string, error) {
 	return dropExpired(ctx, conn, retention, now, retentionPartitionsSQL, nil, func(table string) string {
 		// table is one of the listing's fixed names, never user text.
@@ -46,9 +46,11 @@ func DropExpiredOnCluster(ctx context.Context, conn driver.Conn, cluster string,
 	}
 	list := strings.ReplaceAll(clusterRetentionPartitionsSQL, "/*CLUSTER*/", cluster)
 	return dropExpired(ctx, conn, retention, now, list, []any{db}, func(table string) string {
-		col := "time"
-		if table == "samples_rollup_local" || table == "run_counts_local" || table == "run_fact_counts_local" || table == "failure_counts_local" || table == "itt_rollup_local" || table == "handshake_rollup_local" {
-			col = "hour"
+		col := "time" // samples' and nel_reports', and the per-run tables'
+		for _, dt := range derivedTables {
+			if dt.Name+"_local" == table {
+				col = dt.Time
+			}
 		}
 		return strings.NewReplacer("/*DATABASE*/", db, "/*TABLE*/", table, "/*TIME*/", col, "/*CLUSTER*/", cluster).Replace(dropPartitionOnClusterSQL)
 	})

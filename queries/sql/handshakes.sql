@@ -10,7 +10,8 @@
 -- protocol's round trips set, which noise (queueing, a busy CPU) only adds
 -- to. A request whose connection paid a QUIC Retry's round trip (the
 -- server's word, srv_retry) is counted apart and left out of the figures:
--- its wait holds a round trip the path and the protocol do not cost.
+-- its wait holds a round trip the path and the protocol do not cost. With
+-- every request retried, the shares are 0: a share of nothing.
 SELECT
     {{.Group}} AS grp,
     toString(got) AS proto,
@@ -19,8 +20,8 @@ SELECT
     quantilesTDigestIf({{.Levels}})(duration_ms, srv_retry = 0) AS q,
     quantilesTDigestIf({{.Levels}})(connect_ms, srv_retry = 0) AS qc,
     minIf(duration_ms, srv_retry = 0) AS fastest,
-    avgIf(srv_resumed, srv_retry = 0) AS resumed,
-    avgIf(srv_early, srv_retry = 0) AS early,
+    if(n_samples = 0, 0, avgIf(srv_resumed, srv_retry = 0)) AS resumed,
+    if(n_samples = 0, 0, avgIf(srv_early, srv_retry = 0)) AS early,
     countIf(srv_retry = 1) AS retried
 FROM samples
 WHERE time >= toDateTime(@since, 'UTC') AND time < toDateTime(@until, 'UTC')

@@ -13,8 +13,8 @@ SELECT
     quantilesTDigestMergeIf({{.Levels}})(duration_state, r = 0) AS q,
     quantilesTDigestMergeIf({{.Levels}})(connect_state, r = 0) AS qc,
     minMergeIf(fastest_state, r = 0) AS fastest,
-    sumMergeIf(resumed_state, r = 0) / n_samples AS resumed,
-    sumMergeIf(early_state, r = 0) / n_samples AS early,
+    if(n_samples = 0, 0, sumMergeIf(resumed_state, r = 0) / n_samples) AS resumed,
+    if(n_samples = 0, 0, sumMergeIf(early_state, r = 0) / n_samples) AS early,
     countMergeIf(samples_state, r = 1) AS retried
 FROM
 (
