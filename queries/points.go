@@ -15,10 +15,13 @@ func init() {
 		files: []string{"points_raw.sql", "points_rollup.sql", "points_runs.sql", "points_runs_counts.sql", "points_runs_counts_rollup.sql"},
 		reads: []source{fromRaw, fromRollup, fromRunsTable},
 		run: func(ctx context.Context, rep *build, conn driver.Conn) error {
-			if err := points(ctx, conn, &rep.opts, rep.win, rep.useRollup, rep.groups.get, rep.windowRuns, rep.rollupCurves, rep.groupRuns); err != nil {
+			if err := points(ctx, conn, &rep.opts, rep.win, rep.useRollup, rep.groups.get, rep.windowRuns, rep.rollupCurves, rep.rollupTrend, rep.groupRuns); err != nil {
 				return err
 			}
 			rep.groupRuns.set(nil) // where no count came first: the bootstrap takes the groups'
+			if rep.rollupTrend != nil {
+				rep.rollupTrend.set(nil) // where the trend was not read: it reads its own
+			}
 			rep.pointsDone.set(struct{}{})
 			return nil
 		},
@@ -30,8 +33,8 @@ func init() {
 // Raw reports whose selection the runs table holds read it instead of the
 // samples (points_runs.sql): a row per run, and exact run counts; reports
 // from the rollup take their run counts from it too (withExactRuns).
-func points(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, useRollup bool, get func(string) *model.Group, wr *windowRuns, cv *handoff[[]curveRow], gr *handoff[map[string]groupRuns]) error {
-	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, cv, add) }
+func points(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, useRollup bool, get func(string) *model.Group, wr *windowRuns, cv *handoff[[]curveRow], tr *handoff[[]gridRow], gr *handoff[map[string]groupRuns]) error {
+	read := func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, useRollup, cv, tr, add) }
 	if !useRollup && query.RunsTableSelects(o) {
 		read = func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) }
 	}
@@ -127,11 +130,20 @@ type pointRow func(grp, outcome, order string, runs, nSamples uint64, qs []float
 // rollup it reads every row at query.CurveGrid, hands add the percentiles
 // among them and cv the H2 and H3 rows of each batch order, the
 // distribution's curves (set even when the read fails, so that the
-// curves never wait on it).
-func pointsFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, useRollup bool, cv *handoff[[]curveRow], add pointRow) error {
+// curves never wait on it). With tr, the trend's handoff where the trend
+// reads the rollup (trendFromRollup), it reads the trend's quantile grid
+// in the same pass (query.Shape.Trend) and hands tr its rows.
+func pointsFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, useRollup bool, cv *handoff[[]curveRow], tr *handoff[[]gridRow], add pointRow) error {
 	// The runs table counts runs exactly where it holds the selection
 	// (withExactRuns), which the rollup's HyperLogLog states cannot.
-	st, err := prepare(query.SourceFile("points", useRollup), o, w, func(s *query.Shape) { s.ExactRuns = query.RunsTableSelects(o) })
+	exact := query.RunsTableSelects(o)
+	trend := useRollup && exact && tr != nil
+	st, err := prepare(query.SourceFile("points", useRollup), o, w, func(s *query.Shape) {
+		s.ExactRuns = exact
+		if trend {
+			s.WithTrend()
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -139,18 +151,38 @@ func pointsFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, 
 	if useRollup { // the query merges the t-digests at query.CurveGrid (MergeLevels)
 		defer func() { cv.set(curveRows) }()
 	}
+	levels := len(query.CurveGrid)
+	var trendRows []gridRow
+	if trend {
+		levels, trendRows = len(query.MergeGrid), []gridRow{}
+		defer func() { tr.set(trendRows) }()
+	}
 	return st.Each(ctx, conn, "percentiles", func(rows driver.Rows) error {
 		var (
 			grp, outcome, order string
 			runs, nSamples      uint64
 			qs                  []float32
+			t                   uint32
 		)
-		if err := rows.Scan(&grp, &outcome, &order, &runs, &nSamples, &qs); err != nil {
+		dest := []any{&grp, &outcome, &order, &runs, &nSamples, &qs}
+		if trend {
+			dest = append(dest, &t)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
 		if useRollup {
-			if len(qs) != len(query.CurveGrid) {
-				return fmt.Errorf("%d quantiles in a row, want the %d curve levels", len(qs), len(query.CurveGrid))
+			if len(qs) != levels {
+				return fmt.Errorf("%d quantiles in a row, want %d levels", len(qs), levels)
+			}
+			if trend {
+				if t != 0 { // a window's row: the trend's, not the point estimates'
+					if outcome == model.OutcomeH2 || outcome == model.OutcomeH3 {
+						trendRows = append(trendRows, gridRow{trendCell{t, grp, order}, outcome, pick(qs, query.TrendAt)})
+					}
+					return nil
+				}
+				qs = pick(qs, query.CurveAt)
 			}
 			if _, ok := orderIndex(order); ok && (outcome == model.OutcomeH2 || outcome == model.OutcomeH3) {
 				curveRows = append(curveRows, curveRow{grp, outcome, order, qs})
@@ -160,6 +192,15 @@ func pointsFromSamples(ctx context.Context, conn driver.Conn, o *model.Options, 
 		add(grp, outcome, order, runs, nSamples, qs)
 		return nil
 	})
+}
+
+// pick returns qs at the indices at.
+func pick(qs []float32, at []int) []float32 {
+	out := make([]float32, len(at))
+	for i, j := range at {
+		out[i] = qs[j]
+	}
+	return out
 }
 
 // pointsFromRuns reads points_runs.sql, a row per group × order with the

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,8 +27,14 @@ func Run(ctx context.Context, conn driver.Conn, opts model.Options) (*model.Repo
 		return nil, err
 	}
 	first := rep.sectionsOf(estimatePart)
-	a, b := lanes(rep.sectionsOf(completePart))
-	all := [][]section{append(first[:1:1], rep.sectionsOf(runsPart)...), append(first[1:], a...), b}
+	complete := rep.sectionsOf(completePart)
+	if slices.ContainsFunc(complete, func(s section) bool { return s.name == "trend" }) {
+		// The point estimates read the trend's grid in their pass over
+		// the rollup; Estimate does not, to paint first sooner.
+		rep.rollupTrend = newHandoff[[]gridRow]()
+	}
+	a, b := lanes(complete)
+	all := [][]section{first[:1], rep.sectionsOf(runsPart), append(first[1:], a...), b}
 	if err := rep.complete(ctx, conn, all); err != nil {
 		return nil, err
 	}
@@ -78,6 +85,7 @@ type build struct {
 	ittFromRollup bool                              // the intention-to-treat view came from the rollup, without run counts
 	windowRuns    *windowRuns                       // the trend's runs per window, counted with the point estimates
 	rollupCurves  *handoff[[]curveRow]              // the curves' rows, read with the point estimates from the rollup
+	rollupTrend   *handoff[[]gridRow]               // the trend's quantile grid, read with them where Run reads the trend (nil: the trend reads its own)
 	groupRuns     *handoff[map[string]groupRuns]    // the groups' runs, as soon as counted (nil: from the groups once the points are done)
 	pointsDone    *handoff[struct{}]                // set once the point estimates are in the groups
 	windowAvail   map[trendCell]*model.Availability // the trend's availability per window × group, from excluded

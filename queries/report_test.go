@@ -923,7 +923,7 @@ func comparePoints(t *testing.T, ctx context.Context, conn driver.Conn, o *model
 	t.Helper()
 	var got [2]map[string]*model.Group
 	for k, read := range []func(pointRow) error{
-		func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, false, nil, add) },
+		func(add pointRow) error { return pointsFromSamples(ctx, conn, o, w, false, nil, nil, add) },
 		func(add pointRow) error { return pointsFromRuns(ctx, conn, o, w, add) },
 	} {
 		groups := map[string]*model.Group{}

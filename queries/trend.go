@@ -20,7 +20,7 @@ func init() {
 		files: []string{"trend.sql", "quantiles_rollup.sql", "quantiles_runs.sql"},
 		reads: []source{fromRaw, fromRollup, fromRunsTable},
 		run: func(ctx context.Context, rep *build, conn driver.Conn) (err error) {
-			rep.Trend, err = trend(ctx, conn, &rep.opts, rep.win, rep.windowRuns)
+			rep.Trend, err = trend(ctx, conn, &rep.opts, rep.win, rep.windowRuns, rep.rollupTrend)
 			return err
 		},
 	})
@@ -32,7 +32,7 @@ const trendMethod = "rank interval per protocol with runs as the sample size, H2
 // trend reads the report's trend (sql/trend.sql and the sources beside
 // it); its availability per window comes from excluded, set by complete
 // (setAvailability).
-func trend(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, wr *windowRuns) (*model.Trend, error) {
+func trend(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, wr *windowRuns, grid *handoff[[]gridRow]) (*model.Trend, error) {
 	hourly := query.TrendHourly(o)
 	tr := &model.Trend{Step: "day", Groups: []model.TrendGroup{}, Method: trendMethod, Windows: []time.Time{}}
 	step := 24 * time.Hour
@@ -43,7 +43,7 @@ func trend(ctx context.Context, conn driver.Conn, o *model.Options, w query.Wind
 	for t := first; t.Before(o.Until); t = t.Add(step) {
 		tr.Windows = append(tr.Windows, t)
 	}
-	cells, runsOf, err := trendCells(ctx, conn, o, w, hourly, wr)
+	cells, runsOf, err := trendCells(ctx, conn, o, w, hourly, wr, grid)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ type trendSide struct {
 
 // trendCells reads the trend's curves from the source o's selection
 // allows: each window × group's H2 and H3 sides, and each group's runs.
-func trendCells(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, hourly bool, wr *windowRuns) (map[trendKey]*[2]trendSide, map[string]int, error) {
+func trendCells(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, hourly bool, wr *windowRuns, grid *handoff[[]gridRow]) (map[trendKey]*[2]trendSide, map[string]int, error) {
 	cells := map[trendKey]*[2]trendSide{} // by outcome: h2, h3
 	runsOf := map[string]int{}
 	add := func(t uint32, grp, oc, ord string, runs uint64, qs []float32) {
@@ -104,7 +104,7 @@ func trendCells(ctx context.Context, conn driver.Conn, o *model.Options, w query
 	var err error
 	switch {
 	case query.RollupAnswers(o) && o.Source != model.SourceRaw && query.RunsTableSelects(o):
-		err = trendFromRollup(ctx, conn, o, w, hourly, wr, add)
+		err = trendFromRollup(ctx, conn, o, w, hourly, wr, grid, add)
 	case query.RunsTableSelects(o):
 		err = trendFromRuns(ctx, conn, o, w, hourly, add)
 	default:
@@ -217,13 +217,24 @@ func gridRowsFromRuns(ctx context.Context, conn driver.Conn, o *model.Options, w
 	})
 }
 
-// trendFromRollup reads sql/quantiles_rollup.sql, a row per window ×
-// group × outcome × batch order, and takes the runs of each cell, counted
-// exactly with the point estimates (points_runs_counts.sql), from wr. A
-// cell of the rollup without runs there is left out, not shown without runs: the rollup's current hour holds every
-// row stored so far, also those received after Until or between the two
-// queries, which the runs table's window does not count.
-func trendFromRollup(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, hourly bool, wr *windowRuns, add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
+// gridRow is a row of the trend's quantile grid from the rollup: a
+// window × group × batch order's outcome (h2, h3), at query.TrendGrid.
+type gridRow struct {
+	c  trendCell
+	oc string
+	qs []float32
+}
+
+// trendFromRollup reads the trend's grid from the rollup, a row per
+// window × group × outcome × batch order: the rows the point estimates
+// handed grid, or where they read none (nil: grid nil, or an estimate
+// without the trend) sql/quantiles_rollup.sql. It takes the runs of each
+// cell, counted exactly with the point estimates
+// (points_runs_counts.sql), from wr. A cell of the rollup without runs
+// there is left out, not shown without runs: the rollup's current hour
+// holds every row stored so far, also those received after Until or
+// between the two queries, which the runs table's window does not count.
+func trendFromRollup(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, hourly bool, wr *windowRuns, grid *handoff[[]gridRow], add func(t uint32, grp, oc, ord string, runs uint64, qs []float32)) error {
 	runs, err := wr.wait(ctx)
 	if err != nil {
 		return err
@@ -231,26 +242,37 @@ func trendFromRollup(ctx context.Context, conn driver.Conn, o *model.Options, w 
 	if runs == nil {
 		return errors.New("trend: the point estimates did not count the runs per window")
 	}
+	addRow := func(r gridRow) {
+		i := 0
+		if r.oc == model.OutcomeH3 {
+			i = 1
+		}
+		if n := runs[r.c][i]; n > 0 {
+			add(r.c.t, r.c.grp, r.oc, r.c.ord, n, r.qs)
+		}
+	}
+	if grid != nil {
+		rows, err := grid.wait(ctx)
+		if err != nil {
+			return err
+		}
+		if rows != nil {
+			for _, r := range rows {
+				addRow(r)
+			}
+			return nil
+		}
+	}
 	st, err := prepare("quantiles_rollup.sql", o, w, func(s *query.Shape) { s.Hourly, s.GridLevels = hourly, s.TrendLevels() })
 	if err != nil {
 		return err
 	}
 	return st.Each(ctx, conn, "trend", func(rows driver.Rows) error {
-		var (
-			c  trendCell
-			oc string
-			qs []float32
-		)
-		if err := rows.Scan(&c.t, &c.grp, &oc, &c.ord, &qs); err != nil {
+		var r gridRow
+		if err := rows.Scan(&r.c.t, &r.c.grp, &r.oc, &r.c.ord, &r.qs); err != nil {
 			return err
 		}
-		i := 0
-		if oc == model.OutcomeH3 {
-			i = 1
-		}
-		if n := runs[c][i]; n > 0 {
-			add(c.t, c.grp, oc, c.ord, n, qs)
-		}
+		addRow(r)
 		return nil
 	})
 }

@@ -2,7 +2,9 @@ package query
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +59,41 @@ var TrendGrid = func() []float64 {
 	add(0.9905, 0.999, 0.0005)
 	return l
 }()
+
+// MergeGrid are the levels points_rollup.sql reads off the merged
+// t-digests when it also reads the trend (Shape.Trend): the curves' (as
+// fractions) and the trend's, sorted, each once; CurveAt and TrendAt are
+// where each grid's levels are in it.
+var MergeGrid, CurveAt, TrendAt = mergeGrids()
+
+func mergeGrids() (grid []float64, curveAt, trendAt []int) {
+	// A level is the same in both grids to a millionth (99.9 % is
+	// 0.9990000000000001 as a fraction of CurveGrid's): the curves' float
+	// is kept, so that the curves read the levels they always did.
+	key := func(x float64) int64 { return int64(math.Round(x * 1e6)) }
+	at := map[int64]float64{}
+	for _, p := range CurveGrid {
+		at[key(p/100)] = p / 100
+	}
+	for _, x := range TrendGrid {
+		if _, ok := at[key(x)]; !ok {
+			at[key(x)] = x
+		}
+	}
+	keys := slices.Sorted(maps.Keys(at))
+	index := map[int64]int{}
+	for i, k := range keys {
+		grid = append(grid, at[k])
+		index[k] = i
+	}
+	for _, p := range CurveGrid {
+		curveAt = append(curveAt, index[key(p/100)])
+	}
+	for _, x := range TrendGrid {
+		trendAt = append(trendAt, index[key(x)])
+	}
+	return grid, curveAt, trendAt
+}
 
 func levelsList(l []float64) string {
 	s := make([]string, len(l))
@@ -168,6 +205,12 @@ type Shape struct {
 	// Grafana's panels.
 	MergeLevels string
 	GridLevels  string // the trend's levels in the quantiles files
+	// Trend makes points_rollup.sql group by the trend's window (.Window
+	// over each row's hour) after the batch order: its rows of one window
+	// are the trend's quantile grid, read in the same pass over the rollup
+	// as the point estimates, which a second query would merge again
+	// (WithTrend).
+	Trend bool
 	// Hourly chooses the trend's windows (hours, else days); OneWindow
 	// makes every row one window (the curves; excluded.sql over the
 	// samples, which gives the trend no availability).
@@ -198,6 +241,10 @@ func newShape(o *model.Options, w Window) (*Shape, error) {
 		Continent: model.IsPlaceCode(o.Continent), Country: model.IsPlaceCode(o.Country),
 	}, nil
 }
+
+// WithTrend makes points_rollup.sql read the trend too (Trend), its
+// quantiles at MergeGrid.
+func (s *Shape) WithTrend() { s.Trend, s.MergeLevels = true, levelsList(MergeGrid) }
 
 // Levels are the report's percentiles as quantile levels.
 func (*Shape) Levels() string { return levelsSQL }

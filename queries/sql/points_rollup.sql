@@ -15,7 +15,9 @@
 -- (which hold every reported percentile), so that its curves come from
 -- this pass and not from a second merge of the same states; in Grafana's
 -- panels, the percentiles. The raw edges' states keep .Levels, the rollup
--- column's type.
+-- column's type. With .Trend the rows are grouped by the trend's window
+-- (t, hour or day) too, last, so that the rows of one window are the
+-- trend's quantile grid and those of t 0 (WITH ROLLUP's) the rows above.
 SELECT
     grp,
     oc,
@@ -23,16 +25,19 @@ SELECT
     {{if .ExactRuns}}toUInt64(0){{else}}uniqHLL12Merge(runs_state){{end}} AS n_runs,
     countMerge(samples_state) AS n_samples,
     quantilesTDigestMerge({{.MergeLevels}})(duration_state) AS q
+    {{- if .Trend}},
+    toUInt32({{.Window "w_hour"}}) AS t
+    {{- end}}
 FROM
 (
-    SELECT {{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
+    SELECT {{if .Trend}}hour AS w_hour, {{end}}{{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            {{if .ExactRuns}}toUInt8(0){{else}}runs{{end}} AS runs_state, samples AS samples_state, duration AS duration_state
     FROM samples_rollup
     WHERE {{template "whole hours" .}}
       AND exclusions = 0 AND {{template "design" .}}
     {{- if .Edges}}
     UNION ALL
-    SELECT {{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
+    SELECT {{if .Trend}}toStartOfHour(time) AS w_hour, {{end}}{{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            {{if .ExactRuns}}toUInt8(0){{else}}uniqHLL12State(run_id){{end}} AS runs_state, countState() AS samples_state,
            quantilesTDigestState({{.Levels}})(duration_ms) AS duration_state
     FROM runs
@@ -40,8 +45,8 @@ FROM
     PREWHERE {{template "edge hours" .}}
       AND exclusions = 0 AND {{template "design columns" .}}{{template "place filters" .}}
     WHERE error = '' AND source = @source
-    GROUP BY grp, oc, ord
+    GROUP BY {{if .Trend}}w_hour, {{end}}grp, oc, ord
     {{- end}}
 )
-GROUP BY grp, oc, ord WITH ROLLUP
-ORDER BY grp, oc, ord
+GROUP BY grp, oc, ord{{if .Trend}}, t{{end}} WITH ROLLUP
+ORDER BY grp, oc, ord{{if .Trend}}, t{{end}}
