@@ -66,9 +66,9 @@ func boundID(b uint64) string {
 
 // perRun fetches the runs of the groups counts names (each sampled down
 // to MaxRunsPerGroup; counts nil: the groups' own, once done returns
-// them) and, once done returns the groups with their point estimates,
-// computes confidence intervals, the paired view and availability, and the
-// site-wide line over every group's runs.
+// them), bootstraps them, and once done returns the groups with their
+// point estimates computes confidence intervals, the paired view and
+// availability, and the site-wide line over every group's runs.
 func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w query.Window, counts map[string]groupRuns,
 	done func(context.Context) ([]*model.Group, error)) (*model.SiteWide, error) {
 	if counts == nil {
@@ -104,6 +104,20 @@ func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w query.Win
 	if err != nil {
 		return nil, err
 	}
+	// The bootstrap reads the runs alone: it runs while the point
+	// estimates are still being read, and what needs them waits.
+	for _, runs := range byGroup {
+		// Row order varies; sorted, the bootstrap is reproducible for a
+		// given seed.
+		slices.SortFunc(runs, stats.CompareRuns)
+	}
+	populations := map[string]int{}
+	for _, name := range names {
+		if n := counts[name].runs; n > o.MaxRunsPerGroup {
+			populations[name] = n
+		}
+	}
+	pre := resampleAll(ctx, o, names, byGroup, populations)
 	groups, err := done(ctx)
 	if err != nil {
 		return nil, err
@@ -115,27 +129,31 @@ func perRun(ctx context.Context, conn driver.Conn, o *model.Options, w query.Win
 			g.Sampled = g.Runs > o.MaxRunsPerGroup
 		}
 	}
-	site := analyseAll(ctx, o, byName, byGroup)
+	site := analyseAll(ctx, o, byName, byGroup, pre)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("computing confidence intervals: %w", err)
 	}
 	return site, nil
 }
 
-// analyseAll computes each group's figures from its fetched runs, and the
-// site-wide line. Groups are independent: they are bootstrapped on all
-// cores, the largest first so that the cores finish together, and the
-// site-wide line of several groups, a group's worth of bootstrap, is one
-// more job among them (model.SiteLine); of one group it is that group,
-// once done.
-func analyseAll(ctx context.Context, o *model.Options, byName map[string]*model.Group, byGroup map[string][]stats.Run) *model.SiteWide {
-	var in []*model.Group
-	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		if runs := byGroup[name]; len(runs) > 0 {
-			// Row order varies; sorted, the bootstrap is reproducible for
-			// a given seed.
-			slices.SortFunc(runs, stats.CompareRuns)
-			in = append(in, byName[name])
+// resampled is the bootstrap of the groups' runs, computed before their
+// point estimates are in: each group's, with the population it assumed,
+// and the site-wide line's pool.
+type resampled struct {
+	groups      map[string]*model.Resampled
+	populations map[string]int
+	names       []string // the groups pooled, those with runs
+	site        *model.SitePool
+}
+
+// resampleAll bootstraps each group's runs (model.Resample) and, of
+// several groups, the site-wide line's pool (model.NewSitePool), on all
+// cores, the largest first so that the cores finish together.
+func resampleAll(ctx context.Context, o *model.Options, names []string, byGroup map[string][]stats.Run, populations map[string]int) *resampled {
+	r := &resampled{groups: map[string]*model.Resampled{}, populations: populations}
+	for _, name := range names {
+		if len(byGroup[name]) > 0 {
+			r.names = append(r.names, name)
 		}
 	}
 	type job struct {
@@ -143,14 +161,19 @@ func analyseAll(ctx context.Context, o *model.Options, byName map[string]*model.
 		size int
 		run  func()
 	}
+	var mu sync.Mutex
 	var jobs []job
-	for _, g := range in {
-		runs := byGroup[g.Group]
-		jobs = append(jobs, job{g.Group, len(runs), func() { g.BootstrapRuns = len(runs); model.Analyse(ctx, g, runs, o) }})
+	for _, name := range r.names {
+		runs := byGroup[name]
+		jobs = append(jobs, job{name, len(runs), func() {
+			res := model.Resample(ctx, name, runs, populations[name], o)
+			mu.Lock()
+			r.groups[name] = res
+			mu.Unlock()
+		}})
 	}
-	var site *model.SiteWide
-	if len(in) > 1 {
-		jobs = append(jobs, job{model.SiteGroup, o.MaxRunsPerGroup, func() { site = model.SiteLine(ctx, in, byGroup, o) }})
+	if len(r.names) > 1 {
+		jobs = append(jobs, job{model.SiteGroup, o.MaxRunsPerGroup, func() { r.site = model.NewSitePool(ctx, r.names, byGroup, populations, o) }})
 	}
 	slices.SortFunc(jobs, func(a, b job) int { return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.name, b.name)) })
 	var wg sync.WaitGroup
@@ -167,10 +190,45 @@ func analyseAll(ctx context.Context, o *model.Options, byName map[string]*model.
 		}()
 	}
 	wg.Wait()
-	if len(in) == 1 && ctx.Err() == nil {
-		site = model.SiteLine(ctx, in, byGroup, o)
+	return r
+}
+
+// analyseAll completes each group's figures from its fetched runs and
+// their bootstrap (pre), and makes the site-wide line: of several groups
+// from its pool, of one group that group, once done. A group whose
+// population differs from the one its bootstrap assumed, or that pre
+// lacks, is bootstrapped again here, as is the line of such groups.
+func analyseAll(ctx context.Context, o *model.Options, byName map[string]*model.Group, byGroup map[string][]stats.Run, pre *resampled) *model.SiteWide {
+	var in []*model.Group
+	var names []string
+	same := true
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		runs := byGroup[name]
+		if len(runs) == 0 {
+			continue
+		}
+		g := byName[name]
+		in, names = append(in, g), append(names, name)
+		population := 0
+		if g.Sampled {
+			population = g.Runs
+		}
+		g.BootstrapRuns = len(runs)
+		r := pre.groups[name]
+		if r == nil || pre.populations[name] != population {
+			same = false
+			model.Analyse(ctx, g, runs, o)
+			continue
+		}
+		model.Apply(g, runs, r)
 	}
-	return site
+	if ctx.Err() != nil || len(in) == 0 {
+		return nil
+	}
+	if len(in) > 1 && same && pre.site != nil && slices.Equal(names, pre.names) {
+		return pre.site.Line(byName, o)
+	}
+	return model.SiteLine(ctx, in, byGroup, o)
 }
 
 // perRunQuery returns the query that fetches the runs of groups names,

@@ -15,8 +15,38 @@ import (
 // exact) and the estimate on the fetched runs, and scaled when the runs
 // are a sample of the group's (m-out-of-n bootstrap).
 func Analyse(ctx context.Context, g *Group, runs []stats.Run, o *Options) {
-	Settle(g, runs)
+	population := 0
+	if g.Sampled {
+		population = g.Runs
+	}
+	Apply(g, runs, Resample(ctx, g.Group, runs, population, o))
+}
+
+// Resampled is the bootstrap of a group's fetched runs, the part of
+// Analyse that reads the runs alone: it may run before the group's point
+// estimates are in, which Apply then reads.
+type Resampled struct {
+	b  *stats.Bootstrap
+	iv *stats.Intervals // nil without intervals (none wanted, or ctx ended)
+}
+
+// Resample bootstraps runs, the fetched runs (sorted, stats.CompareRuns)
+// of the group named name, which are a uniform sample of population runs
+// when population exceeds them (0: all of them).
+func Resample(ctx context.Context, name string, runs []stats.Run, population int, o *Options) *Resampled {
 	b := stats.NewBootstrap(runs)
+	iv, err := b.Intervals(ctx, stats.Config{Replicates: o.Replicates, Seed: o.Seed, Stream: name, Population: population})
+	if err != nil {
+		iv = nil // the caller reports ctx's error
+	}
+	return &Resampled{b: b, iv: iv}
+}
+
+// Apply fills g from its fetched runs and their bootstrap r (Resample):
+// what Analyse does once the point estimates are in the group.
+func Apply(g *Group, runs []stats.Run, r *Resampled) {
+	Settle(g, runs)
+	b, iv := r.b, r.iv
 	if p := b.Paired(); p != nil {
 		h := stats.NewHistogram(p.Diffs)
 		for i := range h.Edges {
@@ -43,13 +73,8 @@ func Analyse(ctx context.Context, g *Group, runs []stats.Run, o *Options) {
 	if g.H2 != nil && g.H3 != nil {
 		g.Diff = PointDiffs(g.H2, g.H3)
 	}
-	c := stats.Config{Replicates: o.Replicates, Seed: o.Seed, Stream: g.Group}
-	if g.Sampled {
-		c.Population = g.Runs
-	}
-	iv, err := b.Intervals(ctx, c)
-	if iv == nil || err != nil {
-		return // the caller reports ctx's error
+	if iv == nil {
+		return
 	}
 	for i := range iv.H2 {
 		if g.H2 != nil && !g.H2.Percentiles[i].Insufficient {

@@ -63,40 +63,87 @@ type SiteWeight struct {
 // one group's worth of them, so that it costs what a group's does.
 const siteRunsPerGroup = 4
 
-// SiteLine computes the site-wide line from the groups and each group's
-// fetched runs, sorted. With several groups it pools their runs and reads
-// of each group only what is set before the groups' own figures are
-// computed (name, runs, sampled, the point estimates' counts), so it may
-// run beside Analyse of the groups; with one group it is that group, whose
-// figures must be done first.
+// SiteLine computes the site-wide line from the groups, whose figures
+// are in, and each group's fetched runs, sorted: NewSitePool, then Line.
 func SiteLine(ctx context.Context, groups []*Group, byGroup map[string][]stats.Run, o *Options) *SiteWide {
-	var strata []stats.Stratum
-	var in []*Group
+	var names []string
+	populations := map[string]int{}
+	byName := map[string]*Group{}
 	for _, g := range groups {
-		runs, ok := byGroup[g.Group]
-		if !ok || len(runs) == 0 {
-			continue
-		}
-		s := stats.Stratum{Runs: runs}
+		names = append(names, g.Group)
+		byName[g.Group] = g
 		if g.Sampled {
-			s.Population = g.Runs
+			populations[g.Group] = g.Runs
 		}
-		strata, in = append(strata, s), append(in, g)
 	}
-	if len(in) == 0 {
+	return NewSitePool(ctx, names, byGroup, populations, o).Line(byName, o)
+}
+
+// SitePool is the site-wide line's runs, every group's pooled, and with
+// several groups the pool's bootstrap: what reads the groups' names,
+// fetched runs and populations alone, so that it may be computed before
+// the groups' point estimates are in, beside the groups' own bootstrap
+// (Resample). Line makes the line once they are.
+type SitePool struct {
+	names  []string
+	strata []stats.Stratum
+	pool   stats.Pool
+	boot   []stats.Run // a uniform sample of the pool of one group's worth (MaxRunsPerGroup)
+	pre    *Resampled  // boot's bootstrap; nil with one group, which is the site
+}
+
+// NewSitePool pools the fetched runs (sorted) of the groups names, each
+// a uniform sample of populations[name] runs where that exceeds them, and
+// bootstraps a sample of the pool of one group's worth, so that the line
+// costs what a group does.
+func NewSitePool(ctx context.Context, names []string, byGroup map[string][]stats.Run, populations map[string]int, o *Options) *SitePool {
+	sp := &SitePool{}
+	for _, name := range names {
+		if runs := byGroup[name]; len(runs) > 0 {
+			sp.strata = append(sp.strata, stats.Stratum{Runs: runs, Population: populations[name]})
+			sp.names = append(sp.names, name)
+		}
+	}
+	if len(sp.names) == 0 {
+		return sp
+	}
+	sp.pool = stats.NewPool(sp.strata, siteRunsPerGroup*o.MaxRunsPerGroup, o.Seed)
+	if len(sp.names) > 1 {
+		slices.SortFunc(sp.pool.Runs, stats.CompareRuns)
+		sp.boot = stats.NewPool([]stats.Stratum{{Runs: sp.pool.Runs, Population: sp.pool.Population}}, o.MaxRunsPerGroup, o.Seed).Runs
+		population := 0
+		if len(sp.boot) < sp.pool.Population {
+			population = sp.pool.Population
+		}
+		sp.pre = Resample(ctx, SiteGroup, sp.boot, population, o)
+	}
+	return sp
+}
+
+// Line is the site-wide line from the pool and the groups by name, whose
+// figures are in: of several groups it reads only what is set before the
+// bootstrap (name, runs, sampled, the point estimates' counts), so that
+// it may be made beside Apply of the groups; with one group it is that
+// group, whose figures must be done first. Nil without a run.
+func (sp *SitePool) Line(groups map[string]*Group, o *Options) *SiteWide {
+	if len(sp.names) == 0 {
 		return nil
 	}
-	pool := stats.NewPool(strata, siteRunsPerGroup*o.MaxRunsPerGroup, o.Seed)
+	in := make([]*Group, len(sp.names))
+	for i, name := range sp.names {
+		in[i] = groups[name]
+	}
+	pool := sp.pool
 	site := &SiteWide{Runs: pool.Population, PooledRuns: len(pool.Runs), Sampled: pool.Fraction < 1}
 	for i, g := range in {
-		n := max(strata[i].Population, len(strata[i].Runs))
+		n := max(sp.strata[i].Population, len(sp.strata[i].Runs))
 		site.Weights = append(site.Weights, SiteWeight{Group: g.Group, Runs: n,
 			Share: math.Round(float64(n)/float64(pool.Population)*1e6) / 1e6, Drawn: pool.Drawn[i]})
 	}
 	slices.SortStableFunc(site.Weights, func(a, b SiteWeight) int { return cmp.Compare(b.Runs, a.Runs) })
 	sg := in[0] // the one group is the site: its figures, not a second estimate of them
 	if len(in) > 1 {
-		sg = pooledGroup(ctx, in, pool, o)
+		sg = sp.pooledGroup(in, o)
 	}
 	site.BootstrapRuns = sg.BootstrapRuns
 	site.H2, site.H3, site.Diff, site.Paired, site.Availability = sg.H2, sg.H3, sg.Diff, sg.Paired, sg.Availability
@@ -112,22 +159,20 @@ func SiteLine(ctx context.Context, groups []*Group, byGroup map[string][]stats.R
 	return site
 }
 
-// pooledGroup is the figures of pool, every group's runs drawn in
+// pooledGroup is the figures of the pool, every group's runs drawn in
 // proportion: percentiles exact over the pool, and the bootstrap's
 // intervals and the paired view from a uniform sample of it of one
 // group's worth (MaxRunsPerGroup), scaled to the whole as a thinned
 // group's are.
-func pooledGroup(ctx context.Context, in []*Group, pool stats.Pool, o *Options) *Group {
-	runs := pool.Runs
-	slices.SortFunc(runs, stats.CompareRuns)
-	sampled := pool.Fraction < 1
-	sg := &Group{Group: SiteGroup, Runs: pool.Population}
+func (sp *SitePool) pooledGroup(in []*Group, o *Options) *Group {
+	runs := sp.pool.Runs
+	sampled := sp.pool.Fraction < 1
+	sg := &Group{Group: SiteGroup, Runs: sp.pool.Population}
 	sg.H2, sg.H3 = pooledStats(in, runs, stats.KindH2, sampled), pooledStats(in, runs, stats.KindH3, sampled)
 	sg.WantedH3GotH2 = pooledStats(in, runs, stats.KindFallback, sampled)
-	boot := stats.NewPool([]stats.Stratum{{Runs: runs, Population: pool.Population}}, o.MaxRunsPerGroup, o.Seed).Runs
-	sg.Sampled = len(boot) < pool.Population
-	sg.BootstrapRuns = len(boot)
-	Analyse(ctx, sg, boot, o)
+	sg.Sampled = len(sp.boot) < sp.pool.Population
+	sg.BootstrapRuns = len(sp.boot)
+	Apply(sg, sp.boot, sp.pre)
 	finishGroup(sg, o)
 	return sg
 }
