@@ -53,7 +53,7 @@ type source string
 
 const (
 	fromRaw       source = "raw"        // samples
-	fromRollup    source = "rollup"     // the hourly tables
+	fromRollup    source = "rollup"     // the hourly tables, and handshake_requests for their edges
 	fromRunsTable source = "runs table" // runs, runs_by_id and run_facts, a row per run
 	fromNEL       source = "nel"        // nel_reports
 )

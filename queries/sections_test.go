@@ -16,7 +16,7 @@ import (
 // tableSource is the kind of source each table the query files read is.
 var tableSource = map[string]source{
 	"samples": fromRaw, "samples_rollup": fromRollup, "run_counts": fromRollup, "failure_counts": fromRollup,
-	"itt_rollup": fromRollup, "handshake_rollup": fromRollup, "run_fact_counts": fromRollup, "runs": fromRunsTable, "runs_by_id": fromRunsTable, "run_facts": fromRunsTable,
+	"itt_rollup": fromRollup, "handshake_rollup": fromRollup, "handshake_requests": fromRollup, "run_fact_counts": fromRollup, "runs": fromRunsTable, "runs_by_id": fromRunsTable, "run_facts": fromRunsTable,
 	"nel_reports": fromNEL,
 }
 

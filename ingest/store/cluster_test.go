@@ -236,7 +236,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for s := range 2 { // replicated, the views' tables too, so that any replica lists the old month
-		for _, table := range []string{"samples_local", "samples_rollup_local", "runs_local", "run_facts_local", "run_counts_local", "run_fact_counts_local", "failure_counts_local", "itt_rollup_local", "handshake_rollup_local"} {
+		for _, table := range []string{"samples_local", "samples_rollup_local", "runs_local", "run_facts_local", "run_counts_local", "run_fact_counts_local", "failure_counts_local", "itt_rollup_local", "handshake_rollup_local", "handshake_requests_local"} {
 			q := "SELECT count() FROM " + table
 			deadline := time.Now().Add(30 * time.Second)
 			for count(conns[2*s], q) != count(conns[2*s+1], q) && time.Now().Before(deadline) {
@@ -294,7 +294,7 @@ func clusterCompleteInDoubt(t *testing.T, c *storetest.Cluster, conns []driver.C
 	for i := range 30 {
 		r := storetest.Run(t, "cut")
 		r.Received = at.Add(time.Duration(i) * time.Second)
-		r.Report.Samples[0].Reused = false // a new connection, for handshake_rollup
+		r.Report.Samples[0].Reused = false // a new connection, for handshake_rollup and handshake_requests
 		if i%4 == 0 {
 			r.Report.Samples[len(r.Report.Samples)-1].Error = "timeout"
 		}

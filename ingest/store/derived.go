@@ -23,8 +23,9 @@ import (
 // collector therefore treats every insert whose outcome it did not see as
 // in doubt, and completes each derived table from samples before it
 // inserts anything else (Complete). A per-run table is completed run by
-// run. An hourly table cannot say which runs it holds, so its total
-// measure over the block's hours and sites decides: it holds the block if
+// run. A table without run ids (the hourly ones, and handshake_requests,
+// a row per request) cannot say which runs it holds, so its total measure
+// over the block's hours and sites decides: it holds the block if
 // it matches samples, it lacks exactly the block if adding the block's
 // part makes it match, and anything else is left alone and reported
 // (Unresolved), never guessed.
@@ -33,10 +34,12 @@ import (
 type derivedTable struct {
 	Name string // the table as its schema file names it
 	Fill string // the template of its view's SELECT, over .Reading's From
-	// Time is its time column: hour for an hourly table, time for a per-run one.
+	// Time is its time column: hour for an hourly table, time for the
+	// others.
 	Time string
 	// Measure sums what a block adds to the table, over the table and over
-	// its fill alike; "" for a per-run table, completed by run id.
+	// its fill alike (completed by hour, as an hourly table is); "" for a
+	// per-run table, completed by run id.
 	Measure string
 }
 
@@ -51,6 +54,7 @@ var derivedTables = []derivedTable{
 	{Name: "failure_counts", Fill: "failure counts from", Time: "hour", Measure: "sum(failures)"},
 	{Name: "itt_rollup", Fill: "itt rollup from", Time: "hour", Measure: "countMerge(samples)"},
 	{Name: "handshake_rollup", Fill: "handshake rollup from", Time: "hour", Measure: "countMerge(samples)"},
+	{Name: "handshake_requests", Fill: "handshake requests from", Time: "time", Measure: "count()"},
 }
 
 // DerivedTables returns the names of the tables filled from samples, in

@@ -121,7 +121,7 @@ func TestCheckFindsHoles(t *testing.T) {
 		short = append(short, d.Table)
 	}
 	slices.Sort(short)
-	want := []string{"failure_counts", "handshake_rollup", "itt_rollup", "run_fact_counts", "run_facts", "runs_by_id", "samples_rollup"}
+	want := []string{"failure_counts", "handshake_requests", "handshake_rollup", "itt_rollup", "run_fact_counts", "run_facts", "runs_by_id", "samples_rollup"}
 	if !slices.Equal(short, want) {
 		t.Errorf("tables short: %v, want %v", short, want)
 	}
@@ -162,7 +162,7 @@ func derivedRuns(t *testing.T, rng *rand.Rand, site string, at time.Time, n int)
 		for k := range run.Report.Samples {
 			s := &run.Report.Samples[k]
 			s.Duration = float64(20 + rng.IntN(200))
-			s.Reused = s.Phase != beacon.PhaseWarmup // a warm-up opens its connection (handshake_rollup)
+			s.Reused = s.Phase != beacon.PhaseWarmup // a warm-up opens its connection (handshake_rollup, handshake_requests)
 		}
 		if rng.IntN(4) == 0 {
 			run.Report.Samples[len(run.Report.Samples)-1].Error = "timeout"

@@ -30,7 +30,7 @@ func TestRepairRebuildsHours(t *testing.T) {
 			faulty, clean := storetest.DBOn(t, engine), storetest.DBOn(t, engine)
 			rng := rand.New(rand.NewPCG(44, 3))
 			at := time.Date(2026, 12, 1, 9, 10, 0, 0, time.UTC)
-			hourly := []string{"samples_rollup", "run_counts", "run_fact_counts", "failure_counts", "itt_rollup", "handshake_rollup"}
+			hourly := []string{"samples_rollup", "run_counts", "run_fact_counts", "failure_counts", "itt_rollup", "handshake_rollup", "handshake_requests"}
 			both := func(runs []*store.Run) {
 				insertRuns(t, faulty, runs)
 				insertRuns(t, clean, runs)
@@ -46,7 +46,7 @@ func TestRepairRebuildsHours(t *testing.T) {
 			cut(derivedRuns(t, rng, "other", at.Add(2*time.Minute), 2), nil)
 			both(derivedRuns(t, rng, "repair", at.Add(time.Hour), 2))
 			cut(derivedRuns(t, rng, "repair", at.Add(time.Hour+time.Minute), 3),
-				[]string{"run_facts", "samples_rollup", "run_fact_counts", "failure_counts", "itt_rollup", "handshake_rollup"})
+				[]string{"run_facts", "samples_rollup", "run_fact_counts", "failure_counts", "itt_rollup", "handshake_rollup", "handshake_requests"})
 			// 11:00: a block the hourly tables got twice.
 			twice := derivedRuns(t, rng, "repair", at.Add(2*time.Hour), 4)
 			twice[0].Report.Samples[len(twice[0].Report.Samples)-1].Error = "timeout"

@@ -24,7 +24,7 @@ var (
 
 // DropExpired drops the month partitions of samples, samples_rollup, runs,
 // runs_by_id, run_facts, run_counts, run_fact_counts, failure_counts,
-// itt_rollup, handshake_rollup and nel_reports that lie entirely before
+// itt_rollup, handshake_rollup, handshake_requests and nel_reports that lie entirely before
 // now − retention, and returns them as "table/YYYYMM". A retention of zero
 // or less drops nothing. Dropping whole partitions is the retention
 // mechanism both ClickHouse 18.16 (no TTL) and current versions support.

@@ -279,32 +279,13 @@ func releasedDB(t *testing.T, selected func(int) bool) driver.Conn {
 	return conn
 }
 
-// TestHandshakeRollupCopyMatchesView stores runs whose requests opened
-// new connections or reused them, resumed TLS, sent 0-RTT, paid a Retry or
-// failed, in two hours, with a bot's among them, in a database of the
-// release before handshake_rollup, which migration 0063 then fills from
+// TestHandshakeRollupCopyMatchesView stores handshakeRuns in a database
+// of the release before handshake_rollup, which migration 0063 then fills from
 // samples, and in a new database, whose view feeds it from each insert:
 // both hold, key by key, the counts, sums and t-digest quantiles the
 // samples give when digested directly.
 func TestHandshakeRollupCopyMatchesView(t *testing.T) {
-	at := time.Date(2026, 11, 30, 10, 20, 0, 0, time.UTC)
-	runs := plantedRuns(t, "hs", at, []func(*store.Run){
-		nil,
-		func(r *store.Run) { r.Report.Samples[0].Server.Resumed = true },
-		func(r *store.Run) {
-			r.Report.Samples[1].Server.EarlyData, r.Report.Samples[1].Server.Resumed = true, true
-		},
-		func(r *store.Run) { r.Report.Samples[0].Server.Retry = true },
-		func(r *store.Run) { r.Report.Samples[2].Error = "timeout" },
-		func(r *store.Run) { r.Received = r.Received.Add(time.Hour) },
-		func(r *store.Run) { r.Bot = true },
-	}, func(i int, r *store.Run) {
-		for k := range r.Report.Samples {
-			s := &r.Report.Samples[k]
-			s.Duration, s.Connect = float64(20+7*i+3*k), float64(5+i+k)
-			s.Reused = k%3 == 2
-		}
-	})
+	runs := handshakeRuns(t)
 	released, fresh := copiedAndViewed(t, "0063_handshake_rollup.sql", runs, 3)
 	const keys = "hour, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_extra, got, retried"
 	const levels, merge = "quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99)", "quantilesTDigestMerge(0.5, 0.75, 0.9, 0.95, 0.99)"
@@ -331,6 +312,55 @@ func TestHandshakeRollupCopyMatchesView(t *testing.T) {
 	if n := countRows(t, fresh, "SELECT count() FROM samples WHERE reused = 1"); newConns == 0 || n == 0 {
 		t.Fatalf("the planted runs have %d requests on new connections and %d on reused ones, want both", newConns, n)
 	}
+}
+
+// handshakeRuns are runs whose requests opened new connections or reused
+// them, resumed TLS, sent 0-RTT, paid a Retry or failed, in two hours,
+// with a bot's among them.
+func handshakeRuns(t *testing.T) []*store.Run {
+	at := time.Date(2026, 11, 30, 10, 20, 0, 0, time.UTC)
+	return plantedRuns(t, "hs", at, []func(*store.Run){
+		nil,
+		func(r *store.Run) { r.Report.Samples[0].Server.Resumed = true },
+		func(r *store.Run) {
+			r.Report.Samples[1].Server.EarlyData, r.Report.Samples[1].Server.Resumed = true, true
+		},
+		func(r *store.Run) { r.Report.Samples[0].Server.Retry = true },
+		func(r *store.Run) { r.Report.Samples[2].Error = "timeout" },
+		func(r *store.Run) { r.Received = r.Received.Add(time.Hour) },
+		func(r *store.Run) { r.Bot = true },
+	}, func(i int, r *store.Run) {
+		for k := range r.Report.Samples {
+			s := &r.Report.Samples[k]
+			s.Duration, s.Connect = float64(20+7*i+3*k), float64(5+i+k)
+			s.Reused = k%3 == 2
+		}
+	})
+}
+
+// TestHandshakeRequestsCopyMatchesView stores handshakeRuns in a database
+// of the release before handshake_requests, which migration 0065 then
+// fills from samples, and in a new database, whose view feeds it from
+// each insert: both hold, row for row, the requests on new connections
+// that samples holds (successful, over h2 or h3, bots' left out).
+func TestHandshakeRequestsCopyMatchesView(t *testing.T) {
+	released, fresh := copiedAndViewed(t, "0065_handshake_requests.sql", handshakeRuns(t), 3)
+	const cols = "time, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_extra, got, retried, duration_ms, connect_ms, resumed, early"
+	selected := rowsText(t, fresh, "SELECT toString(tuple(time, site, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_extra, "+
+		"got, srv_retry, duration_ms, connect_ms, srv_resumed, srv_early)) AS k FROM samples "+
+		"WHERE reused = 0 AND error = '' AND got IN ('h2', 'h3') AND bot = 0 ORDER BY k")
+	const stored = "SELECT toString(tuple(" + cols + ")) AS k FROM handshake_requests ORDER BY k"
+	copied, viewed := rowsText(t, released, stored), rowsText(t, fresh, stored)
+	if selected == "" || copied != selected || viewed != selected {
+		t.Errorf("the samples, selected:\n%s\nhandshake_requests, copied by 0065:\n%s\nhandshake_requests, made by the view:\n%s", selected, copied, viewed)
+	}
+	expectCounts(t, fresh, []countCheck{
+		{"SELECT count() FROM handshake_requests", countRows(t, fresh, "SELECT count() FROM samples WHERE reused = 0 AND error = '' AND bot = 0")},
+		{"SELECT count() FROM handshake_requests WHERE retried = 1", 1},
+		{"SELECT sum(resumed) FROM handshake_requests", 2},
+		{"SELECT sum(early) FROM handshake_requests", 1},
+		{"SELECT count() FROM (SELECT DISTINCT toStartOfHour(time) FROM handshake_requests)", 2},
+	})
 }
 
 // countCheck is a query that counts something and the count it should give.

@@ -27,7 +27,7 @@ var schemaFS embed.FS
 // schema's files: a view after the tables it reads and writes. (The other
 // files, distributed.sql and hourly.sql, are the tables' Distributed
 // table in cluster mode and what the hourly tables share.)
-var schemaOrder = []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv", "runs_by_id", "runs_by_id_mv", "run_facts", "run_facts_mv", "run_counts", "run_counts_mv", "run_fact_counts", "run_fact_counts_mv", "failure_counts", "failure_counts_mv", "itt_rollup", "itt_rollup_mv", "handshake_rollup", "handshake_rollup_mv"}
+var schemaOrder = []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv", "runs_by_id", "runs_by_id_mv", "run_facts", "run_facts_mv", "run_counts", "run_counts_mv", "run_fact_counts", "run_fact_counts_mv", "failure_counts", "failure_counts_mv", "itt_rollup", "itt_rollup_mv", "handshake_rollup", "handshake_rollup_mv", "handshake_requests", "handshake_requests_mv"}
 
 // dialect is what the schema's templates are rendered for: one server
 // (the zero value) or the cluster named Cluster, whose every server holds

@@ -61,7 +61,7 @@ func TestRetentionDropsOldPartitions(t *testing.T) {
 	for _, at := range []time.Time{now, now.AddDate(0, -1, -10), now.AddDate(0, -3, 0), now.AddDate(-1, 0, 0)} {
 		run := storetest.Run(t, "ret")
 		run.Received = at
-		run.Report.Samples[0].Reused = false // a new connection, for handshake_rollup
+		run.Report.Samples[0].Reused = false // a new connection, for handshake_rollup and handshake_requests
 		batch.Add(&run)
 	}
 	if err := batch.Insert(context.Background(), conn); err != nil {
@@ -73,7 +73,7 @@ func TestRetentionDropsOldPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cutoff 2025-04-16: March 2025 and June 2024 are wholly older; April is not.
-	want := []string{"handshake_rollup/202406", "handshake_rollup/202503", "itt_rollup/202406", "itt_rollup/202503", "run_counts/202406", "run_counts/202503", "run_fact_counts/202406", "run_fact_counts/202503", "run_facts/202406", "run_facts/202503", "runs/202406", "runs/202503", "runs_by_id/202406", "runs_by_id/202503", "samples/202406", "samples/202503", "samples_rollup/202406", "samples_rollup/202503"}
+	want := []string{"handshake_requests/202406", "handshake_requests/202503", "handshake_rollup/202406", "handshake_rollup/202503", "itt_rollup/202406", "itt_rollup/202503", "run_counts/202406", "run_counts/202503", "run_fact_counts/202406", "run_fact_counts/202503", "run_facts/202406", "run_facts/202503", "runs/202406", "runs/202503", "runs_by_id/202406", "runs_by_id/202503", "samples/202406", "samples/202503", "samples_rollup/202406", "samples_rollup/202503"}
 	if !reflect.DeepEqual(dropped, want) {
 		t.Errorf("dropped %v, want %v", dropped, want)
 	}

@@ -1,6 +1,7 @@
 -- handshakes.sql for reports from the rollup: the same figures by group
 -- and protocol, the window's whole hours from handshake_rollup and its
--- partial hours from samples (a hour-sorted range each), merged into the
+-- partial hours from handshake_requests (the same requests one by one,
+-- sorted by time: a range of the edge's minutes each), merged into the
 -- same states. A browser report's requests have no kind (''); the
 -- requests whose connection paid a QUIC Retry are counted apart
 -- (retried), as in handshakes.sql. The edges' states keep .Levels, the
@@ -26,17 +27,15 @@ FROM
       AND {{template "design" .}}
     {{- if .Edges}}
     UNION ALL
-    SELECT {{.Group}} AS grp, toString(got) AS proto, srv_retry AS r,
+    SELECT {{.Group}} AS grp, toString(got) AS proto, retried AS r,
            countState() AS samples_state,
            quantilesTDigestState({{.Levels}})(duration_ms) AS duration_state,
            quantilesTDigestState({{.Levels}})(connect_ms) AS connect_state,
            minState(duration_ms) AS fastest_state,
-           sumState(srv_resumed) AS resumed_state, sumState(srv_early) AS early_state
-    FROM samples
+           sumState(resumed) AS resumed_state, sumState(early) AS early_state
+    FROM handshake_requests
     PREWHERE {{template "edge hours" .}}
-    WHERE reused = 0 AND error = '' AND (got = 'h2' OR got = 'h3')
-      AND bitAnd(exclusions, {{.BotBit}}) = 0
-      AND {{template "design" .}}
+    WHERE {{template "design" .}}
     GROUP BY grp, proto, r
     {{- end}}
 )

@@ -29,7 +29,7 @@ func TestCheckCommand(t *testing.T) {
 	lost := storetest.Run(t, "check")
 	lost.Received = at
 	lost.Report.Samples[len(lost.Report.Samples)-1].Error = "timeout" // for failure_counts
-	lost.Report.Samples[0].Reused = false                             // a new connection, for handshake_rollup
+	lost.Report.Samples[0].Reused = false                             // a new connection, for handshake_rollup and handshake_requests
 	cut.Add(&lost)
 	if err := full.Insert(ctx, conn); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestCheckRepairCommand(t *testing.T) {
 	lost := storetest.Run(t, "repair")
 	lost.Received = old
 	lost.Report.Samples[len(lost.Report.Samples)-1].Error = "timeout" // for failure_counts
-	lost.Report.Samples[0].Reused = false                             // a new connection, for handshake_rollup
+	lost.Report.Samples[0].Reused = false                             // a new connection, for handshake_rollup and handshake_requests
 	cut.Add(&lost)
 	if err := full.Insert(ctx, conn); err != nil {
 		t.Fatal(err)
