@@ -4,8 +4,9 @@
 -- from the rollup reads the partial hours at its window's edges here
 -- (queries/sql/handshakes_rollup.sql), a range of the key of the edge's
 -- own minutes, where samples, sorted by run within an hour, is read whole
--- hours. It holds about a quarter of the samples, with only the columns
--- the handshakes section groups, selects and digests.
+-- hours. It holds a run's warm-ups and the few parallel requests that
+-- opened a connection, with only the columns the handshakes section
+-- groups, selects and digests.
 CREATE TABLE IF NOT EXISTS {{.Local "handshake_requests"}}{{.OnCluster}}
 (
     time            DateTime('UTC'),
