@@ -3,8 +3,10 @@ package queries
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/h3rum/h3rum/queries/model"
 	"github.com/h3rum/h3rum/queries/query"
+	"github.com/h3rum/h3rum/queries/stats"
 )
 
 // TestSampleBoundIsUniform: the runs whose id's last eight bytes are at
@@ -202,5 +205,50 @@ func TestEdgeReadsItsMinutes(t *testing.T) {
 	t.Logf("read %d rows for an edge of %d runs", read.Load(), edgeRuns)
 	if got := read.Load(); got > edgeRuns+3*1024 {
 		t.Errorf("read %d rows for an edge of %d runs of %d: want the edge's granules alone", got, edgeRuns, runs)
+	}
+}
+
+// TestAnalyseAllOnAnotherPopulation: the bootstrap runs before the point
+// estimates are in, with each group's population from the run counts; a
+// group the point estimates count otherwise is bootstrapped again with
+// their count, and so is the site-wide line, so that the figures are those
+// of a bootstrap that assumed the right populations from the start.
+func TestAnalyseAllOnAnotherPopulation(t *testing.T) {
+	ctx := context.Background()
+	o := &model.Options{Replicates: 200, Seed: 3, MaxRunsPerGroup: 40}
+	names := []string{"EU", "NA"}
+	build := func() (map[string]*model.Group, map[string][]stats.Run) {
+		rng := rand.New(rand.NewPCG(8, 9))
+		byName, byGroup := map[string]*model.Group{}, map[string][]stats.Run{}
+		for _, name := range names {
+			g, rs := smallGroup(rng, 40, 5, 60)
+			g.Group = name
+			g.Runs, g.Sampled = 400, true // the fetched runs are a tenth of the group's
+			slices.SortFunc(rs, stats.CompareRuns)
+			byName[name], byGroup[name] = g, rs
+		}
+		return byName, byGroup
+	}
+	report := func(assumed map[string]int) string {
+		groups, byGroup := build()
+		site := analyseAll(ctx, o, groups, byGroup, resampleAll(ctx, o, names, byGroup, assumed))
+		b, err := json.Marshal(struct {
+			Groups map[string]*model.Group
+			Site   *model.SiteWide
+		}{groups, site})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	right := report(map[string]int{"EU": 400, "NA": 400})
+	if !strings.Contains(right, `"ci_low_ms"`) {
+		t.Fatalf("no interval in %s", right)
+	}
+	if got := report(map[string]int{}); got != right {
+		t.Errorf("bootstrapped as all of each group, then counted as a tenth:\n%s\nwant, as bootstrapped with the count:\n%s", got, right)
+	}
+	if got := report(map[string]int{"EU": 400}); got != right {
+		t.Errorf("one group bootstrapped as all of it:\n%s\nwant:\n%s", got, right)
 	}
 }
