@@ -107,8 +107,9 @@ func begin(ctx context.Context, conn driver.Conn, opts model.Options) (*build, e
 		useRollup = true
 	case model.SourceAuto:
 		// The window runs up to Until: whole hours from the rollup, the
-		// partial hours at its edges from the runs table, which its
-		// hour-sorted key reads without scanning the rest of the day.
+		// partial hours at its edges from its five-minute twins and the
+		// minutes left from the runs table, whose time-sorted key reads
+		// them without scanning the rest of the day.
 		useRollup = query.RollupAnswers(&o)
 	}
 	now := o.Now

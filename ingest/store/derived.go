@@ -41,10 +41,14 @@ type derivedTable struct {
 	// its fill alike (completed by hour, as an hourly table is); "" for a
 	// per-run table, completed by run id.
 	Measure string
+	// Fine is whether it is an hourly table's five-minute twin, filled
+	// by its view's SELECT rendered for the twins.
+	Fine bool
 }
 
-// derivedTables are every table a view fills from samples (TestDerivedTablesAreTheViews).
-var derivedTables = []derivedTable{
+// derivedTables are every table a view fills from samples (TestDerivedTablesAreTheViews),
+// the five-minute twins last.
+var derivedTables = withFiveMinutes([]derivedTable{
 	{Name: "runs", Fill: "runs from", Time: "time", Measure: ""},
 	{Name: "runs_by_id", Fill: "runs from", Time: "time", Measure: ""},
 	{Name: "run_facts", Fill: "run facts from", Time: "time", Measure: ""},
@@ -55,6 +59,18 @@ var derivedTables = []derivedTable{
 	{Name: "itt_rollup", Fill: "itt rollup from", Time: "hour", Measure: "countMerge(samples)"},
 	{Name: "handshake_rollup", Fill: "handshake rollup from", Time: "hour", Measure: "countMerge(samples)"},
 	{Name: "handshake_requests", Fill: "handshake requests from", Time: "time", Measure: "count()"},
+})
+
+// withFiveMinutes appends to tables the five-minute twin of each of
+// fiveMinuteTables, completed as its hourly table is.
+func withFiveMinutes(tables []derivedTable) []derivedTable {
+	for _, name := range fiveMinuteTables {
+		i := slices.IndexFunc(tables, func(t derivedTable) bool { return t.Name == name })
+		twin := tables[i]
+		twin.Name, twin.Fine = FiveMinuteTwin(name), true
+		tables = append(tables, twin)
+	}
+	return tables
 }
 
 // DerivedTables returns the names of the tables filled from samples, in
@@ -455,7 +471,7 @@ func renderDerived(name func(table string) string) (*derivedSQL, error) {
 		if err != nil {
 			return "", err
 		}
-		return execute(t, dt.Fill, dialect{}.Reading(src))
+		return execute(t, dt.Fill, dialect{Fine: dt.Fine}.Reading(src))
 	}
 	for _, dt := range derivedTables {
 		var x derivedQuery

@@ -121,7 +121,8 @@ func TestCheckFindsHoles(t *testing.T) {
 		short = append(short, d.Table)
 	}
 	slices.Sort(short)
-	want := []string{"failure_counts", "handshake_requests", "handshake_rollup", "itt_rollup", "run_fact_counts", "run_facts", "runs_by_id", "samples_rollup"}
+	want := []string{"failure_counts", "failure_counts_5m", "handshake_requests", "handshake_rollup", "handshake_rollup_5m", "itt_rollup", "itt_rollup_5m",
+		"run_counts_5m", "run_fact_counts", "run_fact_counts_5m", "run_facts", "runs_by_id", "samples_rollup", "samples_rollup_5m"}
 	if !slices.Equal(short, want) {
 		t.Errorf("tables short: %v, want %v", short, want)
 	}

@@ -30,7 +30,8 @@ func TestRepairRebuildsHours(t *testing.T) {
 			faulty, clean := storetest.DBOn(t, engine), storetest.DBOn(t, engine)
 			rng := rand.New(rand.NewPCG(44, 3))
 			at := time.Date(2026, 12, 1, 9, 10, 0, 0, time.UTC)
-			hourly := []string{"samples_rollup", "run_counts", "run_fact_counts", "failure_counts", "itt_rollup", "handshake_rollup", "handshake_requests"}
+			hourly := []string{"samples_rollup", "run_counts", "run_fact_counts", "failure_counts", "itt_rollup", "handshake_rollup", "handshake_requests",
+				"samples_rollup_5m", "run_counts_5m", "run_fact_counts_5m", "failure_counts_5m", "itt_rollup_5m", "handshake_rollup_5m"}
 			both := func(runs []*store.Run) {
 				insertRuns(t, faulty, runs)
 				insertRuns(t, clean, runs)
@@ -42,11 +43,12 @@ func TestRepairRebuildsHours(t *testing.T) {
 			}
 			// 09:00: most tables short of a block; 10:00: the others.
 			both(derivedRuns(t, rng, "repair", at, 3))
-			cut(derivedRuns(t, rng, "repair", at.Add(time.Minute), 3), []string{"runs", "run_counts"})
+			cut(derivedRuns(t, rng, "repair", at.Add(time.Minute), 3), []string{"runs", "run_counts", "run_counts_5m"})
 			cut(derivedRuns(t, rng, "other", at.Add(2*time.Minute), 2), nil)
 			both(derivedRuns(t, rng, "repair", at.Add(time.Hour), 2))
 			cut(derivedRuns(t, rng, "repair", at.Add(time.Hour+time.Minute), 3),
-				[]string{"run_facts", "samples_rollup", "run_fact_counts", "failure_counts", "itt_rollup", "handshake_rollup", "handshake_requests"})
+				[]string{"run_facts", "samples_rollup", "run_fact_counts", "failure_counts", "itt_rollup", "handshake_rollup", "handshake_requests",
+					"samples_rollup_5m", "run_fact_counts_5m", "failure_counts_5m", "itt_rollup_5m", "handshake_rollup_5m"})
 			// 11:00: a block the hourly tables got twice.
 			twice := derivedRuns(t, rng, "repair", at.Add(2*time.Hour), 4)
 			twice[0].Report.Samples[len(twice[0].Report.Samples)-1].Error = "timeout"

@@ -24,8 +24,8 @@ var (
 
 // DropExpired drops the month partitions of samples, samples_rollup, runs,
 // runs_by_id, run_facts, run_counts, run_fact_counts, failure_counts,
-// itt_rollup, handshake_rollup, handshake_requests and nel_reports that lie entirely before
-// now − retention, and returns them as "table/YYYYMM". A retention of zero
+// itt_rollup, handshake_rollup, handshake_requests, nel_reports and the
+// hourly tables' five-minute twins that lie entirely before now − retention, and returns them as "table/YYYYMM". A retention of zero
 // or less drops nothing. Dropping whole partitions is the retention
 // mechanism both ClickHouse 18.16 (no TTL) and current versions support.
 func DropExpired(ctx context.Context, conn driver.Conn, retention time.Duration, now time.Time) ([]string, error) {

@@ -41,6 +41,42 @@ type dialect struct {
 	// current schema: a schema/ file that a released step renders keeps
 	// the text it had then (Since).
 	Step int
+	// Fine renders an hourly table's file (and its view's) as its
+	// five-minute twin (fiveMinuteTables).
+	Fine bool
+}
+
+// fiveMinuteTables are the hourly tables that have a five-minute twin,
+// T_5m (FiveMinuteTwin) filled by T_5m_mv: the same rows by five minutes instead of by hour
+// (its hour column holds the five minutes' start). A report reads the
+// whole hours of its window from T and the whole five minutes at its edges
+// from the twin, so that only the minutes before the first five-minute
+// boundary, at most five, come from per-run rows.
+var fiveMinuteTables = []string{"samples_rollup", "itt_rollup", "run_counts", "run_fact_counts", "failure_counts", "handshake_rollup"}
+
+// FiveMinutes is d rendering the five-minute twins: what a step renders
+// an hourly table's files with to make its twin.
+func (d dialect) FiveMinutes() dialect { d.Fine = true; return d }
+
+// FiveMinuteTwin is the name of the hourly table's five-minute twin.
+func FiveMinuteTwin(table string) string { return table + "_5m" }
+
+// Rollup is the hourly table's name, or its twin's where d renders the
+// twins.
+func (d dialect) Rollup(table string) string {
+	if d.Fine {
+		return FiveMinuteTwin(table)
+	}
+	return table
+}
+
+// Slot is the start of the hour of the time column col, or of its five
+// minutes where d renders the twins.
+func (d dialect) Slot(col string) string {
+	if d.Fine {
+		return "toStartOfFiveMinute(" + col + ")"
+	}
+	return "toStartOfHour(" + col + ")"
 }
 
 // Since reports whether what the step of version v added to the schema
@@ -168,6 +204,15 @@ func currentSchema(t *template.Template, d dialect) ([]string, error) {
 			return nil, err
 		}
 		out = append(out, statements(sql)...)
+	}
+	for _, table := range fiveMinuteTables {
+		for _, name := range []string{table, table + "_mv"} {
+			sql, err := render(t, "schema/"+name+".sql", d.FiveMinutes())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, statements(sql)...)
+		}
 	}
 	return out, nil
 }

@@ -106,7 +106,9 @@ func TestNewSchemaIsReleasedSchema(t *testing.T) {
 		t.Errorf("migrating a database of this release applied %v, %v", again, err)
 	}
 	want := schemaOf(t, released)
-	for _, n := range []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv", "runs_by_id", "runs_by_id_mv", "run_facts", "run_facts_mv", "run_counts", "run_counts_mv", "run_fact_counts", "run_fact_counts_mv", "failure_counts", "failure_counts_mv", "itt_rollup", "itt_rollup_mv", "handshake_rollup", "handshake_rollup_mv", "handshake_requests", "handshake_requests_mv"} {
+	for _, n := range []string{"samples", "samples_rollup", "samples_rollup_mv", "nel_reports", "runs", "runs_mv", "runs_by_id", "runs_by_id_mv", "run_facts", "run_facts_mv", "run_counts", "run_counts_mv", "run_fact_counts", "run_fact_counts_mv", "failure_counts", "failure_counts_mv", "itt_rollup", "itt_rollup_mv", "handshake_rollup", "handshake_rollup_mv", "handshake_requests", "handshake_requests_mv",
+		"samples_rollup_5m", "samples_rollup_5m_mv", "itt_rollup_5m", "itt_rollup_5m_mv", "run_counts_5m", "run_counts_5m_mv",
+		"run_fact_counts_5m", "run_fact_counts_5m_mv", "failure_counts_5m", "failure_counts_5m_mv", "handshake_rollup_5m", "handshake_rollup_5m_mv"} {
 		if _, ok := want[n]; !ok {
 			t.Errorf("the released steps made no %s", n)
 		}

@@ -73,7 +73,7 @@ func TestRetentionDropsOldPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cutoff 2025-04-16: March 2025 and June 2024 are wholly older; April is not.
-	want := []string{"handshake_requests/202406", "handshake_requests/202503", "handshake_rollup/202406", "handshake_rollup/202503", "itt_rollup/202406", "itt_rollup/202503", "run_counts/202406", "run_counts/202503", "run_fact_counts/202406", "run_fact_counts/202503", "run_facts/202406", "run_facts/202503", "runs/202406", "runs/202503", "runs_by_id/202406", "runs_by_id/202503", "samples/202406", "samples/202503", "samples_rollup/202406", "samples_rollup/202503"}
+	want := []string{"handshake_requests/202406", "handshake_requests/202503", "handshake_rollup/202406", "handshake_rollup/202503", "handshake_rollup_5m/202406", "handshake_rollup_5m/202503", "itt_rollup/202406", "itt_rollup/202503", "itt_rollup_5m/202406", "itt_rollup_5m/202503", "run_counts/202406", "run_counts/202503", "run_counts_5m/202406", "run_counts_5m/202503", "run_fact_counts/202406", "run_fact_counts/202503", "run_fact_counts_5m/202406", "run_fact_counts_5m/202503", "run_facts/202406", "run_facts/202503", "runs/202406", "runs/202503", "runs_by_id/202406", "runs_by_id/202503", "samples/202406", "samples/202503", "samples_rollup/202406", "samples_rollup/202503", "samples_rollup_5m/202406", "samples_rollup_5m/202503"}
 	if !reflect.DeepEqual(dropped, want) {
 		t.Errorf("dropped %v, want %v", dropped, want)
 	}

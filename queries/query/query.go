@@ -35,6 +35,8 @@ func bound(o *model.Options, w Window, extra ...any) []any {
 		clickhouse.Named("hour_from", w.hourFrom), clickhouse.Named("hour_to", w.hourTo),
 		clickhouse.Named("edge_a0", w.edgeA0), clickhouse.Named("edge_a1", w.edgeA1),
 		clickhouse.Named("edge_b0", w.edgeB0), clickhouse.Named("edge_b1", w.edgeB1),
+		clickhouse.Named("fine_a0", w.fineA0), clickhouse.Named("fine_a1", w.fineA1),
+		clickhouse.Named("fine_b0", w.fineB0), clickhouse.Named("fine_b1", w.fineB1),
 		clickhouse.Named("site", o.Site),
 		clickhouse.Named("include_warmup", b01(o.IncludeWarmup)), clickhouse.Named("include_failed", b01(o.IncludeFailed)),
 		clickhouse.Named("include_bots", b01(o.IncludeBots)), clickhouse.Named("include_excluded", b01(o.IncludeExcluded)),
@@ -97,7 +99,8 @@ func eachRowOf(ctx context.Context, conn driver.Conn, q string, args []any, what
 }
 
 // SourceFile is the file of kind ("points", "timeline", "itt") that reads
-// raw rows, or the rollup with the window's partial hours from raw rows.
+// raw rows, or the rollup with the window's edges from its five-minute
+// twins and raw rows.
 func SourceFile(kind string, useRollup bool) string {
 	if useRollup {
 		return kind + "_rollup.sql"

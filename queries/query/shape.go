@@ -193,9 +193,11 @@ type Shape struct {
 	Group         string // the grouping's expression (groupExpr)
 	KeptDurations string // a runs-table row's kept durations (keptDurationsSQL)
 	Kept          string // and outcomes (KeptSQL)
-	// Edges is whether the window has partial hours, which rollup files
-	// aggregate from raw rows beside the rollup's whole hours.
-	Edges bool
+	// Edges is whether the window has minutes outside the rollup's hours
+	// and its five-minute twins' slots, which rollup files aggregate from
+	// per-run rows; FineEdges whether it has slots of the twins beside the
+	// rollup's whole hours (Rollups).
+	Edges, FineEdges bool
 	// ExactRuns leaves points_rollup.sql's run counts at zero, for the
 	// report counts runs exactly from the runs table; Grafana's panels
 	// merge the rollup's HyperLogLog states instead.
@@ -236,10 +238,31 @@ func newShape(o *model.Options, w Window) (*Shape, error) {
 	}
 	return &Shape{
 		Group: expr, KeptDurations: keptDurationsSQL(o), Kept: KeptSQL(o),
-		Edges: w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1, MergeLevels: curveLevelsSQL,
-		Hourly: TrendHourly(o), RunsTable: RunsTableHolds(o), DesignAll: o.Design.All,
+		Edges: w.edgeA0 != w.edgeA1 || w.edgeB0 != w.edgeB1, FineEdges: w.fineA0 != w.fineA1 || w.fineB0 != w.fineB1,
+		MergeLevels: curveLevelsSQL, Hourly: TrendHourly(o), RunsTable: RunsTableHolds(o), DesignAll: o.Design.All,
 		Continent: model.IsPlaceCode(o.Continent), Country: model.IsPlaceCode(o.Country),
 	}, nil
+}
+
+// Rollup is one of the tables a rollup file reads the window's
+// aggregated rows from: the hourly Table, or its five-minute twin (Fine),
+// whose slots at the window's edges the file reads in a second branch of
+// the same form.
+type Rollup struct {
+	*Shape
+	Table string
+	Fine  bool
+}
+
+// Rollups are the tables holding table's rows of the window (an hourly
+// table of the store's with a five-minute twin): table for the whole
+// hours, and its twin where the window has its slots.
+func (s *Shape) Rollups(table string) []Rollup {
+	r := []Rollup{{Shape: s, Table: table}}
+	if s.FineEdges {
+		r = append(r, Rollup{Shape: s, Table: store.FiveMinuteTwin(table), Fine: true})
+	}
+	return r
 }
 
 // WithTrend makes points_rollup.sql read the trend too (Trend), its

@@ -24,10 +24,17 @@
       AND {{template "design" .}}
 {{- end}}
 
--- "whole hours" and "edge hours" are every rollup file's two selections:
--- the rollup's rows of the window's whole hours and the raw rows of the
--- partial hours at its edges, each of the site.
-{{- define "whole hours"}}hour >= toDateTime(@hour_from, 'UTC') AND hour < toDateTime(@hour_to, 'UTC')
+-- "rollup slots" and "edge hours" are every rollup file's selections:
+-- the rollup's rows of the window's whole hours, or those of its
+-- five-minute twin in the whole five minutes at the window's edges (a
+-- query.Rollup's .Fine), and the per-run rows of the minutes left at either
+-- end, each of the site.
+{{- define "rollup slots"}}{{if .Fine -}}
+((hour >= toDateTime(@fine_a0, 'UTC') AND hour < toDateTime(@fine_a1, 'UTC'))
+        OR (hour >= toDateTime(@fine_b0, 'UTC') AND hour < toDateTime(@fine_b1, 'UTC')))
+{{- else -}}
+hour >= toDateTime(@hour_from, 'UTC') AND hour < toDateTime(@hour_to, 'UTC')
+{{- end}}
       AND (@site = '' OR site = @site)
 {{- end}}
 {{- define "edge hours"}}((time >= toDateTime(@edge_a0, 'UTC') AND time < toDateTime(@edge_a1, 'UTC'))
@@ -36,8 +43,8 @@
 {{- end}}
 
 -- "edge requests" makes a row of the runs table its parallel requests,
--- under the samples' column names: a rollup file reads the partial hours at
--- its window's edges from a row per run instead of a row per sample (a
+-- under the samples' column names: a rollup file reads the minutes at its
+-- window's edges outside the twins' slots from a row per run instead of a row per sample (a
 -- run's time, place, design, batch order and exclusions are its samples',
 -- store's runs_mv.sql; the arrays line up). A file filters the runs in
 -- PREWHERE and their requests in WHERE: a WHERE beside an ARRAY JOIN is

@@ -1,8 +1,8 @@
 -- handshakes.sql for reports from the rollup: the same figures by group
--- and protocol, the window's whole hours from handshake_rollup and its
--- partial hours from handshake_requests (the same requests one by one,
--- sorted by time: a range of the edge's minutes each), merged into the
--- same states. A browser report's requests have no kind (''); the
+-- and protocol, the window's whole hours from handshake_rollup, the
+-- edges' five minutes from its twin and the minutes left from
+-- handshake_requests (the same requests one by one, sorted by time: a
+-- range of those minutes each), merged into the same states. A browser report's requests have no kind (''); the
 -- requests whose connection paid a QUIC Retry are counted apart
 -- (retried), as in handshakes.sql. The edges' states keep .Levels, the
 -- rollup columns' type.
@@ -19,12 +19,15 @@ SELECT
     countMergeIf(samples_state, r = 1) AS retried
 FROM
 (
+    {{- range $i, $r := .Rollups "handshake_rollup"}}{{if $i}}
+    UNION ALL{{end}}
     SELECT {{.Group}} AS grp, toString(got) AS proto, retried AS r,
            samples AS samples_state, duration AS duration_state, connect AS connect_state,
            fastest AS fastest_state, resumed AS resumed_state, early AS early_state
-    FROM handshake_rollup
-    WHERE {{template "whole hours" .}}
+    FROM {{.Table}}
+    WHERE {{template "rollup slots" .}}
       AND {{template "design" .}}
+    {{- end}}
     {{- if .Edges}}
     UNION ALL
     SELECT {{.Group}} AS grp, toString(got) AS proto, retried AS r,

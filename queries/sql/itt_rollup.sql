@@ -3,7 +3,7 @@
 -- at the script's timeout (itt_rollup, store migration 0054:
 -- samples_rollup's states under a key without batch order, outcome and
 -- exclusions but the bot's, an eighth of its rows): whole hours from it,
--- and in the .Edges block the partial hours at either edge from the runs
+-- the edges' five minutes from its twin and the minutes left from the runs
 -- table's requests into the same states, as points_rollup.sql. Its run counts are 0: the
 -- excluded section counts the runs exactly (excluded_rollup.sql), and
 -- merging HyperLogLog states here would cost more than the rest.
@@ -17,12 +17,15 @@ SELECT
     quantilesTDigestMerge({{.Levels}})(duration_state) AS q
 FROM
 (
+    {{- range $i, $r := .Rollups "itt_rollup"}}{{if $i}}
+    UNION ALL{{end}}
     SELECT {{.Group}} AS grp, toString(want) AS sent_to, failed AS f,
            samples AS samples_state, duration AS duration_state
-    FROM itt_rollup
-    WHERE {{template "whole hours" .}}
+    FROM {{.Table}}
+    WHERE {{template "rollup slots" .}}
       AND (want = 'h2' OR want = 'h3')
       AND bot = 0 AND {{template "design" .}}
+    {{- end}}
     {{- if .Edges}}
     UNION ALL
     SELECT {{.Group}} AS grp, toString(want) AS sent_to, toUInt8(error != '') AS f,

@@ -1,10 +1,12 @@
 -- Point estimates per group × outcome × batch order from the hourly rollup,
 -- for the default selection: the like-for-like headline (parallel,
 -- successful requests of runs without exclusions) of one design. Whole
--- hours inside the window come from samples_rollup; the .Edges block
--- aggregates the partial hours at either edge from the runs table's
--- requests ("edge requests") into the same states, so the window is exact. A window of whole hours has no
--- such block and the rollup answers alone (an empty raw branch still costs
+-- hours inside the window come from samples_rollup, the whole five minutes
+-- of the partial hours at its edges from its five-minute twin (.Rollups,
+-- store migration 0066); the .Edges block aggregates the minutes left,
+-- under five at either end, from the runs table's requests ("edge
+-- requests") into the same states, so the window is exact. A window
+-- without such minutes has no such block (an empty raw branch still costs
 -- a scan). WITH ROLLUP adds the totals of every group × outcome (order
 -- ''), of every group (outcome '') and a grand total (group '').
 -- Run counts are the rollup's HyperLogLog states for Grafana's panels;
@@ -30,11 +32,14 @@ SELECT
     {{- end}}
 FROM
 (
+    {{- range $i, $r := .Rollups "samples_rollup"}}{{if $i}}
+    UNION ALL{{end}}
     SELECT {{if .Trend}}hour AS w_hour, {{end}}{{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,
            {{if .ExactRuns}}toUInt8(0){{else}}runs{{end}} AS runs_state, samples AS samples_state, duration AS duration_state
-    FROM samples_rollup
-    WHERE {{template "whole hours" .}}
+    FROM {{.Table}}
+    WHERE {{template "rollup slots" .}}
       AND exclusions = 0 AND {{template "design" .}}
+    {{- end}}
     {{- if .Edges}}
     UNION ALL
     SELECT {{if .Trend}}toStartOfHour(time) AS w_hour, {{end}}{{.Group}} AS grp, toString(outcome) AS oc, toString(param_order) AS ord,

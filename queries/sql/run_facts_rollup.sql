@@ -1,8 +1,9 @@
 -- run_facts.sql for reports from the rollup: the same two sections counted
 -- by group × browser, from run_fact_counts (store migration 0052: browser
 -- runs counted by hour with what these sections count of them) for the
--- window's whole hours, and in the .Edges block from run_facts for the
--- partial hours at its edges, as run_facts.sql reads it. fc: runs with a
+-- window's whole hours, its twin for the edges' five minutes, and in the
+-- .Edges block from run_facts for the minutes left, as run_facts.sql
+-- reads it. fc: runs with a
 -- request to the H3 origin; se: runs of the report's design and of beacon
 -- @script_errors_since or later, whose errors run_fact_counts holds as
 -- sums.
@@ -27,16 +28,19 @@ SELECT
     sumIf(e_send, se) AS se_send
 FROM
 (
+    {{- range $i, $r := .Rollups "run_fact_counts"}}{{if $i}}
+    UNION ALL{{end}}
     SELECT {{.Group}} AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
            beacon_major, param_extra, beacon_version, source, continent, country,
            runs AS n, runs_h3_wanted AS h3_wanted, runs_first_h3 AS first_h3,
            runs_first_h3_before AS first_h3_before, runs_first_h3_page AS first_h3_page, runs_upgraded AS upgraded, runs_never_h3 AS never_h3,
            runs_with_errors AS with_errors, errors_idle AS e_idle, errors_warmup AS e_warmup, errors_batch AS e_batch,
            errors_timing AS e_timing, errors_send AS e_send
-    FROM run_fact_counts
-    WHERE {{template "whole hours" .}}
+    FROM {{.Table}}
+    WHERE {{template "rollup slots" .}}
       AND (@include_bots = 1 OR bot = 0)
       AND {{template "place" .}}
+    {{- end}}
     {{- if .Edges}}
     UNION ALL
     SELECT {{.Group}} AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,

@@ -428,7 +428,8 @@ func load(ctx context.Context, conn driver.Conn, out io.Writer, now time.Time, s
 		// A live server merges the parts of the rollups and count tables in
 		// the background; right after a bulk load there are ~rows/batch
 		// unmerged parts of each (t-digest states, sums by key).
-		for _, table := range []string{"samples_rollup", "itt_rollup", "handshake_rollup", "run_counts", "run_fact_counts", "failure_counts"} {
+		for _, table := range []string{"samples_rollup", "itt_rollup", "handshake_rollup", "run_counts", "run_fact_counts", "failure_counts",
+			"samples_rollup_5m", "itt_rollup_5m", "handshake_rollup_5m", "run_counts_5m", "run_fact_counts_5m", "failure_counts_5m"} {
 			t1 := time.Now()
 			if err := conn.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL"); err != nil {
 				return fmt.Errorf("optimizing %s: %w", table, err)

@@ -9,11 +9,11 @@
 -- queries sum them anyway. Browser runs only: source is a constant, as in
 -- the runs table. In cluster mode the Distributed table spreads the copy
 -- of earlier failures (migration 0053) by site and hour.
-CREATE TABLE IF NOT EXISTS {{.Local "failure_counts"}}{{.OnCluster}}
+CREATE TABLE IF NOT EXISTS {{.Local (.Rollup "failure_counts")}}{{.OnCluster}}
 (
 {{template "hourly key" .}}
     bot             UInt8,
     want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
     error           String,
     failures        UInt64,
-{{template "hourly table" (.Hourly "SummingMergeTree" "failure_counts" "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error")}}
+{{template "hourly table" (.Hourly "SummingMergeTree" (.Rollup "failure_counts") "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, bot, want, error")}}

@@ -8,7 +8,7 @@
 -- report reads a few thousand rows a day here where it would scan every
 -- sample of its window for reused. Bots' runs are left out, as every
 -- report leaves them out of this section.
-CREATE TABLE IF NOT EXISTS {{.Local "handshake_rollup"}}{{.OnCluster}}
+CREATE TABLE IF NOT EXISTS {{.Local (.Rollup "handshake_rollup")}}{{.OnCluster}}
 (
 {{template "hourly key" .}}
     got             Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
@@ -19,4 +19,4 @@ CREATE TABLE IF NOT EXISTS {{.Local "handshake_rollup"}}{{.OnCluster}}
     fastest         AggregateFunction(min, Float32),
     resumed         AggregateFunction(sum, UInt8),
     early           AggregateFunction(sum, UInt8),
-{{template "hourly table" (.Hourly "AggregatingMergeTree" "handshake_rollup" "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, got, retried")}}
+{{template "hourly table" (.Hourly "AggregatingMergeTree" (.Rollup "handshake_rollup") "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, got, retried")}}

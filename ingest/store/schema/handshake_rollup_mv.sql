@@ -1,10 +1,10 @@
 -- Feeds handshake_rollup from every block inserted into samples.
-CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "handshake_rollup_mv"}}{{.OnCluster}} TO {{.Local "handshake_rollup"}} AS
+CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name (printf "%s_mv" (.Rollup "handshake_rollup"))}}{{.OnCluster}} TO {{.Local (.Rollup "handshake_rollup")}} AS
 {{template "handshake rollup from" (.Reading (.Local "samples"))}}
 
 {{- define "handshake rollup from"}}
 SELECT
-    toStartOfHour(time) AS hour,
+    {{.Slot "time"}} AS hour,
     site, continent, country, {{template "design" .}}, got, srv_retry AS retried,
     countState() AS samples,
     quantilesTDigestState(0.5, 0.75, 0.9, 0.95, 0.99)(duration_ms) AS duration,

@@ -9,7 +9,7 @@
 -- view's time. Browser rows only: source is a constant, as in
 -- samples_rollup. In cluster mode the Distributed table spreads the copy
 -- of earlier hours (migration 0054) by site and hour.
-CREATE TABLE IF NOT EXISTS {{.Local "itt_rollup"}}{{.OnCluster}}
+CREATE TABLE IF NOT EXISTS {{.Local (.Rollup "itt_rollup")}}{{.OnCluster}}
 (
 {{template "hourly key" .}}
     want            Enum8('unknown' = 0, 'h1' = 1, 'h2' = 2, 'h3' = 3),
@@ -17,4 +17,4 @@ CREATE TABLE IF NOT EXISTS {{.Local "itt_rollup"}}{{.OnCluster}}
     bot             UInt8,
     samples         AggregateFunction(count),
     duration        AggregateFunction(quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99), Float32),
-{{template "hourly table" (.Hourly "AggregatingMergeTree" "itt_rollup" "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, failed, bot")}}
+{{template "hourly table" (.Hourly "AggregatingMergeTree" (.Rollup "itt_rollup") "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, want, failed, bot")}}

@@ -15,7 +15,7 @@
 -- sum them anyway. Browser runs only: source is a constant, as in the runs
 -- table. In cluster mode the Distributed table spreads the copy of earlier
 -- runs (migration 0051) by site and hour; reads sum every shard's rows.
-CREATE TABLE IF NOT EXISTS {{.Local "run_counts"}}{{.OnCluster}}
+CREATE TABLE IF NOT EXISTS {{.Local (.Rollup "run_counts")}}{{.OnCluster}}
 (
 {{template "hourly key" .}}
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
@@ -33,4 +33,4 @@ CREATE TABLE IF NOT EXISTS {{.Local "run_counts"}}{{.OnCluster}}
     runs_failed_h2  UInt64,
     runs_failed_h3  UInt64,
     runs_h3_short   UInt64,
-{{template "hourly table" (.Hourly "SummingMergeTree" "run_counts" "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions")}}
+{{template "hourly table" (.Hourly "SummingMergeTree" (.Rollup "run_counts") "site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, bot, exclusions")}}

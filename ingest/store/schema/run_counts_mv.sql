@@ -4,12 +4,12 @@
 -- every sample. (A view on the runs table would be simpler, but 18.16
 -- runs no view on a table that a view writes to, nor a view whose query
 -- reads a subquery.)
-CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "run_counts_mv"}}{{.OnCluster}} TO {{.Local "run_counts"}} AS
+CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name (printf "%s_mv" (.Rollup "run_counts"))}}{{.OnCluster}} TO {{.Local (.Rollup "run_counts")}} AS
 {{template "run counts from" (.Reading (.Local "samples"))}}
 
 {{- define "run counts from"}}
 SELECT
-    toStartOfHour(time) AS hour,
+    {{.Slot "time"}} AS hour,
     site, continent, country, {{template "design" .}}, param_order, bot, exclusions,
     count() AS runs,
     countIf(bitAnd(run_flags, {{.RunFlag "h2"}}) != 0) AS runs_h2,

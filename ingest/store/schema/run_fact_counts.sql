@@ -13,7 +13,7 @@
 -- of a key as parts merge, and queries sum them anyway. Browser runs only:
 -- source is a constant. In cluster mode the Distributed table spreads the
 -- copy of earlier runs (migration 0052) by site and hour.
-CREATE TABLE IF NOT EXISTS {{.Local "run_fact_counts"}}{{.OnCluster}}
+CREATE TABLE IF NOT EXISTS {{.Local (.Rollup "run_fact_counts")}}{{.OnCluster}}
 (
     hour            DateTime('UTC'),
     site            String,
@@ -38,4 +38,4 @@ CREATE TABLE IF NOT EXISTS {{.Local "run_fact_counts"}}{{.OnCluster}}
     errors_batch    UInt64,
     errors_timing   UInt64,
     errors_send     UInt64,
-{{template "hourly table" (.Hourly "SummingMergeTree" "run_fact_counts" "site, hour, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version")}}
+{{template "hourly table" (.Hourly "SummingMergeTree" (.Rollup "run_fact_counts") "site, hour, continent, country, browser, bot, param_parallel, param_bytes, param_warmup, beacon_major, beacon_version")}}

@@ -1,12 +1,12 @@
 -- Feeds run_fact_counts from every block inserted into samples: a browser
 -- run's first-contact flags (store.RunFlags) are on its first sample, so
 -- counting those samples counts runs.
-CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "run_fact_counts_mv"}}{{.OnCluster}} TO {{.Local "run_fact_counts"}} AS
+CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name (printf "%s_mv" (.Rollup "run_fact_counts"))}}{{.OnCluster}} TO {{.Local (.Rollup "run_fact_counts")}} AS
 {{template "run fact counts from" (.Reading (.Local "samples"))}}
 
 {{- define "run fact counts from"}}
 SELECT
-    toStartOfHour(time) AS hour,
+    {{.Slot "time"}} AS hour,
     site, continent, country, browser, bot, {{template "design" .}}, beacon_version,
     count() AS runs,
     countIf(bitAnd(run_flags, {{.RunFlag "h3_wanted"}}) != 0) AS runs_h3_wanted,

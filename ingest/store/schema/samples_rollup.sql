@@ -15,7 +15,7 @@
 -- because merging uniq's exact states costs far more. It holds browser rows
 -- only: source is a constant, so that one source filter serves raw rows
 -- and the rollup alike.
-CREATE TABLE IF NOT EXISTS {{.Local "samples_rollup"}}{{.OnCluster}}
+CREATE TABLE IF NOT EXISTS {{.Local (.Rollup "samples_rollup")}}{{.OnCluster}}
 (
 {{template "hourly key" .}}
     param_order     Enum8('h2first' = 1, 'h3first' = 2),
@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS {{.Local "samples_rollup"}}{{.OnCluster}}
     duration        AggregateFunction(quantilesTDigest(0.5, 0.75, 0.9, 0.95, 0.99), Float32),
     source          Enum8('browser' = 1, 'agent' = 2) ALIAS CAST('browser' AS Enum8('browser' = 1, 'agent' = 2))
 )
-ENGINE = {{.Engine "AggregatingMergeTree" "samples_rollup"}}
+ENGINE = {{.Engine "AggregatingMergeTree" (.Rollup "samples_rollup")}}
 PARTITION BY toYYYYMM(hour)
 {{- if .Since 56}}
 PRIMARY KEY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions)
@@ -42,5 +42,6 @@ SETTINGS index_granularity = 8192, old_parts_lifetime = 10
 -- hour. The view writes to the local tables, on the replica that receives
 -- an insert (replication copies the result); only a migration's rebuild
 -- inserts into it (0056), spread by site and hour as the hourly tables'.
-{{if .Since 56}}{{template "schema/distributed.sql" (.Over "samples_rollup" "cityHash64(site, hour)")}}
-{{- else}}{{template "schema/distributed.sql" (.Over "samples_rollup" "")}}{{end}}{{end}}
+{{$table := .Rollup "samples_rollup" -}}
+{{if .Since 56}}{{template "schema/distributed.sql" (.Over $table "cityHash64(site, hour)")}}
+{{- else}}{{template "schema/distributed.sql" (.Over $table "")}}{{end}}{{end}}

@@ -2,12 +2,12 @@
 -- rows only (agent runs are reported from raw rows, never pooled with
 -- visitors'). A failed request is counted at the script's timeout
 -- (beacon.RequestTimeoutMS).
-CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name "samples_rollup_mv"}}{{.OnCluster}} TO {{.Local "samples_rollup"}} AS
+CREATE MATERIALIZED VIEW IF NOT EXISTS {{.Name (printf "%s_mv" (.Rollup "samples_rollup"))}}{{.OnCluster}} TO {{.Local (.Rollup "samples_rollup")}} AS
 {{template "samples rollup from" (.Reading (.Local "samples"))}}
 
 {{- define "samples rollup from"}}
 SELECT
-    toStartOfHour(time) AS hour,
+    {{.Slot "time"}} AS hour,
     site, continent, country, {{template "design" .}}, param_order, outcome, want, toUInt8(error != '') AS failed, exclusions,
     countState() AS samples,
     uniqHLL12State(run_id) AS runs,
