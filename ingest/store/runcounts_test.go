@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
@@ -376,5 +377,45 @@ func expectCounts(t *testing.T, conn driver.Conn, checks []countCheck) {
 		if n := countRows(t, conn, c.q); n != c.want {
 			t.Errorf("%s: %d, want %d", c.q, n, c.want)
 		}
+	}
+}
+
+// TestFiveMinuteTwinsCopyMatchView stores runs over two hours' five-minute
+// slots in a database of the release before the twins, which migration
+// 0066 then fills from samples, and in a new database, whose views feed
+// them from each insert: each twin holds, by five minutes, what its hourly
+// table holds by hour (summed by hour, the same measure for every site and
+// place), in as many slots as the runs fell in, copied and viewed alike.
+func TestFiveMinuteTwinsCopyMatchView(t *testing.T) {
+	rng := rand.New(rand.NewPCG(66, 5))
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	var runs []*store.Run
+	for _, m := range []int{2, 7, 14, 31, 58, 63, 97} { // minutes: 7 slots of 2 hours
+		rs := derivedRuns(t, rng, "twins", at.Add(time.Duration(m)*time.Minute), 3)
+		rs[0].Report.Samples[len(rs[0].Report.Samples)-1].Error = "timeout" // a failure in every slot
+		runs = append(runs, rs...)
+	}
+	released, fresh := copiedAndViewed(t, "0066_five_minute_rollups.sql", runs, 9)
+	for _, tc := range []struct{ table, measure string }{
+		{"samples_rollup", "countMerge(samples)"},
+		{"itt_rollup", "countMerge(samples)"},
+		{"run_counts", "sum(runs)"},
+		{"run_fact_counts", "sum(runs)"},
+		{"failure_counts", "sum(failures)"},
+		{"handshake_rollup", "countMerge(samples)"},
+	} {
+		byHour := func(table string) string {
+			return "SELECT toString(tuple(toStartOfHour(hour), site, continent, country, " + tc.measure + ")) AS k FROM " + table +
+				" GROUP BY toStartOfHour(hour), site, continent, country ORDER BY k"
+		}
+		hourly := rowsText(t, fresh, byHour(tc.table))
+		twin := store.FiveMinuteTwin(tc.table)
+		copied, viewed := rowsText(t, released, byHour(twin)), rowsText(t, fresh, byHour(twin))
+		if hourly == "" || copied != hourly || viewed != hourly {
+			t.Errorf("%s by hour:\n%s\n%s copied by 0066, by hour:\n%s\n%s made by its view, by hour:\n%s", tc.table, hourly, twin, copied, twin, viewed)
+		}
+		slots := "SELECT count() FROM (SELECT DISTINCT hour FROM " + twin + ")"
+		expectCounts(t, released, []countCheck{{slots, 7}})
+		expectCounts(t, fresh, []countCheck{{slots, 7}})
 	}
 }
