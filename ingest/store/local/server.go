@@ -70,6 +70,10 @@ type Server struct {
 	// ExtraProfile is XML placed inside the default settings profile, e.g.
 	// a cluster member's distributed_ddl_task_timeout.
 	ExtraProfile string
+	// ExtraMergeTree is XML placed inside the config's one merge_tree
+	// section (a second section is ignored), e.g. a cluster member's
+	// replicated_max_ratio_of_wrong_parts.
+	ExtraMergeTree string
 
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -298,7 +302,7 @@ func (l *Server) Start(ctx context.Context) error {
 		return err
 	}
 	cfg := filepath.Join(dir, "config.xml")
-	if err := writeConfig(cfg, dir, l.Port, l.password, l.ExtraConfig, l.ExtraProfile); err != nil {
+	if err := writeConfig(cfg, dir, l.Port, l.password, l.ExtraConfig, l.ExtraProfile, l.ExtraMergeTree); err != nil {
 		return err
 	}
 	logf, err := access.OpenPrivate(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
@@ -583,7 +587,7 @@ var configTemplate = template.Must(template.New("config").Parse(`<?xml version="
     <mark_cache_size>268435456</mark_cache_size>
     <uncompressed_cache_size>268435456</uncompressed_cache_size>
     <max_concurrent_queries>100</max_concurrent_queries>
-    <merge_tree><old_parts_lifetime>10</old_parts_lifetime></merge_tree>
+    <merge_tree><old_parts_lifetime>10</old_parts_lifetime>{{.MergeTree}}</merge_tree>
     <users>
         <default>
             <password_sha256_hex>{{.PasswordHash}}</password_sha256_hex>
@@ -598,7 +602,7 @@ var configTemplate = template.Must(template.New("config").Parse(`<?xml version="
 </yandex>
 `))
 
-func writeConfig(path, dir string, port int, password, extra, profile string) error {
+func writeConfig(path, dir string, port int, password, extra, profile, mergeTree string) error {
 	var b bytes.Buffer
 	sum := sha256.Sum256([]byte(password))
 	if err := configTemplate.Execute(&b, struct {
@@ -608,7 +612,8 @@ func writeConfig(path, dir string, port int, password, extra, profile string) er
 		Threads      int
 		Profile      string
 		Extra        string
-	}{dir, port, hex.EncodeToString(sum[:]), runtime.NumCPU(), profile, extra}); err != nil {
+		MergeTree    string
+	}{dir, port, hex.EncodeToString(sum[:]), runtime.NumCPU(), profile, extra, mergeTree}); err != nil {
 		return fmt.Errorf("rendering local ClickHouse config: %w", err)
 	}
 	if err := writePrivate(path, b.String()); err != nil {

@@ -93,12 +93,7 @@ func StartCluster(t testing.TB) *Cluster {
 		// and restarted at once stays inactive, and looks active to its
 		// peers, until its old session expires; with 30 s the replicas of a
 		// shard ended up disagreeing in every kill test (deploy/README.md).
-		// A part the kill left unrecorded in ZooKeeper is set aside at
-		// restart; replicated_max_ratio_of_wrong_parts 1 keeps 18.16 from
-		// refusing to start instead when it holds most of a small table's
-		// rows.
 		extra := fmt.Sprintf(`<interserver_http_host>127.0.0.1</interserver_http_host>
-    <merge_tree><replicated_max_ratio_of_wrong_parts>1</replicated_max_ratio_of_wrong_parts></merge_tree>
     <interserver_http_port>%d</interserver_http_port>
     <zookeeper><node><host>127.0.0.1</host><port>%d</port></node><session_timeout_ms>5000</session_timeout_ms></zookeeper>
     <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
@@ -108,12 +103,28 @@ func StartCluster(t testing.TB) *Cluster {
 		// deploy/README.md advises): under the whole suite's load an ALTER
 		// can outlast the default on one replica, and a timed-out migration
 		// goes on in the background but fails the one that ran it.
+		// A part the kill left unrecorded in ZooKeeper is set aside at
+		// restart; replicated_max_ratio_of_wrong_parts 1 keeps 18.16 from
+		// refusing to start instead when it holds most of a small table's
+		// rows.
 		l := &local.Server{Dir: d, Port: tcp[i], ExtraConfig: extra,
-			ExtraProfile: "<distributed_ddl_task_timeout>900</distributed_ddl_task_timeout>"}
+			ExtraProfile:   "<distributed_ddl_task_timeout>900</distributed_ddl_task_timeout>",
+			ExtraMergeTree: "<replicated_max_ratio_of_wrong_parts>1</replicated_max_ratio_of_wrong_parts>"}
 		if err := l.Start(ctx); err != nil {
 			t.Fatalf("starting cluster server %d: %v", i+1, err)
 		}
 		c.Servers = append(c.Servers, l)
+		// A setting in the wrong section is ignored without a word.
+		conn, err := store.Open(ctx, l.DSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ratio string
+		err = conn.QueryRow(ctx, "SELECT value FROM system.merge_tree_settings WHERE name = 'replicated_max_ratio_of_wrong_parts'").Scan(&ratio)
+		conn.Close()
+		if err != nil || ratio != "1" {
+			t.Fatalf("cluster server %d: replicated_max_ratio_of_wrong_parts %q, %v; want 1", i+1, ratio, err)
+		}
 	}
 	return c
 }
