@@ -70,6 +70,16 @@ func (d dialect) Rollup(table string) string {
 	return table
 }
 
+// Granularity is an hourly table's index granularity: a twin's edge reads
+// a few of its slots, which a coarse granule would read with thousands of
+// others' states, as ClickHouse reads whole granules.
+func (d dialect) Granularity() int {
+	if d.Fine {
+		return 256
+	}
+	return 8192
+}
+
 // Slot is the start of the hour of the time column col, or of its five
 // minutes where d renders the twins.
 func (d dialect) Slot(col string) string {

@@ -25,7 +25,7 @@ ORDER BY ({{.Order}}, param_extra)
 {{- else}}
 ORDER BY ({{.Order}})
 {{- end}}
-SETTINGS index_granularity = 8192, old_parts_lifetime = 10
+SETTINGS index_granularity = {{.Granularity}}, old_parts_lifetime = 10
 {{- if .Cluster}};
 {{template "schema/distributed.sql" (.Over .Table "cityHash64(site, hour)")}}{{end}}
 {{- end}}

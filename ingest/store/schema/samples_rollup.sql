@@ -36,7 +36,7 @@ ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_war
 {{- else}}
 ORDER BY (site, hour, continent, country, param_parallel, param_bytes, param_warmup, beacon_major, param_order, outcome, want, failed, exclusions)
 {{- end}}
-SETTINGS index_granularity = 8192, old_parts_lifetime = 10
+SETTINGS index_granularity = {{.Granularity}}, old_parts_lifetime = 10
 {{- if .Cluster}};
 -- Cluster mode: the rollup as reports read it, every shard's part of every
 -- hour. The view writes to the local tables, on the replica that receives
