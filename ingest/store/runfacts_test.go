@@ -103,3 +103,23 @@ func firstContactRuns(t *testing.T, at time.Time) []*store.Run {
 	}
 	return out
 }
+
+// TestRunFactsByTimeCopyMatchesView stores runs in a database of the
+// release before step 0067, which makes run_facts again sorted by time and
+// fills it from samples, and in a new database, whose view makes each
+// run's row: both hold the same rows, sorted by time.
+func TestRunFactsByTimeCopyMatchesView(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	runs := firstContactRuns(t, at)
+	released, fresh := copiedAndViewed(t, "0067_run_facts_by_time.sql", runs, 3)
+	copied, viewed := runFacts(t, released), runFacts(t, fresh)
+	if copied == "" || copied != viewed {
+		t.Errorf("copied by 0067:\n%s\nmade by the view:\n%s", copied, viewed)
+	}
+	for _, conn := range []driver.Conn{released, fresh} {
+		var key string
+		if err := conn.QueryRow(context.Background(), "SELECT sorting_key FROM system.tables WHERE database = currentDatabase() AND name = 'run_facts'").Scan(&key); err != nil || key != "site, time, run_id" {
+			t.Errorf("run_facts sorted by %q, %v; want site, time, run_id", key, err)
+		}
+	}
+}

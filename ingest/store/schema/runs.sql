@@ -36,8 +36,9 @@ CREATE TABLE IF NOT EXISTS {{.Local "runs"}}{{.OnCluster}}
 identity, place and design columns, and the end of the table — source as
 a constant (browser runs only), ReplacingMergeTree by site, hour and run
 id (runs: and continent before the run id, from step 61; by site, time
-and run id from step 64, so that a read by time reads the granules of its
-minutes alone: the partial hours at a window's edges), and in cluster mode the Distributed table sharded by run id as samples
+and run id from step 64, and run_facts from step 67, so that a read by
+time reads the granules of its minutes alone: the minutes at a window's
+edges), and in cluster mode the Distributed table sharded by run id as samples
 are (the table's view writes each run's row to the shard of its samples). */ -}}
 {{define "run columns"}}    time            DateTime('UTC'),
     site            String,
@@ -53,7 +54,7 @@ are (the table's view writes each run's row to the shard of its samples). */ -}}
 )
 ENGINE = {{.Engine "ReplacingMergeTree" .Table}}
 PARTITION BY toYYYYMM(time)
-{{- if and (eq .Table "runs") (.Since 64)}}
+{{- if or (and (eq .Table "runs") (.Since 64)) (and (eq .Table "run_facts") (.Since 67))}}
 ORDER BY (site, time, run_id)
 SETTINGS index_granularity = 1024, old_parts_lifetime = 10
 {{- else if and (eq .Table "runs") (.Since 61)}}
