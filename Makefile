@@ -97,10 +97,11 @@ vet: go-check
 test: deps vet
 	H3RUM_TEST_CHDB='$(CHDB_LIB)' $(GOTEST) -skip '^(TestLab|TestCluster|TestClusterFleet|TestClusterNELStored)$$' ./...
 # the suites that run SQL again on ClickHouse 26.x (make chdb's library as the shared test server); tests of
-# a managed server's process, password or kills skip there; the simulations that never query, TestEnginesAgree and
-# TestReportGolden, which compare the two engines in the first run, and the pages read in Chromium (the dashboard's
-# views and the offline report draw the report's JSON, whose figures the others check on 26.x) are not repeated
-	H3RUM_TEST_ENGINE=chdb H3RUM_TEST_CHDB='$(CHDB_LIB)' $(GOTEST) -skip '^(TestCluster|TestClusterFleet|TestIntervalCoverage|TestPowerRuleBySimulation|TestSequenceBySimulation|TestRecordRoundTrip|TestEnginesAgree|TestReportGolden|Test[A-Za-z]*InChromium|TestHTMLReportOffline)$$' \
+# a managed server's process, password or kills skip there; the simulations that never query, TestEnginesAgree,
+# TestReportGolden and TestRepairRebuildsHours, which run on both engines in the first run, and the pages read in
+# Chromium (the dashboard's views and the offline report draw the report's JSON, whose figures the others check on
+# 26.x) are not repeated
+	H3RUM_TEST_ENGINE=chdb H3RUM_TEST_CHDB='$(CHDB_LIB)' $(GOTEST) -skip '^(TestCluster|TestClusterFleet|TestIntervalCoverage|TestPowerRuleBySimulation|TestSequenceBySimulation|TestRecordRoundTrip|TestEnginesAgree|TestReportGolden|TestRepairRebuildsHours|Test[A-Za-z]*InChromium|TestHTMLReportOffline)$$' \
 	  ./ingest/store/storetest ./ingest/store ./ingest ./queries ./queries/api ./queries/render
 # the cluster tests (four ClickHouse servers and ZooKeeper each) run one at a time after the others: beside the
 # whole suite, an ON CLUSTER ALTER of a replicated table once took over 3 minutes, and once over 10, on one replica
