@@ -174,10 +174,10 @@ type Cluster struct {
 // Unresolved.
 func Complete(ctx context.Context, conn driver.Conn, cluster Cluster, block Block) ([]Completion, error) {
 	if cluster.Name == "" {
-		return completeOn(ctx, conn, derivedQueries, block, true)
+		return completeOn(completing(ctx, false), conn, derivedQueries, block, true)
 	}
 	if cluster.Dial == nil {
-		return completeOn(ctx, conn, derivedQueries, block, false)
+		return completeOn(completing(ctx, false), conn, derivedQueries, block, false)
 	}
 	shards, err := clusterShards(ctx, conn, cluster.Name)
 	if err != nil {
@@ -188,7 +188,7 @@ func Complete(ctx context.Context, conn driver.Conn, cluster Cluster, block Bloc
 		var done []Completion
 		err := cluster.onCaughtUp(ctx, replicas, append([]string{"samples"}, DerivedTables()...), func(conn driver.Conn) error {
 			var err error
-			done, err = completeOn(noDedup(ctx), conn, localDerivedQueries, block, true)
+			done, err = completeOn(completing(ctx, true), conn, localDerivedQueries, block, true)
 			return err
 		})
 		for i, c := range done {
@@ -228,6 +228,22 @@ func (c Cluster) onCaughtUp(ctx context.Context, replicas []string, tables []str
 		errs = append(errs, fmt.Errorf("replica %s: %w", addr, err))
 	}
 	return fmt.Errorf("no replica of a shard of cluster %s has caught up: %w", c.Name, errors.Join(errs...))
+}
+
+// completionQuerySize bounds the text of a completion's statements
+// (max_query_size, 256 KiB by default): they bind an hour's run ids of the
+// block up to twice, and a block of 20 000 sample rows has up to 20 000
+// runs, 39 bytes each as text: 1.6 MB.
+const completionQuerySize = 16 << 20
+
+// completing is ctx for a completion's statements: with room for their
+// text and, on a cluster, without insert deduplication (noDedup says why).
+func completing(ctx context.Context, cluster bool) context.Context {
+	s := clickhouse.Settings{"max_query_size": completionQuerySize}
+	if cluster {
+		s["insert_deduplicate"] = 0
+	}
+	return clickhouse.Context(ctx, clickhouse.WithSettings(s))
 }
 
 // noDedup turns off insert deduplication for what is inserted with ctx. A

@@ -99,6 +99,38 @@ func TestCompleteAfterCutBetweenViews(t *testing.T) {
 	}
 }
 
+// TestCompleteLargeBlock completes a block whose hour names 7 000 runs,
+// as a block of short runs can: the statements that bind its run ids are
+// over half a megabyte, beyond the server's default max_query_size, and
+// the runs the views missed are completed.
+func TestCompleteLargeBlock(t *testing.T) {
+	ctx := context.Background()
+	faulty, clean := storetest.DB(t), storetest.DB(t)
+	rng := rand.New(rand.NewPCG(44, 2))
+	at := time.Date(2026, 12, 1, 9, 10, 0, 0, time.UTC)
+	runs := derivedRuns(t, rng, "large", at, 4)
+	insertRuns(t, clean, runs)
+	insertCut(t, faulty, runs, nil)
+	block := store.BlockOf(runs)
+	for i := range 7000 - len(block) {
+		var id [16]byte
+		for j := range id {
+			id[j] = byte(rng.Uint32())
+		}
+		block = append(block, store.BlockRun{ID: id, Site: "large", Received: at.Add(time.Duration(i) * 100 * time.Millisecond)})
+	}
+	done, err := store.Complete(ctx, faulty, store.Cluster{}, block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range done {
+		if c.Unresolved != 0 || c.Completed == 0 {
+			t.Errorf("%s: %d completed, %d unresolved; want the block's hour completed", c.Table, c.Completed, c.Unresolved)
+		}
+	}
+	sameDerived(t, faulty, clean)
+}
+
 // TestCheckFindsHoles is Check's side: a block cut before the views is
 // reported, table by table, in its hour, until Complete fills it.
 func TestCheckFindsHoles(t *testing.T) {
