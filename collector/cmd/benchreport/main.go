@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	grow := fs.Int("grow", 0, "after timing, load more samples up to this many in all, over the same 24 hours, time again and print each figure's growth (0: no)")
 	batch := fs.Int("batch", 100_000, "rows per insert")
 	repeat := fs.Int("n", 5, "timed repetitions per figure (the median is reported)")
-	dir := fs.String("dir", "", "ClickHouse data directory (default: a temporary one, removed at the end)")
+	dir := fs.String("dir", "", "ClickHouse data directory, 26.x's under DIR/chdb with -chdb (default: a temporary one, removed at the end)")
 	optimize := fs.Bool("optimize", true, "merge the parts of the rollups and count tables after loading (as background merges would)")
 	noBrowser := fs.Bool("no-browser", false, "skip the Chromium first-paint measurement")
 	only := fs.String("only", "", "time only the figures whose name contains this")
@@ -81,11 +81,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *reuse && *dir == "" && *dsn == "" {
+		return errors.New("-reuse needs the -dir or -dsn of a previous run")
+	}
 	if *chdbLib != "" {
-		if *dsn != "" || *dir != "" || *reuse {
-			return errors.New("-chdb starts its own server: -dsn, -dir and -reuse do not apply")
+		if *dsn != "" {
+			return errors.New("-chdb starts its own server: -dsn does not apply")
 		}
-		srv, err := chdb.Start(ctx, *chdbLib, nil)
+		var srv *chdb.Server
+		var err error
+		if *dir != "" {
+			srv, err = chdb.StartIn(ctx, *chdbLib, filepath.Join(*dir, "chdb"), nil)
+		} else {
+			srv, err = chdb.Start(ctx, *chdbLib, nil)
+		}
 		if err != nil {
 			return err
 		}

@@ -46,7 +46,8 @@ const (
 // by closing gently) aborts that process, so it is not the calling program
 // itself, and databases are created (DSN) before clients connect to them.
 type Server struct {
-	dir    string // temporary; data under dir/data, output in dir/server.log
+	dir    string // data under dir/data, output in dir/server.log
+	keep   bool   // dir was given: Stop leaves it
 	port   int
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -56,20 +57,35 @@ type Server struct {
 
 // Start starts the listener of the library at lib on a free port, with
 // settings as its sessions' defaults, in this program run again: the
-// program's main (or TestMain) must call Serve first.
+// program's main (or TestMain) must call Serve first. Its data lives in a
+// temporary folder that Stop removes.
 func Start(ctx context.Context, lib string, settings map[string]string) (*Server, error) {
-	if _, err := os.Stat(lib); err != nil {
-		return nil, fmt.Errorf("the chdb library: %w (make chdb fetches it)", err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding this program: %w", err)
-	}
 	dir, err := os.MkdirTemp("", "h3rum-chdb-")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir}
+	return start(ctx, lib, &Server{dir: dir}, settings)
+}
+
+// StartIn is Start with its data in dir, created if missing and kept by
+// Stop: a later server started in dir finds the databases it left.
+func StartIn(ctx context.Context, lib, dir string, settings map[string]string) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return start(ctx, lib, &Server{dir: dir, keep: true}, settings)
+}
+
+func start(ctx context.Context, lib string, s *Server, settings map[string]string) (*Server, error) {
+	if _, err := os.Stat(lib); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("the chdb library: %w (make chdb fetches it)", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("finding this program: %w", err)
+	}
 	for attempt := 0; ; attempt++ {
 		err = s.start(ctx, exe, lib, settings)
 		if err == nil || attempt == 2 || ctx.Err() != nil {
@@ -168,8 +184,11 @@ func (s *Server) DSN(database string) (string, error) {
 	return u.String(), nil
 }
 
+// Dir is the folder of the server's data and output.
+func (s *Server) Dir() string { return s.dir }
+
 // Stop ends the child by its PID, SIGKILL if SIGTERM is not enough within
-// 10 s, and removes its files; it returns an error if the child had
+// 10 s, and removes its files unless they are StartIn's; it returns an error if the child had
 // already exited, which is a crash.
 func (s *Server) Stop() error {
 	if s.admin != nil {
@@ -192,7 +211,9 @@ func (s *Server) Stop() error {
 			}
 		}
 	}
-	os.RemoveAll(s.dir)
+	if !s.keep {
+		os.RemoveAll(s.dir)
+	}
 	return crashed
 }
 
