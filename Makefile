@@ -220,7 +220,7 @@ image: go-check
 	  --volume "$${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}:/etc/ssl/certs/ca-certificates.crt:ro" \
 	  --build-arg GOPROXY="$$($(GO) env GOPROXY)" -f deploy/Dockerfile -t $(IMAGE) .
 
-## cluster-upgrade: the 2 × 2 cluster upgraded from every release (make test upgrades from the oldest and the newest)
+## cluster-upgrade: the 2 × 2 cluster upgraded from every release (make test upgrades from the newest)
 cluster-upgrade: deps
 	H3RUM_TEST_ALL_RELEASES=1 $(GOTEST) -p 1 -count=1 -v -run '^TestClusterUpgradeFromEveryRelease$$' ./ingest/store
 

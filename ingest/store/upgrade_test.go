@@ -215,12 +215,12 @@ func TestClusterUpgradeFromEveryRelease(t *testing.T) {
 	if len(starts) == 1 {
 		t.Fatal("no release before a retired step")
 	}
-	// Each upgrade is tens of ON CLUSTER statements, and 18.16's distributed
-	// DDL now and then stalls for minutes beside a busy suite: make test
-	// upgrades from the oldest and the newest such release, make
-	// cluster-upgrade from every one (H3RUM_TEST_ALL_RELEASES=1).
-	if os.Getenv("H3RUM_TEST_ALL_RELEASES") != "1" && len(starts) > 3 {
-		starts = []int{starts[0], starts[1], starts[len(starts)-1]}
+	// Each upgrade is tens of ON CLUSTER statements (40 s), and 18.16's
+	// distributed DDL now and then stalls for minutes beside a busy suite:
+	// make test upgrades from the newest such release, make cluster-upgrade
+	// from every one (H3RUM_TEST_ALL_RELEASES=1).
+	if os.Getenv("H3RUM_TEST_ALL_RELEASES") != "1" && len(starts) > 2 {
+		starts = []int{starts[0], starts[len(starts)-1]}
 	}
 	for _, v := range starts {
 		t.Run(fmt.Sprint(v), func(t *testing.T) {
