@@ -1,14 +1,15 @@
 // Command benchprobe measures what h3rum's /probe costs against a bare
 // server: it loads /probe on loopback over HTTP/2 and HTTP/3, with
-// keep-alive and with one request per fresh connection, alternating runs
-// against a bare net/http TLS server plus a bare http3.Server (204, no
+// keep-alive and with one request per fresh connection, in rounds of one
+// run of each server, each round in an order rotated by one: a bare
+// net/http TLS server plus a bare http3.Server (204, no
 // headers), the same bare servers sending the headers /probe sends,
 // Debian's caddy answering 204 (a well-kept server as the peer), and
 // h3rum's origin.Server. Each server runs in its
 // own child process, so its CPU time per request is read from /proc without
 // the load generator's. Every run is bounded by -duration.
 //
-//	go run ./collector/cmd/benchprobe [-duration 3s] [-rounds 3]
+//	go run ./collector/cmd/benchprobe [-duration 3s] [-rounds 4]
 package main
 
 import (
@@ -51,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c config
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "length of each measured run")
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "unmeasured load before each scenario, per server")
-	fs.IntVar(&c.rounds, "rounds", 3, "bare/h3rum pairs of runs per scenario")
+	fs.IntVar(&c.rounds, "rounds", 4, "runs of each server per scenario, each round in an order rotated by one")
 	fs.IntVar(&c.conns, "conns", 4, "keep-alive connections per run")
 	fs.IntVar(&c.concurrency, "concurrency", 32, "requests in flight in keep-alive runs, spread over -conns")
 	fs.IntVar(&c.newConnConc, "newconn-concurrency", 8, "connections being set up at once in new-connection runs")
