@@ -57,6 +57,11 @@ hour >= toDateTime(@hour_from, 'UTC') AND hour < toDateTime(@hour_to, 'UTC')
 {{- define "design"}}({{template "design columns" .}} AND source = @source{{template "place filters" .}})
 {{- end}}
 
+-- "script errors since" is a run of the report's design and of beacon
+-- @script_errors_since or later (the run facts' se_ columns).
+{{- define "script errors since"}}{{template "design" .}} AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= @script_errors_since
+{{- end}}
+
 -- "design columns" is the design's stored columns alone: a runs file's
 -- PREWHERE, as source is an alias there (18.16 cannot find an alias in a
 -- PREWHERE that selects no mark).

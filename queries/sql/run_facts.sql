@@ -33,7 +33,7 @@
 -- per section.
 WITH
     h3_wanted = 1 AS fc,
-    {{template "design" .}} AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= @script_errors_since AS se
+    {{template "script errors since" .}} AS se
 SELECT
     {{.Group}} AS grp,
     if(browser = '', 'unknown', browser) AS run_browser,

@@ -3,12 +3,11 @@
 -- runs counted by hour with what these sections count of them) for the
 -- window's whole hours, its twin for the edges' five minutes, and in the
 -- .Edges block from run_facts for the minutes left, as run_facts.sql
--- reads it. fc: runs with a
--- request to the H3 origin; se: runs of the report's design and of beacon
--- @script_errors_since or later, whose errors run_fact_counts holds as
--- sums.
-WITH
-    {{template "design" .}} AND arrayMap(x -> toUInt32OrZero(x), splitByChar('.', beacon_version)) >= @script_errors_since AS se
+-- reads it. fc: runs with a request to the H3 origin; se: runs of the
+-- report's design and of beacon @script_errors_since or later, whose
+-- errors run_fact_counts holds as sums, a column of each branch: as an
+-- alias of the outer query, 26.x's analyzer computes it again for each
+-- sumIf that reads it.
 SELECT
     grp,
     run_browser,
@@ -30,12 +29,12 @@ FROM
 (
     {{- range $i, $r := .Rollups "run_fact_counts"}}{{if $i}}
     UNION ALL{{end}}
-    SELECT {{.Group}} AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
-           beacon_major, param_extra, beacon_version, source, continent, country,
+    SELECT {{.Group}} AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_warmup,
            runs AS n, runs_h3_wanted AS h3_wanted, runs_first_h3 AS first_h3,
            runs_first_h3_before AS first_h3_before, runs_first_h3_page AS first_h3_page, runs_upgraded AS upgraded, runs_never_h3 AS never_h3,
            runs_with_errors AS with_errors, errors_idle AS e_idle, errors_warmup AS e_warmup, errors_batch AS e_batch,
-           errors_timing AS e_timing, errors_send AS e_send
+           errors_timing AS e_timing, errors_send AS e_send,
+           {{template "script errors since" .}} AS se
     FROM {{.Table}}
     WHERE {{template "rollup slots" .}}
       AND (@include_bots = 1 OR bot = 0)
@@ -43,8 +42,7 @@ FROM
     {{- end}}
     {{- if .Edges}}
     UNION ALL
-    SELECT {{.Group}} AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_parallel, param_bytes, param_warmup,
-           beacon_major, param_extra, beacon_version, source, continent, country,
+    SELECT {{.Group}} AS grp, if(browser = '', 'unknown', browser) AS run_browser, param_warmup,
            toUInt64(1) AS n, toUInt64(h3_wanted) AS h3_wanted,
            toUInt64(h3_wanted AND first_known AND first_h3) AS first_h3,
            toUInt64(h3_wanted AND first_known AND first_h3 AND alt_svc IN (1, 4)) AS first_h3_before,
@@ -53,7 +51,8 @@ FROM
            toUInt64(h3_wanted AND first_known AND NOT first_h3 AND NOT later_h3) AS never_h3,
            toUInt64(script_errors_idle + script_errors_warmup + script_errors_batch + script_errors_timing + script_errors_send > 0) AS with_errors,
            toUInt64(script_errors_idle) AS e_idle, toUInt64(script_errors_warmup) AS e_warmup, toUInt64(script_errors_batch) AS e_batch,
-           toUInt64(script_errors_timing) AS e_timing, toUInt64(script_errors_send) AS e_send
+           toUInt64(script_errors_timing) AS e_timing, toUInt64(script_errors_send) AS e_send,
+           {{template "script errors since" .}} AS se
     FROM run_facts
     PREWHERE {{template "edge hours" .}}
     WHERE (@include_bots = 1 OR bot = 0)
