@@ -1,6 +1,6 @@
 // Command benchreport times the h3rum report against a local ClickHouse
-// loaded with synthetic samples: the default report (median of 5) from raw
-// rows and from the hourly rollup, and the dashboard's first paint in
+// loaded with synthetic samples: the default report (the median of at least
+// 5 runs over at least 3 s, after one untimed) from raw rows and from the hourly rollup, and the dashboard's first paint in
 // headless Chromium. Run it with `go run ./collector/cmd/benchreport -rows 10000000`.
 package main
 
@@ -68,7 +68,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	rows := fs.Int("rows", 10_000_000, "synthetic samples to load")
 	grow := fs.Int("grow", 0, "after timing, load more samples up to this many in all, over the same 24 hours, time again and print each figure's growth (0: no)")
 	batch := fs.Int("batch", 100_000, "rows per insert")
-	repeat := fs.Int("n", 5, "timed repetitions per figure (the median is reported)")
+	repeat := fs.Int("n", 5, "timed repetitions per figure, at least (the median is reported)")
+	minTime := fs.Duration("benchtime", 3*time.Second, "time each figure for at least this long too, in at most 100 repetitions")
 	dir := fs.String("dir", "", "ClickHouse data directory, 26.x's under DIR/chdb with -chdb (default: a temporary one, removed at the end)")
 	optimize := fs.Bool("optimize", true, "merge the parts of the rollups and count tables after loading (as background merges would)")
 	noBrowser := fs.Bool("no-browser", false, "skip the Chromium first-paint measurement")
@@ -107,9 +108,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if *rows <= 0 || *batch <= 0 || *repeat <= 0 {
-		return errors.New("-rows, -batch and -n must be positive")
+	if *rows <= 0 || *batch <= 0 || *repeat <= 0 || *minTime < 0 {
+		return errors.New("-rows, -batch and -n must be positive, -benchtime not negative")
 	}
+	reps := repetitions{min: *repeat, time: *minTime}
 	if *grow != 0 && (*grow <= *rows || *reuse) {
 		return errors.New("-grow must be more than -rows, without -reuse")
 	}
@@ -223,12 +225,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintln(out, l)
 		}
 	}()
-	first, err := timeFigures(ctx, conn, out, figures, *repeat, *only)
+	first, err := timeFigures(ctx, conn, out, figures, reps, *only)
 	if err != nil {
 		return err
 	}
 	for _, r := range first {
-		benchLine(r.name, *repeat, r.median, r.target, "")
+		benchLine(r.name, r.runs, r.median, r.target, "")
 	}
 	if *grow > 0 {
 		if err := load(ctx, conn, out, now, 2, *grow-*rows, *batch, *optimize); err != nil {
@@ -242,7 +244,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 				atScale[i].target = 0
 			}
 		}
-		grown, err := timeFigures(ctx, conn, out, atScale, *repeat, *only)
+		grown, err := timeFigures(ctx, conn, out, atScale, reps, *only)
 		if err != nil {
 			return err
 		}
@@ -258,7 +260,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 				}
 			}
 			fmt.Fprintf(out, "%-52s %10s %10s %8.2f  %s\n", r.name, first[i].median.Round(100*time.Microsecond), r.median.Round(100*time.Microsecond), ratio, target)
-			benchLine(r.name+" grown", *repeat, r.median, r.target, extra)
+			benchLine(r.name+" grown", r.runs, r.median, r.target, extra)
 		}
 	}
 
@@ -299,20 +301,37 @@ type figure struct {
 type timed struct {
 	figure
 	median time.Duration
+	runs   int
 }
 
-// timeFigures times each figure whose name contains only, repeat times,
-// and prints its median with the stages of the median run.
-func timeFigures(ctx context.Context, conn driver.Conn, out io.Writer, figures []figure, repeat int, only string) ([]timed, error) {
-	fmt.Fprintf(out, "\n%-52s %10s %10s  %s\n", "figure (median of "+fmt.Sprint(repeat)+")", "time", "target", "stages of the median run")
+// repetitions is how often a figure is timed: at least min times and for
+// at least time, in at most maxRepetitions runs.
+type repetitions struct {
+	min  int
+	time time.Duration
+}
+
+const maxRepetitions = 100
+
+// timeFigures times each figure whose name contains only and prints its
+// median, its middle half's range and the stages of the median run. Each
+// figure first runs once untimed: the first report after a load or a
+// restart reads cold caches. Timing cheap figures for a while, not just
+// five times, keeps one slow second of a shared machine from moving their
+// median.
+func timeFigures(ctx context.Context, conn driver.Conn, out io.Writer, figures []figure, reps repetitions, only string) ([]timed, error) {
+	fmt.Fprintf(out, "\n%-52s %10s %10s  %-22s %s\n", fmt.Sprintf("figure (median of ≥ %d runs, ≥ %s)", reps.min, reps.time), "time", "target", "runs, middle half", "stages of the median run")
 	var res []timed
 	for _, f := range figures {
 		if !strings.Contains(f.name, only) {
 			continue
 		}
+		if _, _, err := timeOnce(ctx, conn, f); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
 		var times []time.Duration
 		var stages []string
-		for range repeat {
+		for t0 := time.Now(); len(times) < maxRepetitions && (len(times) < reps.min || time.Since(t0) < reps.time); {
 			d, parts, err := timeOnce(ctx, conn, f)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f.name, err)
@@ -329,8 +348,10 @@ func timeFigures(ctx context.Context, conn driver.Conn, out io.Writer, figures [
 			}
 			target = fmt.Sprintf("≤ %s %s", f.target, verdict)
 		}
-		fmt.Fprintf(out, "%-52s %10s %10s  %s\n", f.name, med.Round(100*time.Microsecond), target, stages[idx])
-		res = append(res, timed{f, med})
+		q1, q3 := quartiles(times)
+		spread := fmt.Sprintf("%d, %s–%s", len(times), q1.Round(100*time.Microsecond), q3.Round(100*time.Microsecond))
+		fmt.Fprintf(out, "%-52s %10s %10s  %-22s %s\n", f.name, med.Round(100*time.Microsecond), target, spread, stages[idx])
+		res = append(res, timed{f, med, len(times)})
 	}
 	return res, nil
 }
@@ -489,6 +510,14 @@ func with(o model.Options, s model.Source) model.Options {
 }
 
 // median returns the median duration and the index of the run it came from.
+// quartiles returns the first and third quartiles of d (the runs at a
+// quarter and three quarters of the sorted runs).
+func quartiles(d []time.Duration) (time.Duration, time.Duration) {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/4], s[(3*len(s))/4]
+}
+
 func median(d []time.Duration) (time.Duration, int) {
 	s := slices.Clone(d)
 	slices.Sort(s)
