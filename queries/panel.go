@@ -18,14 +18,16 @@ var (
 // its own macros in place of the report's parameters (Grafana's
 // dashboard): name is a file of sql/ ("points_rollup.sql") or a named
 // block ("design key"); the shape is the world grouped by continent, the
-// raw edges kept, run counts from the rollup's HyperLogLog states and the
-// design as the parameter @design; comments are dropped and each @name is
-// replaced by values[name], an error naming any without a value.
+// five-minute twins' slots and the raw edges kept (a range the tool
+// chooses may start or end anywhere), run counts from the rollup's
+// HyperLogLog states and the design as the parameter @design; comments are
+// dropped and each @name is replaced by values[name], an error naming any
+// without a value.
 func PanelSQL(name string, values map[string]string) (string, error) {
 	if strings.HasSuffix(name, ".sql") {
 		name = "sql/" + name
 	}
-	s := &query.Shape{Group: query.GroupExpr("continent"), Edges: true, OneWindow: true, RunsTable: true, DesignKey: true}
+	s := &query.Shape{Group: query.GroupExpr("continent"), Edges: true, FineEdges: true, OneWindow: true, DesignKey: true}
 	s.MergeLevels = s.Levels()
 	q, err := sqltext.Render(sqlTemplates, name, s)
 	if err != nil {

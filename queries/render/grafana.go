@@ -7,10 +7,10 @@ import (
 
 // The Grafana dashboard for ClickHouse (deploy/grafana/h3rum-clickhouse.json)
 // is made from the report's own SQL files, so that it shows the report's
-// figures: the like-for-like headline from the rollup plus raw edges,
-// batch orders weighed equally, one design at a time. GrafanaDashboard
-// binds the files' parameters to the official
-// ClickHouse data source's macros and the dashboard's variables;
+// figures: the like-for-like headline from the rollup, its five-minute
+// twins and raw edges, batch orders weighed equally, one design at a time.
+// GrafanaDashboard binds the files' parameters to the official ClickHouse
+// data source's macros and the dashboard's variables;
 // TestGrafanaDashboard keeps the committed file equal to it and runs every
 // panel's SQL against the report.
 
@@ -19,14 +19,22 @@ import (
 const GrafanaDatasource = "grafana-clickhouse-datasource"
 
 // Values the dashboard's SQL binds in place of the report's parameters:
-// the time range as unix seconds, its whole hours (clipped so that a range
-// without one reads raw rows only, as query.NewWindow does), and the variables,
-// quoted and escaped by Grafana's sqlstring format.
+// the time range as unix seconds, split as query.NewWindow splits a
+// report's window (whole hours from the rollups, whole five minutes from
+// their twins, the minutes left at either end from per-run rows), each
+// bound clipped to the ones around it so that a range without a whole hour
+// or five minutes reads no such slot; and the variables, quoted and
+// escaped by Grafana's sqlstring format.
 const (
-	grafanaFrom     = "toUInt32($__fromTime)"
-	grafanaTo       = "toUInt32($__toTime)"
-	grafanaHourFrom = "least(intDiv(toUInt32($__fromTime) + 3599, 3600) * 3600, toUInt32($__toTime))"
-	grafanaHourTo   = "greatest(intDiv(toUInt32($__toTime), 3600) * 3600, " + grafanaHourFrom + ")"
+	grafanaFrom = "toUInt32($__fromTime)"
+	grafanaTo   = "toUInt32($__toTime)"
+	// The first five-minute boundary in the range, and the last (at least
+	// the first).
+	grafanaFineFrom = "least(intDiv(" + grafanaFrom + " + 299, 300) * 300, " + grafanaTo + ")"
+	grafanaFineTo   = "greatest(intDiv(" + grafanaTo + ", 300) * 300, " + grafanaFineFrom + ")"
+	// The first hour boundary and the last, between those two.
+	grafanaHourFrom = "least(intDiv(" + grafanaFrom + " + 3599, 3600) * 3600, " + grafanaFineTo + ")"
+	grafanaHourTo   = "greatest(least(intDiv(" + grafanaTo + ", 3600) * 3600, " + grafanaFineTo + "), " + grafanaHourFrom + ")"
 	grafanaSite     = "${site:sqlstring}"
 	grafanaDesign   = "${design:sqlstring}"
 )
@@ -35,7 +43,8 @@ const (
 // report's parameters, by name.
 var grafanaValues = map[string]string{
 	"since": grafanaFrom, "until": grafanaTo, "hour_from": grafanaHourFrom, "hour_to": grafanaHourTo,
-	"edge_a0": grafanaFrom, "edge_a1": grafanaHourFrom, "edge_b0": grafanaHourTo, "edge_b1": grafanaTo,
+	"fine_a0": grafanaFineFrom, "fine_a1": grafanaHourFrom, "fine_b0": grafanaHourTo, "fine_b1": grafanaFineTo,
+	"edge_a0": grafanaFrom, "edge_a1": grafanaFineFrom, "edge_b0": grafanaFineTo, "edge_b1": grafanaTo,
 	"site": grafanaSite, "design": grafanaDesign, "source": "'browser'",
 	"include_bots": "0", // bots are left out
 }
@@ -139,7 +148,7 @@ func grafanaPanels(sql PanelSQL) ([]grafanaPanel, error) {
 	if err != nil {
 		return nil, err
 	}
-	excluded, err := sql.bind("excluded.sql")
+	excluded, err := sql.bind("excluded_rollup.sql")
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +172,7 @@ func grafanaPanels(sql PanelSQL) ([]grafanaPanel, error) {
 		{
 			title: "HTTP/3 availability by region (per run)",
 			description: "Of the design's non-bot runs with an H3 batch, the share whose every H3-batch request used h3 " +
-				"(a failed request counts against). Same SQL as the report (excluded.sql with excluded_runs_table.sql).",
+				"(a failed request counts against). Same SQL as the report (excluded_rollup.sql: run_counts, its five-minute twin and the runs table at the edges).",
 			sql: "SELECT grp AS region, with_h3 AS runs_with_h3_batch, available AS runs_all_h3,\n       round(available / with_h3, 4) AS h3_availability\nFROM\n(\n" +
 				excluded + "\n)\nWHERE with_h3 > 0\nORDER BY with_h3 DESC, region",
 			w: 12, h: 9,
