@@ -1,7 +1,8 @@
 // Command benchreport times the h3rum report against a local ClickHouse
-// loaded with synthetic samples: the default report (the median of at least
-// 5 runs over at least 3 s, after one untimed) from raw rows and from the hourly rollup, and the dashboard's first paint in
-// headless Chromium. Run it with `go run ./collector/cmd/benchreport -rows 10000000`.
+// loaded with synthetic samples: the default report (the median of at
+// least 5 runs over at least 3 s, after one untimed) from raw rows and from
+// the hourly rollup, and the dashboard's first paint in headless Chromium.
+// Run it with `go run ./collector/cmd/benchreport -rows 10000000`.
 package main
 
 import (
@@ -510,19 +511,19 @@ func with(o model.Options, s model.Source) model.Options {
 }
 
 // median returns the median duration and the index of the run it came from.
+func median(d []time.Duration) (time.Duration, int) {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	return m, slices.Index(d, m)
+}
+
 // quartiles returns the first and third quartiles of d (the runs at a
 // quarter and three quarters of the sorted runs).
 func quartiles(d []time.Duration) (time.Duration, time.Duration) {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/4], s[(3*len(s))/4]
-}
-
-func median(d []time.Duration) (time.Duration, int) {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	m := s[len(s)/2]
-	return m, slices.Index(d, m)
 }
 
 func version(ctx context.Context, conn driver.Conn) string {
